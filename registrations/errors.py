@@ -1,0 +1,5 @@
+from tems.errors import DomainError
+
+
+class RegistrationError(DomainError):
+    """The one domain error of the registrations app (events, registrations, waitlist)."""

@@ -1,0 +1,13 @@
+from django.urls import path
+
+from registrations import api, views
+
+app_name = "registrations"
+urlpatterns = [
+    path("events/", views.event_list, name="event_list"),
+    path("events/new/", views.event_create, name="event_create"),
+    path("events/<str:event_id>/", views.event_detail, name="event_detail"),
+    path("events/<str:event_id>/edit/", views.event_edit, name="event_edit"),
+    path("api/events", api.events, name="api_events"),
+    path("api/events/<str:event_id>", api.event_detail, name="api_event_detail"),
+]

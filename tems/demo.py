@@ -1,0 +1,21 @@
+"""Demo accounts shared by seed_demo, the log-in page and the lab."""
+
+from django.contrib.auth.models import User
+
+DEMO_PASSWORD = "tems-demo-pass"
+DEMO_STAFF = "staff"
+DEMO_STUDENTS = ("alice", "bob", "chen", "dara", "emeka")
+
+
+def seed_users() -> list[str]:
+    """Create the demo accounts that are missing; returns the usernames it created."""
+    created = []
+    for username in (DEMO_STAFF, *DEMO_STUDENTS):
+        user, was_created = User.objects.get_or_create(
+            username=username, defaults={"email": f"{username}@demo.tems.invalid", "is_staff": username == DEMO_STAFF}
+        )
+        if was_created:
+            user.set_password(DEMO_PASSWORD)
+            user.save()
+            created.append(username)
+    return created

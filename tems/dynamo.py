@@ -1,0 +1,287 @@
+"""Shared DynamoDB infrastructure: the single table's schema, model configuration and request metering.
+
+Every PynamoDB model of TEMS declares ``class Meta(TableMeta)`` and so lives in the one table named by
+``DYNAMODB_TABLE``. Nothing here contacts DynamoDB at import time: tables are created by
+``manage.py ensure_table`` (or a test fixture) and clients are made on first use.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+from django.conf import settings
+from pynamodb.attributes import UnicodeAttribute
+from pynamodb.connection import Connection
+from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
+from pynamodb.models import Model
+
+# DynamoDB Local accepts any credentials but insists on having some.
+LOCAL_CREDENTIALS = {"aws_access_key_id": "local", "aws_secret_access_key": "local"}
+
+# A burst of concurrent taps must not queue behind botocore's default pool of 10 connections.
+MAX_POOL_CONNECTIONS = 64
+
+TTL_ATTRIBUTE = "expires_at"
+GSI1 = "GSI1"
+
+# The schema is declared once, here; ensure_table creates what is missing from it.
+TABLE_SCHEMA: dict[str, Any] = {
+    "AttributeDefinitions": [
+        {"AttributeName": "PK", "AttributeType": "S"},
+        {"AttributeName": "SK", "AttributeType": "S"},
+        {"AttributeName": "GSI1PK", "AttributeType": "S"},
+        {"AttributeName": "GSI1SK", "AttributeType": "S"},
+    ],
+    "KeySchema": [
+        {"AttributeName": "PK", "KeyType": "HASH"},
+        {"AttributeName": "SK", "KeyType": "RANGE"},
+    ],
+    "GlobalSecondaryIndexes": [
+        {
+            # Overloaded index for collection listings: events by start time, inventory by sku, ...
+            "IndexName": GSI1,
+            "KeySchema": [
+                {"AttributeName": "GSI1PK", "KeyType": "HASH"},
+                {"AttributeName": "GSI1SK", "KeyType": "RANGE"},
+            ],
+            "Projection": {"ProjectionType": "ALL"},
+        }
+    ],
+    "BillingMode": "PAY_PER_REQUEST",
+}
+
+
+class TableMeta:
+    """Base ``Meta`` for every model in the single table; ``configure_models`` re-points them all."""
+
+    table_name = settings.DYNAMODB_TABLE
+    host = settings.DYNAMODB_ENDPOINT_URL
+    region = settings.AWS_REGION
+    max_pool_connections = MAX_POOL_CONNECTIONS
+    if settings.DYNAMODB_ENDPOINT_URL:
+        aws_access_key_id = LOCAL_CREDENTIALS["aws_access_key_id"]
+        aws_secret_access_key = LOCAL_CREDENTIALS["aws_secret_access_key"]
+
+
+class CollectionIndex(GlobalSecondaryIndex):
+    """GSI1: PynamoDB copies the index onto each model that declares it, so one definition serves all."""
+
+    class Meta:
+        index_name = GSI1
+        projection = AllProjection()
+
+    gsi1pk = UnicodeAttribute(hash_key=True, attr_name="GSI1PK")
+    gsi1sk = UnicodeAttribute(range_key=True, attr_name="GSI1SK")
+
+
+def table_models() -> list[type[Model]]:
+    """Every model class that lives in the single table."""
+    found: list[type[Model]] = []
+    stack = list(Model.__subclasses__())
+    while stack:
+        cls = stack.pop()
+        stack.extend(cls.__subclasses__())
+        meta = getattr(cls, "Meta", None)
+        if isinstance(meta, type) and issubclass(meta, TableMeta):
+            found.append(cls)
+    return found
+
+
+@dataclass(frozen=True)
+class TableConfig:
+    table_name: str
+    host: str | None
+    region: str
+
+    @classmethod
+    def from_settings(cls) -> TableConfig:
+        return cls(settings.DYNAMODB_TABLE, settings.DYNAMODB_ENDPOINT_URL, settings.AWS_REGION)
+
+    @property
+    def credentials(self) -> dict[str, str]:
+        return dict(LOCAL_CREDENTIALS) if self.host else {}
+
+
+_config_lock = threading.Lock()
+_current: dict[str, Any] = {"config": None, "connection": None}
+
+
+def current_config() -> TableConfig:
+    return _current["config"] or TableConfig.from_settings()
+
+
+def configure_models(config: TableConfig) -> None:
+    """Point every table model (and the transaction connection) at ``config``; used by tests and tools."""
+    with _config_lock:
+        for model in table_models():
+            model.Meta.table_name = config.table_name
+            model.Meta.host = config.host
+            model.Meta.region = config.region
+            model.Meta.aws_access_key_id = config.credentials.get("aws_access_key_id")
+            model.Meta.aws_secret_access_key = config.credentials.get("aws_secret_access_key")
+            model._connection = None
+        _current["config"] = config
+        _current["connection"] = None
+
+
+def transaction_connection() -> Connection:
+    """The PynamoDB connection that ``TransactWrite``/``TransactGet`` send through (one per process)."""
+    conn = _current["connection"]
+    if conn is None:
+        with _config_lock:
+            conn = _current["connection"]
+            if conn is None:
+                config = current_config()
+                conn = Connection(
+                    region=config.region,
+                    host=config.host,
+                    max_pool_connections=MAX_POOL_CONNECTIONS,
+                    **config.credentials,
+                )
+                _current["connection"] = conn
+    return conn
+
+
+def boto3_client():
+    """A plain boto3 DynamoDB client for table management and scans."""
+    config = current_config()
+    return boto3.client("dynamodb", region_name=config.region, endpoint_url=config.host, **config.credentials)
+
+
+def ensure_table(*, client=None, table_name: str | None = None) -> list[str]:
+    """Create the table, its indexes and its TTL setting if missing; change nothing else.
+
+    Returns a sentence for each thing it did (empty when everything was already there). Safe against real AWS.
+    """
+    client = client or boto3_client()
+    table_name = table_name or current_config().table_name
+    done: list[str] = []
+    try:
+        description = client.describe_table(TableName=table_name)["Table"]
+    except client.exceptions.ResourceNotFoundException:
+        client.create_table(TableName=table_name, **TABLE_SCHEMA)
+        client.get_waiter("table_exists").wait(TableName=table_name, WaiterConfig={"Delay": 1, "MaxAttempts": 120})
+        done.append(f"created table {table_name}")
+        description = client.describe_table(TableName=table_name)["Table"]
+
+    existing = {index["IndexName"] for index in description.get("GlobalSecondaryIndexes", [])}
+    for index in TABLE_SCHEMA["GlobalSecondaryIndexes"]:
+        if index["IndexName"] in existing:
+            continue
+        names = {key["AttributeName"] for key in index["KeySchema"]}
+        client.update_table(
+            TableName=table_name,
+            AttributeDefinitions=[a for a in TABLE_SCHEMA["AttributeDefinitions"] if a["AttributeName"] in names],
+            GlobalSecondaryIndexUpdates=[{"Create": index}],
+        )
+        done.append(f"created index {index['IndexName']}")
+
+    ttl = client.describe_time_to_live(TableName=table_name)["TimeToLiveDescription"]
+    if ttl.get("TimeToLiveStatus") not in {"ENABLED", "ENABLING"}:
+        client.update_time_to_live(
+            TableName=table_name, TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTRIBUTE}
+        )
+        done.append(f"enabled TTL on {TTL_ATTRIBUTE}")
+    return done
+
+
+# --- metering ---------------------------------------------------------------------------------------------
+# The lab and the benchmark count what each code path really sends to DynamoDB. Counting hooks into botocore's
+# events, so no service code has to know it is being measured.
+
+_CAPACITY_OPERATIONS = {
+    "GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "Scan",
+    "BatchGetItem", "BatchWriteItem", "TransactGetItems", "TransactWriteItems",
+}
+_READ_OPERATIONS = {"GetItem", "Query", "Scan", "BatchGetItem", "TransactGetItems"}
+
+
+@dataclass
+class DynamoMeter:
+    requests: Counter = field(default_factory=Counter)
+    read_capacity: float = 0.0
+    write_capacity: float = 0.0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def total_requests(self) -> int:
+        return sum(self.requests.values())
+
+    def _count_request(self, operation: str) -> None:
+        with self._lock:
+            self.requests[operation] += 1
+
+    def _add_capacity(self, operation: str, consumed: Any) -> None:
+        entries = consumed if isinstance(consumed, list) else [consumed]
+        with self._lock:
+            for entry in entries or []:
+                read = float(entry.get("ReadCapacityUnits", 0) or 0)
+                write = float(entry.get("WriteCapacityUnits", 0) or 0)
+                if not (read or write):
+                    # Engines often report only the total; which kind it is follows from the operation.
+                    total = float(entry.get("CapacityUnits", 0) or 0)
+                    read, write = (total, 0.0) if operation in _READ_OPERATIONS else (0.0, total)
+                self.read_capacity += read
+                self.write_capacity += write
+
+
+_active_meter: contextvars.ContextVar[DynamoMeter | None] = contextvars.ContextVar("tems_dynamo_meter", default=None)
+
+
+def _operation_from(event_name: str) -> str:
+    return event_name.rsplit(".", 1)[-1]
+
+
+def _before_parameter_build(params: dict, event_name: str, **_: Any) -> None:
+    if _active_meter.get() is not None and _operation_from(event_name) in _CAPACITY_OPERATIONS:
+        params.setdefault("ReturnConsumedCapacity", "TOTAL")
+
+
+def _before_send(event_name: str, **_: Any) -> None:
+    meter = _active_meter.get()
+    if meter is not None:
+        meter._count_request(_operation_from(event_name))
+
+
+def _after_call(parsed: dict, event_name: str, **_: Any) -> None:
+    meter = _active_meter.get()
+    if meter is not None and parsed.get("ConsumedCapacity"):
+        meter._add_capacity(_operation_from(event_name), parsed["ConsumedCapacity"])
+
+
+def _hook(client) -> None:
+    if getattr(client, "_tems_metered", False):
+        return
+    events = client.meta.events
+    events.register("before-parameter-build.dynamodb", _before_parameter_build)
+    events.register("before-send.dynamodb", _before_send)
+    events.register("after-call.dynamodb", _after_call)
+    client._tems_metered = True
+
+
+def _hook_all_clients() -> None:
+    for model in table_models():
+        _hook(model._get_connection().connection.client)
+    _hook(transaction_connection().client)
+
+
+@contextmanager
+def metered() -> Iterator[DynamoMeter]:
+    """Count the DynamoDB requests and capacity of the code run inside, in this context only.
+
+    Work handed to threads is counted when it runs under ``contextvars.copy_context()`` of this context.
+    """
+    _hook_all_clients()
+    meter = DynamoMeter()
+    token = _active_meter.set(meter)
+    try:
+        yield meter
+    finally:
+        _active_meter.reset(token)

@@ -1,0 +1,35 @@
+"""The base of each app's one domain error. Its ``code`` decides the HTTP status the API answers with."""
+
+from __future__ import annotations
+
+from typing import Any
+
+STATUS_BY_CODE = {
+    "invalid": 400,
+    "unauthenticated": 401,
+    "forbidden": 403,
+    "not_found": 404,
+    "conflict": 409,
+    "gone": 410,
+    "precondition_failed": 412,
+    "unprocessable": 422,
+    "precondition_required": 428,
+    "busy": 503,
+}
+
+
+class DomainError(Exception):
+    """A refusal the person or client can act on; never a crash."""
+
+    def __init__(self, code: str, detail: str, *, errors: dict[str, list[str]] | None = None, **extra: Any):
+        if code not in STATUS_BY_CODE:
+            raise ValueError(f"unknown domain error code {code!r}")
+        super().__init__(detail)
+        self.code = code
+        self.detail = detail
+        self.errors = errors or {}
+        self.extra = extra
+
+    @property
+    def status(self) -> int:
+        return STATUS_BY_CODE[self.code]

@@ -1,0 +1,16 @@
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+from django.views.generic import RedirectView
+
+from tems import views
+
+urlpatterns = [
+    path("", RedirectView.as_view(pattern_name="registrations:event_list"), name="home"),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/signup/", views.signup, name="signup"),
+    path("admin/", admin.site.urls),
+    path("", include("registrations.urls")),
+    path("", include("inventory.urls")),
+]

@@ -1,0 +1,62 @@
+"""Management commands: ensure_table, seed_demo and check_invariants are safe to run again and again."""
+
+from io import StringIO
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from registrations import selectors
+from registrations.models import EventSeats
+from tems.dynamo import TABLE_SCHEMA, boto3_client, ensure_table
+
+
+def run(*args) -> str:
+    out = StringIO()
+    call_command(*args, stdout=out)
+    return out.getvalue()
+
+
+def test_ensure_table_twice_creates_then_changes_nothing(dynamodb_local_endpoint):
+    from tests.conftest import REGION
+    from tems.dynamo import TableConfig, configure_models
+
+    config = TableConfig("tems_ensure_twice", dynamodb_local_endpoint, REGION)
+    configure_models(config)
+    try:
+        first = ensure_table()
+        assert "created table tems_ensure_twice" in first
+        description = boto3_client().describe_table(TableName=config.table_name)["Table"]
+        assert [i["IndexName"] for i in description["GlobalSecondaryIndexes"]] == ["GSI1"]
+        assert description["KeySchema"] == TABLE_SCHEMA["KeySchema"]
+        assert run("ensure_table").strip() == "table tems_ensure_twice is up to date"
+        assert ensure_table() == []
+    finally:
+        boto3_client().delete_table(TableName=config.table_name)
+        configure_models(TableConfig.from_settings())
+
+
+@pytest.mark.django_db
+def test_seed_demo_twice_creates_nothing_twice(ddb):
+    first = run("seed_demo")
+    assert "created 6 demo account(s), 4 demo event(s)" in first
+    assert "staff" in first and "alice" in first
+    second = run("seed_demo")
+    assert "created 0 demo account(s), 0 demo event(s)" in second
+    assert User.objects.count() == 6
+    upcoming, past = selectors.event_list()
+    assert len(upcoming) + len(past) == 4
+
+
+@pytest.mark.django_db
+def test_check_invariants_clean_then_broken(ddb):
+    run("seed_demo")
+    assert "BROKEN" not in run("check_invariants")
+    # A counter moved without a registration item is exactly the drift the check exists to catch.
+    EventSeats(*EventSeats.key_for("welcome-fair")).update(actions=[EventSeats.registered_count.add(1)])
+    out = StringIO()
+    with pytest.raises(CommandError) as caught:
+        call_command("check_invariants", stdout=out)
+    assert caught.value.returncode == 1
+    assert "EVENT#welcome-fair: registered_count=1 but 0 confirmed" in out.getvalue()
