@@ -80,7 +80,7 @@ class DynamoDBLocal:
         if _answers(self.endpoint):
             raise LauncherError(f"Port {self.port} is already in use: choose another with --dynamodb-port.")
         command = [java, f"-Djava.library.path={jar.parent / 'DynamoDBLocal_lib'}", "-jar", str(jar),
-                   "-port", str(self.port), "-sharedDb"]
+                   "-port", str(self.port), "-sharedDb", "-disableTelemetry"]
         if self.db_path:
             self.db_path.mkdir(parents=True, exist_ok=True)
             command += ["-dbPath", str(self.db_path)]
