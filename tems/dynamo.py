@@ -232,7 +232,9 @@ class DynamoMeter:
                 self.write_capacity += write
 
 
-_active_meter: contextvars.ContextVar[DynamoMeter | None] = contextvars.ContextVar("tems_dynamo_meter", default=None)
+# Meters nest (a lab run measures services that measure themselves), so the context holds all active ones.
+_active_meters: contextvars.ContextVar[tuple[DynamoMeter, ...]] = contextvars.ContextVar("tems_dynamo_meters",
+                                                                                          default=())
 
 
 def _operation_from(event_name: str) -> str:
@@ -240,20 +242,19 @@ def _operation_from(event_name: str) -> str:
 
 
 def _before_parameter_build(params: dict, event_name: str, **_: Any) -> None:
-    if _active_meter.get() is not None and _operation_from(event_name) in _CAPACITY_OPERATIONS:
+    if _active_meters.get() and _operation_from(event_name) in _CAPACITY_OPERATIONS:
         params.setdefault("ReturnConsumedCapacity", "TOTAL")
 
 
 def _before_send(event_name: str, **_: Any) -> None:
-    meter = _active_meter.get()
-    if meter is not None:
+    for meter in _active_meters.get():
         meter._count_request(_operation_from(event_name))
 
 
 def _after_call(parsed: dict, event_name: str, **_: Any) -> None:
-    meter = _active_meter.get()
-    if meter is not None and parsed.get("ConsumedCapacity"):
-        meter._add_capacity(_operation_from(event_name), parsed["ConsumedCapacity"])
+    if parsed.get("ConsumedCapacity"):
+        for meter in _active_meters.get():
+            meter._add_capacity(_operation_from(event_name), parsed["ConsumedCapacity"])
 
 
 def _hook(client) -> None:
@@ -280,8 +281,8 @@ def metered() -> Iterator[DynamoMeter]:
     """
     _hook_all_clients()
     meter = DynamoMeter()
-    token = _active_meter.set(meter)
+    token = _active_meters.set((*_active_meters.get(), meter))
     try:
         yield meter
     finally:
-        _active_meter.reset(token)
+        _active_meters.reset(token)
