@@ -16,10 +16,11 @@ from pynamodb.exceptions import PutError, UpdateError
 from registrations import selectors
 from registrations.errors import RegistrationError
 from registrations.models import (
-    CONFIRMED, WAITLISTED, Event, EventSeats, Registration, RegistrationClaim, WaitlistEntry,
+    CANCELLED, CONFIRMED, WAITLISTED, Event, EventSeats, Registration, RegistrationClaim, WaitlistEntry,
 )
 from registrations.selectors import event_get, event_to_dict
 from tems.clock import utcnow
+from tems.errors import DomainError
 from tems.idempotency import StoredResponse, completed_record, record_is_absent_or_expired, replay_from_raw
 from tems.outbox import outbox_message
 from tems.transactions import LabelledTransaction, TransactionCancelled, retry_on_conflict
@@ -116,6 +117,8 @@ def event_update(
             f"Capacity cannot go below the {current.registered_count} seats already taken.",
             errors={"capacity": [f"Must be at least {current.registered_count}."]},
         ) from None
+    # More seats may let people in from the waiting list; a separate transaction per promotion, right away.
+    waitlist_promote(event_id=event_id)
     return event
 
 
@@ -328,7 +331,10 @@ def _waitlist_transaction(attempt: _NewRegistration,
 
 
 def _replay(raw_item: dict[str, Any], attempt: _NewRegistration) -> RegistrationOutcome:
-    stored = replay_from_raw(raw_item, fingerprint=attempt.fingerprint)
+    try:
+        stored = replay_from_raw(raw_item, fingerprint=attempt.fingerprint)
+    except DomainError as error:
+        raise RegistrationError(error.code, error.detail) from None  # the key was used for another request
     if stored is None:
         # The key's first request is still running (only the generic @idempotent writes INPROGRESS records).
         raise _busy("This request is still being processed; try again in a moment.")
@@ -361,3 +367,145 @@ def _already_registered(claim: RegistrationClaim, attempt: _NewRegistration, *,
         # A duplicate of this very tap stored its answer first: give the same bytes.
         return _replay(cancelled.reasons[IDEMPOTENCY].raw_item, attempt)
     return RegistrationOutcome(response, "already_registered")
+
+
+# --- cancellation and promotion -----------------------------------------------------------------------------
+#
+# Promotion reads the head of the waiting list, then writes under conditions that the read is still true (the
+# head's entry still exists; with no head, that nobody has joined since). Tickets only grow, so an entry that
+# still exists is still the head, and a stale read costs a retry, never a wrong promotion.
+
+HEAD_CLAIM = "head_claim"
+HEAD_USER_REGISTRATION = "head_user_registration"
+HEAD_EVENT_REGISTRATION = "head_event_registration"
+HEAD_WAITLIST_ENTRY = "head_waitlist_entry"
+OUTBOX_PROMOTED = "outbox_promoted"
+
+CANCEL_MAX_ROUNDS = 16
+
+
+def _add_promotion(transaction: LabelledTransaction, head: WaitlistEntry, *, now: datetime) -> None:
+    """Move the waitlist head to confirmed: its claim, both registration items and its entry, in ``transaction``."""
+    is_waiting = Registration.status == WAITLISTED
+    for label, model in (
+        (HEAD_USER_REGISTRATION, Registration(*Registration.user_key_for(head.user_id, head.registration_id))),
+        (HEAD_EVENT_REGISTRATION, Registration(*Registration.event_key_for(head.event_id, head.registration_id))),
+    ):
+        transaction.update(label, model, actions=[
+            Registration.status.set(CONFIRMED), Registration.ticket.remove(), Registration.promoted_at.set(now),
+        ], condition=Registration.pk.exists() & is_waiting)
+    transaction.update(
+        HEAD_CLAIM, RegistrationClaim(*RegistrationClaim.key_for(head.event_id, head.user_id)),
+        actions=[RegistrationClaim.status.set(CONFIRMED), RegistrationClaim.ticket.remove()],
+        condition=RegistrationClaim.registration_id == head.registration_id,
+    )
+    transaction.delete(HEAD_WAITLIST_ENTRY, WaitlistEntry(*WaitlistEntry.key_for(head.event_id, int(head.ticket))),
+                       condition=WaitlistEntry.registration_id == head.registration_id)
+    transaction.save(OUTBOX_PROMOTED, outbox_message(message_type="RegistrationPromoted", now=now, payload={
+        "registration_id": head.registration_id, "event_id": head.event_id, "user": head.user_id,
+        "status": CONFIRMED,
+    }))
+
+
+def registration_cancel(*, user_id: str, registration_id: str, now: datetime | None = None,
+                        sleep: Callable[[float], None] = time.sleep) -> dict[str, Any]:
+    """Cancel the caller's registration in one transaction, promoting the waitlist head into a freed seat.
+
+    Deletes the claim and both registration items (and the waitlist entry of a waitlisted one), moves the
+    counters and writes ``RegistrationCancelled`` to the outbox; a freed seat goes to the head of the waiting
+    list in the same transaction, so the event is never over capacity and no seat sits free while someone waits.
+    Returns ``{registration_id, status: "cancelled"}``. Raises RegistrationError: 'not_found' (no such
+    registration of this user), 'busy' (contention did not clear in time; nothing was written).
+    """
+    now = now or utcnow()
+    seen = False
+    conflicts = 0
+    for _ in range(CANCEL_MAX_ROUNDS):
+        try:
+            registration = selectors.registration_get(user_id=user_id, registration_id=registration_id)
+        except RegistrationError:
+            if seen:
+                break  # a concurrent cancel of the same registration won: what was asked for is done
+            raise
+        seen = True
+        head = selectors.waitlist_head(event_id=registration.event_id) if registration.status == CONFIRMED else None
+        transaction = _cancel_transaction(registration, head, now=now)
+        try:
+            transaction.commit()
+        except TransactionCancelled as cancelled:
+            if cancelled.is_conflict and not any(cancelled.failed(label) for label in cancelled.reasons):
+                conflicts += 1
+                _conflict_pause(conflicts, sleep)
+            # Any failed condition means a read above is stale (a promotion, a new joiner, a concurrent cancel):
+            # read again and rebuild; the loop is bounded.
+            continue
+        break
+    else:
+        raise _busy("This registration is changing right now; please try again in a moment.")
+    return {"registration_id": registration_id, "status": CANCELLED}
+
+
+def _cancel_transaction(registration: Registration, head: WaitlistEntry | None, *,
+                        now: datetime) -> LabelledTransaction:
+    event_id, user_id, registration_id = registration.event_id, registration.user_id, registration.registration_id
+    transaction = LabelledTransaction()
+    transaction.delete(CLAIM, RegistrationClaim(*RegistrationClaim.key_for(event_id, user_id)),
+                       condition=RegistrationClaim.registration_id == registration_id)
+    # The status we read decides which counter moves, so the delete only applies if it is still that status.
+    transaction.delete(USER_REGISTRATION, Registration(*Registration.user_key_for(user_id, registration_id)),
+                       condition=Registration.status == registration.status)
+    transaction.delete(EVENT_REGISTRATION, Registration(*Registration.event_key_for(event_id, registration_id)),
+                       condition=Registration.status == registration.status)
+    transaction.save(OUTBOX, outbox_message(message_type="RegistrationCancelled", now=now, payload={
+        "registration_id": registration_id, "event_id": event_id, "user": user_id,
+        "previous_status": registration.status,
+    }))
+    seats = EventSeats(*EventSeats.key_for(event_id))
+    if registration.status == WAITLISTED:
+        transaction.delete(WAITLIST_ENTRY, WaitlistEntry(*WaitlistEntry.key_for(event_id, int(registration.ticket))),
+                           condition=WaitlistEntry.registration_id == registration_id)
+        transaction.update(EVENT_SEATS, seats, actions=[EventSeats.waitlist_count.add(-1)],
+                           condition=EventSeats.pk.exists())
+    elif head is not None:
+        # The freed seat passes straight to the head: registered_count stays, the waiting list shrinks.
+        _add_promotion(transaction, head, now=now)
+        transaction.update(EVENT_SEATS, seats, actions=[EventSeats.waitlist_count.add(-1)],
+                           condition=EventSeats.waitlist_count > 0)
+    else:
+        # Nobody was waiting when we looked; the condition makes sure nobody joined since.
+        transaction.update(EVENT_SEATS, seats, actions=[EventSeats.registered_count.add(-1)],
+                           condition=(EventSeats.waitlist_count == 0) & (EventSeats.registered_count > 0))
+    return transaction
+
+
+def waitlist_promote(*, event_id: str, now: datetime | None = None,
+                     sleep: Callable[[float], None] = time.sleep) -> int:
+    """Fill the event's free seats from the head of its waiting list, one transaction per promotion.
+
+    Used after staff raise the capacity. Each promotion takes a seat under the seat condition, so it can never
+    overbook, however many promoters run at once. Returns how many registrations this call promoted.
+    """
+    now = now or utcnow()
+    promoted = conflicts = 0
+    for _ in range(MAX_ROUNDS):
+        head = selectors.waitlist_head(event_id=event_id)
+        if head is None:
+            return promoted
+        transaction = LabelledTransaction()
+        _add_promotion(transaction, head, now=now)
+        transaction.update(
+            EVENT_SEATS, EventSeats(*EventSeats.key_for(event_id)),
+            actions=[EventSeats.registered_count.add(1), EventSeats.waitlist_count.add(-1)],
+            condition=EventSeats.registered_count < EventSeats.capacity,
+        )
+        try:
+            transaction.commit()
+        except TransactionCancelled as cancelled:
+            if cancelled.failed(EVENT_SEATS):
+                return promoted  # no free seat left
+            if cancelled.is_conflict and not any(cancelled.failed(label) for label in cancelled.reasons):
+                conflicts += 1
+                _conflict_pause(conflicts, sleep)
+            continue  # the head moved (cancelled or promoted by someone else): look again
+        promoted += 1
+    return promoted

@@ -10,4 +10,7 @@ urlpatterns = [
     path("events/<str:event_id>/edit/", views.event_edit, name="event_edit"),
     path("api/events", api.events, name="api_events"),
     path("api/events/<str:event_id>", api.event_detail, name="api_event_detail"),
+    path("api/events/<str:event_id>/registrations", api.registration_create, name="api_registration_create"),
+    path("api/me/registrations", api.my_registrations, name="api_my_registrations"),
+    path("api/registrations/<str:registration_id>", api.registration_cancel, name="api_registration_cancel"),
 ]
