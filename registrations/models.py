@@ -64,6 +64,11 @@ class Event(Model):
     def seats_left(self) -> int:
         return max(self.capacity - self.registered_count, 0)
 
+    @property
+    def joins_waitlist(self) -> bool:
+        """Whether a new registration would queue: no seat left, or people already waiting for the next one."""
+        return self.registered_count >= self.capacity or self.waitlist_count > 0
+
 
 class EventSeats(Model):
     """The seat counters of the same ``EVENT#<id>`` / ``METADATA`` item, without its version attribute.
