@@ -410,3 +410,53 @@ def test_cancels_and_registrations_racing_never_overbook(ddb):
     # u2, u3 kept their seats; u5 was first in the queue and got the first freed seat.
     assert selectors.claim_get(event_id=event.event_id, user_id="u5").status == "confirmed"
     assert_invariants_clean()
+
+
+def test_losing_the_waitlist_ticket_retries_with_the_next_one(ddb, cancellations, monkeypatch):
+    from tems.transactions import LabelledTransaction
+
+    event = make_event(capacity=1)
+    register(event.event_id, "ann")
+    spied = LabelledTransaction.commit  # the cancellations spy
+    sneaked, started = [], []
+
+    def commit_with_a_joiner_in_between(self):
+        # Right after bob's seat condition fails, cat takes ticket 1 before bob's waitlist transaction lands.
+        if len(cancellations) == 1 and not started:
+            started.append(True)
+            sneaked.append(register(event.event_id, "cat"))
+        return spied(self)
+
+    monkeypatch.setattr(LabelledTransaction, "commit", commit_with_a_joiner_in_between)
+    bob = register(event.event_id, "bob")
+    assert cancellations[0] == {"event": CCF}  # bob: no seat
+    assert cancellations[1] == {"event": CCF}  # cat: no seat (its own first attempt)
+    # bob's waitlist join: the sequence moved under him, and ticket 1's entry exists; the event's ALL_OLD image
+    # hands him the new sequence, so the retry takes ticket 2 without a read.
+    assert cancellations[2] == {"event": CCF, "waitlist_entry": CCF}
+    assert sneaked[0].data["position"] == 1
+    assert (bob.data["status"], bob.data["position"]) == ("waitlisted", 2)
+    assert [e.user_id for e in selectors.waitlist_entries(event_id=event.event_id)] == ["cat", "bob"]
+    assert_invariants_clean()
+
+
+def test_a_seat_freed_before_the_waitlist_join_lands_is_taken_instead(ddb, cancellations, monkeypatch):
+    from tems.transactions import LabelledTransaction
+
+    event = make_event(capacity=1)
+    ann = register(event.event_id, "ann").data
+    spied = LabelledTransaction.commit
+    freed = []
+
+    def commit_with_a_cancel_in_between(self):
+        if len(cancellations) == 1 and not freed:
+            freed.append(True)
+            services.registration_cancel(user_id="ann", registration_id=ann["registration_id"])
+        return spied(self)
+
+    monkeypatch.setattr(LabelledTransaction, "commit", commit_with_a_cancel_in_between)
+    bob = register(event.event_id, "bob")
+    assert cancellations == [{"event": CCF}, {"event": CCF}]  # no seat; then "still full?" said no
+    assert (bob.data["status"], bob.data["position"]) == ("confirmed", None)
+    assert selectors.waitlist_entries(event_id=event.event_id) == []
+    assert_invariants_clean()
