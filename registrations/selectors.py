@@ -111,7 +111,7 @@ def waitlist_entries(*, event_id: str) -> list[WaitlistEntry]:
     ))
 
 
-def registration_view(registration: Registration | RegistrationClaim) -> dict[str, Any]:
+def registration_view(*, registration: Registration | RegistrationClaim) -> dict[str, Any]:
     """``registration_to_dict`` of a stored registration, with its waitlist position as of now."""
     position = None
     if registration.status == WAITLISTED and registration.ticket is not None:
@@ -136,7 +136,7 @@ def registration_list(*, user_id: str) -> list[dict[str, Any]]:
     for registration in registrations:
         event = events.get(registration.event_id)
         listed.append({
-            **registration_view(registration),
+            **registration_view(registration=registration),
             "event_title": event.title if event else registration.event_id,
             "event_starts_at": event.starts_at.isoformat() if event else None,
         })

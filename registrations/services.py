@@ -84,6 +84,7 @@ def event_update(
 
     Raises RegistrationError: 'not_found'; 'conflict' (someone saved in between; ``extra['current']`` holds
     the stored event so the page can show theirs next to yours); 'invalid' (capacity below seats taken).
+    A raised capacity then promotes from the waiting list (``waitlist_promote``), one transaction per seat.
     """
     event = Event(*Event.key_for(event_id), version=expected_version)
     actions = [
@@ -348,7 +349,7 @@ def _already_registered(claim: RegistrationClaim, attempt: _NewRegistration, *,
     The claim came back as the failed transaction's ALL_OLD image, so a confirmed registration costs one more
     request (storing the outcome); a waitlisted one also counts its current position.
     """
-    response = StoredResponse.json(selectors.registration_view(claim), status=200)
+    response = StoredResponse.json(selectors.registration_view(registration=claim), status=200)
     record = completed_record(user_id=attempt.user_id, key=attempt.idempotency_key,
                               fingerprint=attempt.fingerprint, response=response, now=attempt.created_at)
 

@@ -53,7 +53,7 @@ def _panel_context(request: HttpRequest, event, *, registration: dict | None = N
                    notice: tuple[str, str] | None = None, lookup: bool = True) -> dict:
     if registration is None and lookup:
         claim = selectors.claim_get(event_id=event.event_id, user_id=request.user.get_username())
-        registration = selectors.registration_view(claim) if claim else None
+        registration = selectors.registration_view(registration=claim) if claim else None
     return {"event": event, "registration": registration, "fresh_key": str(uuid.uuid4()), "notice": notice}
 
 

@@ -108,10 +108,9 @@ def test_listing_puts_upcoming_first_soonest_first(ddb):
 
 # --- registrations (DynamoDB Local: every path below is transactional) ---------------------------------------
 
-import json  # noqa: E402
 import threading  # noqa: E402
 
-from registrations.models import Registration, RegistrationClaim, WaitlistEntry  # noqa: E402
+from registrations.models import Registration  # noqa: E402
 from tems.dynamo import metered  # noqa: E402
 from tems.idempotency import IdempotencyRecord  # noqa: E402
 from tems.transactions import Reason, TransactionCancelled  # noqa: E402

@@ -99,6 +99,7 @@ def test_the_article_techniques_prevent_duplicates_too(ddb, name):
     user_side = list(Registration.query(Registration.user_pk_for(STUDENT),
                                         Registration.sk.startswith(Registration.SK_PREFIX)))
     assert len(user_side) == 1
+    assert_invariants_clean()
 
 
 def test_powertools_style_fails_in_flight_duplicates_instead_of_waiting(ddb):
@@ -110,3 +111,4 @@ def test_powertools_style_fails_in_flight_duplicates_instead_of_waiting(ddb):
     assert any(result.outcome == "in_progress" for result in shared)
     ids = {result.registration_id for result in results if result.registration_id}
     assert len(ids) == 1
+    assert_invariants_clean()
