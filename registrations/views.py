@@ -17,7 +17,7 @@ from registrations.errors import RegistrationError
 from registrations.forms import EventEditForm, EventForm
 from tems.decorators import staff_required
 from tems.errors import DomainError
-from tems.idempotency import fingerprint, idempotent, key_from_request, request_payload
+from tems.idempotency import TRANSIENT_STATUSES, fingerprint, idempotent, key_from_request, request_payload
 
 
 def _event_or_404(event_id: str):
@@ -125,7 +125,10 @@ def my_registrations(request: HttpRequest) -> HttpResponse:
 
 
 def _cancel_error(request: HttpRequest, error: DomainError) -> HttpResponse:
-    # Rendered inside @idempotent, so this answer is what a retry of the same tap will see again.
+    # Rendered inside @idempotent, so this answer is what a retry of the same tap will see again. A transient
+    # refusal ("busy") must not be: raising releases the key, and _page_errors still shows the message.
+    if error.status in TRANSIENT_STATUSES:
+        raise error
     return _error_redirect(request, error, reverse("registrations:my_registrations"))
 
 

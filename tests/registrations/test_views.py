@@ -191,3 +191,20 @@ def test_cancelling_someone_elses_registration_page_is_404(small_event, student_
                                    {"idempotency_key": str(uuid.uuid4())})
     assert response.status_code == 404
     assert selectors.claim_get(event_id=small_event.event_id, user_id="someone") is not None
+
+
+def test_a_busy_cancel_is_not_stored_so_the_same_tap_can_retry(small_event, student_client, monkeypatch):
+    registration_id = register(small_event.event_id, "student1").data["registration_id"]
+    key = str(uuid.uuid4())
+    url = f"/registrations/{registration_id}/cancel/"
+
+    def busy(**kwargs):
+        raise services.RegistrationError("busy", "Busy, try again.", retry_after=1)
+
+    monkeypatch.setattr(services, "registration_cancel", busy)
+    refused = student_client.post(url, {"idempotency_key": key}, follow=True)
+    assert "Busy, try again." in refused.content.decode()
+    monkeypatch.undo()
+    retried = student_client.post(url, {"idempotency_key": key})
+    assert retried.status_code == 302 and not retried.has_header("Idempotent-Replayed")
+    assert selectors.registration_list(user_id="student1") == []
