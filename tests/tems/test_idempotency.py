@@ -12,6 +12,7 @@ from django.contrib.auth.models import User
 from django.http import HttpResponse, JsonResponse
 from django.test import RequestFactory
 
+from tems.api import problem_from_error
 from tems.errors import DomainError
 from tems.idempotency import (
     IN_PROGRESS, RECORD_TTL, IdempotencyPolicy, IdempotencyRecord, idempotent, request_fingerprint,
@@ -186,6 +187,8 @@ def test_past_the_bounded_wait_it_is_409_with_retry_after(ddb):
         idempotent(view, policy=policy)(make_request(key))
     assert caught.value.status == 409 and caught.value.extra["retry_after"] >= 1
     assert calls == [] and sleeps == [0.05, 0.1, 0.2, 0.4, 0.5]  # capped backoff, about max_wait in all
+    response = problem_from_error(caught.value)  # what api_view answers
+    assert response.status_code == 409 and response["Retry-After"] == str(caught.value.extra["retry_after"])
     assert record("ann", key).attempt_id == "someone-else"
 
 
