@@ -35,6 +35,8 @@ class Event(Model):
     capacity = NumberAttribute()
     registered_count = NumberAttribute(default=0)
     waitlist_count = NumberAttribute(default=0)
+    # The last waitlist ticket handed out (see WaitlistEntry); only ever grows.
+    waitlist_seq = NumberAttribute(default=0)
     created_at = UTCDateTimeAttribute(default=utcnow)
     created_by = UnicodeAttribute(default="")
     updated_at = UTCDateTimeAttribute(default=utcnow)
@@ -62,6 +64,11 @@ class Event(Model):
     def seats_left(self) -> int:
         return max(self.capacity - self.registered_count, 0)
 
+    @property
+    def joins_waitlist(self) -> bool:
+        """Whether a new registration would queue: no seat left, or people already waiting for the next one."""
+        return self.registered_count >= self.capacity or self.waitlist_count > 0
+
 
 class EventSeats(Model):
     """The seat counters of the same ``EVENT#<id>`` / ``METADATA`` item, without its version attribute.
@@ -79,7 +86,108 @@ class EventSeats(Model):
     capacity = NumberAttribute()
     registered_count = NumberAttribute(default=0)
     waitlist_count = NumberAttribute(default=0)
+    waitlist_seq = NumberAttribute(null=True)  # absent on events created before the waitlist existed
 
     @classmethod
     def key_for(cls, event_id: str) -> tuple[str, str]:
         return Event.key_for(event_id)
+
+
+CONFIRMED = "confirmed"
+WAITLISTED = "waitlisted"
+CANCELLED = "cancelled"
+
+
+class RegistrationClaim(Model):
+    """``EVENT#<event_id>`` / ``REGCLAIM#<user_id>``: the one item that makes "one registration per student" true.
+
+    It is written with ``attribute_not_exists`` in the transaction that creates a registration and deleted in
+    the one that cancels it, so it follows the registration's life (no TTL). It holds what a loser needs to
+    answer "already registered" from the ALL_OLD image of its failed transaction, without another read.
+    """
+
+    class Meta(TableMeta):
+        pass
+
+    pk = UnicodeAttribute(hash_key=True, attr_name="PK")
+    sk = UnicodeAttribute(range_key=True, attr_name="SK")
+    entity = UnicodeAttribute(default="RegistrationClaim")
+    registration_id = UnicodeAttribute()
+    event_id = UnicodeAttribute()
+    user_id = UnicodeAttribute()
+    status = UnicodeAttribute()
+    created_at = UTCDateTimeAttribute()
+    ticket = NumberAttribute(null=True)  # the waitlist ticket while waitlisted
+
+    @classmethod
+    def key_for(cls, event_id: str, user_id: str) -> tuple[str, str]:
+        return Event.pk_for(event_id), f"REGCLAIM#{user_id}"
+
+
+class Registration(Model):
+    """One registration, stored twice: ``USER#<user_id>`` / ``REGISTRATION#<id>`` (the student's list) and
+    ``EVENT#<event_id>`` / ``REGISTRATION#<id>`` (the event's list). Both copies are written, changed and
+    deleted together in one transaction.
+    """
+
+    class Meta(TableMeta):
+        pass
+
+    SK_PREFIX = "REGISTRATION#"
+
+    pk = UnicodeAttribute(hash_key=True, attr_name="PK")
+    sk = UnicodeAttribute(range_key=True, attr_name="SK")
+    entity = UnicodeAttribute(default="Registration")
+    registration_id = UnicodeAttribute()
+    event_id = UnicodeAttribute()
+    user_id = UnicodeAttribute()
+    status = UnicodeAttribute()
+    created_at = UTCDateTimeAttribute()
+    ticket = NumberAttribute(null=True)
+    promoted_at = UTCDateTimeAttribute(null=True)
+
+    @staticmethod
+    def user_pk_for(user_id: str) -> str:
+        return f"USER#{user_id}"
+
+    @classmethod
+    def user_key_for(cls, user_id: str, registration_id: str) -> tuple[str, str]:
+        return cls.user_pk_for(user_id), cls.SK_PREFIX + registration_id
+
+    @classmethod
+    def event_key_for(cls, event_id: str, registration_id: str) -> tuple[str, str]:
+        return Event.pk_for(event_id), cls.SK_PREFIX + registration_id
+
+
+class WaitlistEntry(Model):
+    """``EVENT#<event_id>`` / ``WAITLIST#<ticket>``: one place in the event's FIFO waiting list.
+
+    Tickets come from the event's ``waitlist_seq``: a join sets ``waitlist_seq = n + 1`` under the condition
+    ``waitlist_seq = n`` in the same transaction that writes the entry, so tickets are unique and grow in commit
+    order, and the head of the queue is simply the smallest ``WAITLIST#`` key (a strongly consistent Query with
+    Limit 1). A position is never stored: it is the number of entries up to one's own ticket, counted on read,
+    so a cancellation in the middle of the queue rewrites nothing.
+    """
+
+    class Meta(TableMeta):
+        pass
+
+    SK_PREFIX = "WAITLIST#"
+    # Zero-padded so that string order is number order; 10 digits outlast any event's waiting list.
+    TICKET_DIGITS = 10
+
+    pk = UnicodeAttribute(hash_key=True, attr_name="PK")
+    sk = UnicodeAttribute(range_key=True, attr_name="SK")
+    entity = UnicodeAttribute(default="WaitlistEntry")
+    registration_id = UnicodeAttribute()
+    event_id = UnicodeAttribute()
+    user_id = UnicodeAttribute()
+    ticket = NumberAttribute()
+
+    @classmethod
+    def sk_for(cls, ticket: int) -> str:
+        return f"{cls.SK_PREFIX}{ticket:0{cls.TICKET_DIGITS}d}"
+
+    @classmethod
+    def key_for(cls, event_id: str, ticket: int) -> tuple[str, str]:
+        return Event.pk_for(event_id), cls.sk_for(ticket)

@@ -8,6 +8,12 @@ urlpatterns = [
     path("events/new/", views.event_create, name="event_create"),
     path("events/<str:event_id>/", views.event_detail, name="event_detail"),
     path("events/<str:event_id>/edit/", views.event_edit, name="event_edit"),
+    path("events/<str:event_id>/register/", views.registration_create, name="registration_create"),
+    path("me/registrations/", views.my_registrations, name="my_registrations"),
+    path("registrations/<str:registration_id>/cancel/", views.registration_cancel, name="registration_cancel"),
     path("api/events", api.events, name="api_events"),
     path("api/events/<str:event_id>", api.event_detail, name="api_event_detail"),
+    path("api/events/<str:event_id>/registrations", api.registration_create, name="api_registration_create"),
+    path("api/me/registrations", api.my_registrations, name="api_my_registrations"),
+    path("api/registrations/<str:registration_id>", api.registration_cancel, name="api_registration_cancel"),
 ]

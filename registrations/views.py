@@ -1,16 +1,23 @@
 """Pages of the registrations app: thin, they parse input, call a service and render."""
 
+import functools
+import uuid
+from collections.abc import Callable
+from datetime import datetime
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from registrations import selectors, services
 from registrations.errors import RegistrationError
 from registrations.forms import EventEditForm, EventForm
 from tems.decorators import staff_required
+from tems.errors import DomainError
+from tems.idempotency import TRANSIENT_STATUSES, fingerprint, idempotent, key_from_request, request_payload
 
 
 def _event_or_404(event_id: str):
@@ -31,7 +38,121 @@ def event_list(request: HttpRequest) -> HttpResponse:
 @login_required
 def event_detail(request: HttpRequest, event_id: str) -> HttpResponse:
     event = _event_or_404(event_id)
-    return render(request, "registrations/event_detail.html", {"event": event})
+    return render(request, "registrations/event_detail.html", _panel_context(request, event))
+
+
+# --- registration pages -------------------------------------------------------------------------------------
+# The register and cancel forms carry an idempotency key: rendered fresh by the server (a plain post works
+# without JavaScript) and replaced at the moment of each tap by static/js/tems-idempotency.js.
+
+PANEL = "registrations/event_detail.html#registration-panel"
+ROW = "registrations/my_registrations.html#registration-row"
+
+
+def _panel_context(request: HttpRequest, event, *, registration: dict | None = None,
+                   notice: tuple[str, str] | None = None, lookup: bool = True) -> dict:
+    if registration is None and lookup:
+        claim = selectors.claim_get(event_id=event.event_id, user_id=request.user.get_username())
+        registration = selectors.registration_view(registration=claim) if claim else None
+    return {"event": event, "registration": registration, "fresh_key": str(uuid.uuid4()), "notice": notice}
+
+
+def _registration_notice(outcome: services.RegistrationOutcome, event) -> str:
+    data = outcome.data
+    if outcome.response.status == 200:
+        return f"You were already registered for “{event.title}”: here is your registration."
+    if data["status"] == "waitlisted":
+        return f"“{event.title}” is full: you are number {data['position']} on the waiting list."
+    return f"You are registered for “{event.title}”."
+
+
+def _page_errors(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """A refusal before the view ran (bad key, key reused, still in flight) becomes a message, not a crash."""
+
+    @functools.wraps(view)
+    def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        try:
+            return view(request, *args, **kwargs)
+        except DomainError as error:
+            return _error_redirect(request, error, reverse("registrations:my_registrations"))
+
+    return wrapper
+
+
+def _error_redirect(request: HttpRequest, error: DomainError, url: str) -> HttpResponse:
+    if error.code == "not_found":
+        raise Http404(error.detail)
+    messages.error(request, error.detail)
+    if request.htmx:
+        # htmx would swap a followed redirect's whole page into the panel; ask it to navigate instead.
+        response = HttpResponse(status=204)
+        response["HX-Redirect"] = url
+        return response
+    return redirect(url)
+
+
+@require_POST
+@login_required
+def registration_create(request: HttpRequest, event_id: str) -> HttpResponse:
+    user_id = request.user.get_username()
+    event_url = reverse("registrations:event_detail", kwargs={"event_id": event_id})
+    try:
+        outcome = services.registration_create(
+            event_id=event_id, user_id=user_id, idempotency_key=key_from_request(request),
+            fingerprint=fingerprint(method=request.method, route=request.path, user_id=user_id,
+                                    payload=request_payload(request)),
+        )
+    except DomainError as error:
+        return _error_redirect(request, error, event_url)
+    event = _event_or_404(event_id)  # fresh seat counts for the page; the registration is already decided
+    notice = _registration_notice(outcome, event)
+    if request.htmx:
+        context = _panel_context(request, event, registration=outcome.data, notice=("success", notice))
+        return render(request, PANEL, {**context, "seats_oob": True})
+    messages.success(request, notice)
+    return redirect(event_url)
+
+
+@require_GET
+@login_required
+def my_registrations(request: HttpRequest) -> HttpResponse:
+    registrations = selectors.registration_list(user_id=request.user.get_username())
+    for row in registrations:
+        # One key per form: each cancel button is its own tap.
+        row["fresh_key"] = str(uuid.uuid4())
+        row["starts"] = datetime.fromisoformat(row["event_starts_at"]) if row["event_starts_at"] else None
+    return render(request, "registrations/my_registrations.html", {"registrations": registrations})
+
+
+def _cancel_error(request: HttpRequest, error: DomainError) -> HttpResponse:
+    # Rendered inside @idempotent, so this answer is what a retry of the same tap will see again. A transient
+    # refusal ("busy") must not be: raising releases the key, and _page_errors still shows the message.
+    if error.status in TRANSIENT_STATUSES:
+        raise error
+    return _error_redirect(request, error, reverse("registrations:my_registrations"))
+
+
+@require_POST
+@login_required
+@_page_errors
+@idempotent(render_error=_cancel_error)
+def registration_cancel(request: HttpRequest, registration_id: str) -> HttpResponse:
+    user_id = request.user.get_username()
+    registration = selectors.registration_get(user_id=user_id, registration_id=registration_id)
+    services.registration_cancel(user_id=user_id, registration_id=registration_id)
+    event = _event_or_404(registration.event_id)
+    notice = f"Your registration for “{event.title}” is cancelled."
+    from_event_page = request.POST.get("from") == "event"
+    if request.htmx:
+        if from_event_page:
+            context = _panel_context(request, event, notice=("success", notice), lookup=False)
+            return render(request, PANEL, {**context, "seats_oob": True})
+        return render(request, ROW, {"row": {"registration_id": registration_id, "status": "cancelled",
+                                             "event_id": event.event_id, "event_title": event.title}})
+    messages.success(request, notice)
+    if from_event_page:
+        return redirect("registrations:event_detail", event_id=event.event_id)
+    return redirect("registrations:my_registrations")
 
 
 @require_http_methods(["GET", "POST"])

@@ -24,7 +24,7 @@ def problem(status: int, detail: str, *, title: str | None = None, **extra: Any)
 
 def problem_from_error(error: DomainError) -> JsonResponse:
     response = problem(error.status, error.detail, code=error.code, errors=error.errors, **error.extra)
-    if error.code == "busy":
+    if error.code == "busy" or "retry_after" in error.extra:
         response["Retry-After"] = str(error.extra.get("retry_after", 1))
     return response
 

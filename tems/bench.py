@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import platform
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from importlib import import_module
@@ -27,6 +28,10 @@ class BenchContext:
 
 def main() -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tems.settings")
+    # Users and sessions of the benchmark live in a throwaway database: a fresh checkout has no .data/ yet, and
+    # a benchmark must not leave accounts in the developer's own database. Servers it starts inherit this.
+    scratch = tempfile.TemporaryDirectory(prefix="tems-bench-")
+    os.environ.setdefault("DATABASE_URL", f"sqlite:///{scratch.name}/bench.sqlite3")
     import django
 
     django.setup()
@@ -62,6 +67,7 @@ def main() -> int:
     OUTPUT.parent.mkdir(exist_ok=True)
     OUTPUT.write_text(header + "\n\n".join(sections) + "\n")
     print(f"wrote {OUTPUT} in {time.monotonic() - started:.0f} s")
+    scratch.cleanup()
     return 0
 
 

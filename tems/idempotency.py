@@ -8,26 +8,33 @@ Semantics (IETF httpapi Idempotency-Key draft, plus what Stripe and Powertools d
 - only business outcomes are stored; transient failures are not, so a retry can still succeed.
 
 This module holds the record and the pieces a service uses to fold the record into its own transaction
-(``completed_record`` + ``record_is_absent_or_expired`` + ``replay_from_raw``), which costs no extra request.
+(``completed_record`` + ``record_is_absent_or_expired`` + ``replay_from_raw``), which costs no extra request,
+and ``@idempotent`` for views whose change cannot be one transaction (see its docstring).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import time
 import uuid
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 from pynamodb.attributes import NumberAttribute, TTLAttribute, UnicodeAttribute, UTCDateTimeAttribute
+from pynamodb.exceptions import DeleteError, UpdateError
 from pynamodb.expressions.condition import Condition
 from pynamodb.models import Model
 
+from tems.api import problem_from_error
 from tems.clock import utcnow
 from tems.dynamo import TableMeta
 from tems.errors import DomainError
+from tems.transactions import LabelledTransaction, TransactionCancelled
 
 HEADER = "Idempotency-Key"
 FORM_FIELD = "idempotency_key"
@@ -57,6 +64,8 @@ class IdempotencyRecord(Model):
     response_status = NumberAttribute(null=True)
     response_body = UnicodeAttribute(null=True)
     response_content_type = UnicodeAttribute(null=True)
+    # The few headers a replay must repeat (a redirect's Location, htmx's HX-* instructions), as JSON.
+    response_headers = UnicodeAttribute(null=True)
     created_at = UTCDateTimeAttribute(default=utcnow)
     expires_at = TTLAttribute()
     # For INPROGRESS records of the generic @idempotent wrapper: who holds the lease, and until when.
@@ -95,17 +104,32 @@ def fingerprint(*, method: str, route: str, user_id: str, payload: Any) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
+# Headers that are part of an outcome and so are stored with it; everything else is recomputed per response.
+REPLAYED_HEADERS = ("Location", "HX-Redirect", "HX-Location", "HX-Trigger", "HX-Retarget", "HX-Reswap")
+
+
 @dataclass(frozen=True)
 class StoredResponse:
     status: int
     body: str
     content_type: str = "application/json"
+    headers: tuple[tuple[str, str], ...] = field(default=())
 
     def to_http(self, *, replayed: bool) -> HttpResponse:
         response = HttpResponse(self.body.encode(), status=self.status, content_type=self.content_type)
+        for name, value in self.headers:
+            response[name] = value
         if replayed:
             response[REPLAYED_HEADER] = "true"
         return response
+
+    @classmethod
+    def from_http(cls, response: HttpResponse) -> StoredResponse:
+        return cls(
+            response.status_code, response.content.decode(response.charset or "utf-8"),
+            response.get("Content-Type", "application/json"),
+            tuple((name, response[name]) for name in REPLAYED_HEADERS if response.has_header(name)),
+        )
 
     @classmethod
     def json(cls, data: Any, *, status: int) -> StoredResponse:
@@ -122,6 +146,7 @@ def completed_record(*, user_id: str, key: str, fingerprint: str, response: Stor
         *IdempotencyRecord.key_for(user_id, key),
         user_id=user_id, key=key, fingerprint=fingerprint, status=COMPLETED,
         response_status=response.status, response_body=response.body, response_content_type=response.content_type,
+        response_headers=json.dumps(response.headers) if response.headers else None,
         created_at=now, expires_at=now + RECORD_TTL,
     )
 
@@ -143,9 +168,182 @@ def replay_from_record(record: IdempotencyRecord, *, fingerprint: str) -> Stored
         )
     if record.status != COMPLETED:
         return None
-    return StoredResponse(int(record.response_status), record.response_body, record.response_content_type)
+    headers = tuple(tuple(pair) for pair in json.loads(record.response_headers)) if record.response_headers else ()
+    return StoredResponse(int(record.response_status), record.response_body, record.response_content_type, headers)
 
 
 def replay_from_raw(raw_item: dict[str, Any], *, fingerprint: str) -> StoredResponse | None:
     """Like ``replay_from_record`` for the ALL_OLD image a cancelled transaction returned."""
     return replay_from_record(IdempotencyRecord.from_raw_data(raw_item), fingerprint=fingerprint)
+
+
+# --- @idempotent: for unsafe views whose change cannot be folded into one transaction -----------------------
+
+
+@dataclass(frozen=True)
+class IdempotencyPolicy:
+    """Timings of ``@idempotent``; tests pass a fake ``clock`` and ``sleep`` instead of waiting for real."""
+
+    # Longer than any view should take: an attempt still INPROGRESS past its lease is presumed dead (a killed
+    # worker) and the next request with the key takes over.
+    lease: timedelta = timedelta(seconds=15)
+    # How long an in-flight duplicate waits for the first attempt before it gives up with 409. A tap's retry
+    # arrives while the first request is usually milliseconds from done, so waiting beats failing.
+    max_wait: float = 3.0
+    first_delay: float = 0.05
+    max_delay: float = 0.5
+    clock: Callable[[], datetime] = utcnow
+    sleep: Callable[[float], None] = time.sleep
+
+
+DEFAULT_POLICY = IdempotencyPolicy()
+# A response with one of these statuses says "not now", not "this is the outcome": it is not stored.
+TRANSIENT_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
+RECORD = "record"
+
+
+def request_payload(request: HttpRequest) -> Any:
+    """What a request asks for, for its fingerprint: the JSON body, or the form fields without the tokens."""
+    if request.content_type == "application/json" and request.body:
+        try:
+            return json.loads(request.body)
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            return request.body.decode(errors="replace")
+    return {name: request.POST.getlist(name) for name in sorted(request.POST)
+            if name not in {"csrfmiddlewaretoken", FORM_FIELD}}
+
+
+def request_fingerprint(request: HttpRequest) -> str:
+    return fingerprint(method=request.method or "", route=request.path, user_id=request.user.get_username(),
+                       payload=request_payload(request))
+
+
+def _conditional_put(record: IdempotencyRecord, condition: Condition) -> IdempotencyRecord | None:
+    """Put ``record`` if ``condition`` holds: None on success, else the record that stopped it (ALL_OLD).
+
+    A one-item transaction rather than PutItem because PynamoDB's PutItem cannot ask for the old item on a
+    failed condition; this way seeing "who holds the key" costs no extra read.
+    """
+    transaction = LabelledTransaction()
+    transaction.save(RECORD, record, condition=condition, return_old_on_failure=True)
+    try:
+        transaction.commit()
+    except TransactionCancelled as cancelled:
+        reason = cancelled.reasons.get(RECORD)
+        if reason is not None and reason.raw_item:
+            return IdempotencyRecord.from_raw_data(reason.raw_item)
+        if cancelled.is_conflict:
+            return record  # someone is writing the record this very moment: treat as held, and wait
+        raise
+    return None
+
+
+def _acquire(*, user_id: str, key: str, fp: str, attempt_id: str, policy: IdempotencyPolicy) -> StoredResponse | None:
+    """Take the key for this attempt (None), or the first attempt's stored response to replay.
+
+    Raises DomainError: 'unprocessable' (key used for another request), 'conflict' (still in flight after
+    the bounded wait; carries ``retry_after``).
+    """
+    waited, delay = 0.0, policy.first_delay
+    while True:
+        now = policy.clock()
+        mine = IdempotencyRecord(
+            *IdempotencyRecord.key_for(user_id, key), user_id=user_id, key=key, fingerprint=fp,
+            status=IN_PROGRESS, attempt_id=attempt_id, lease_expires_at=now + policy.lease,
+            created_at=now, expires_at=now + RECORD_TTL,
+        )
+        # Free, expired, or held by an attempt of the same request whose lease ran out (taken over).
+        stale = ((IdempotencyRecord.status == IN_PROGRESS) & (IdempotencyRecord.lease_expires_at < now)
+                 & (IdempotencyRecord.fingerprint == fp))
+        holder = _conditional_put(mine, record_is_absent_or_expired(now) | stale)
+        if holder is None:
+            return None
+        if holder is not mine:
+            stored = replay_from_record(holder, fingerprint=fp)
+            if stored is not None:
+                return stored
+            if holder.lease_expires_at is not None and holder.lease_expires_at < policy.clock():
+                continue  # the holder's lease ran out while we looked: take over now
+        if waited >= policy.max_wait:
+            retry_after = max(1, int(policy.lease.total_seconds()))
+            raise DomainError("conflict", "The first request with this Idempotency-Key is still being processed; "
+                              "retry with the same key shortly.", retry_after=retry_after)
+        policy.sleep(delay)
+        waited += delay
+        delay = min(delay * 2, policy.max_delay)
+
+
+def _finish(*, user_id: str, key: str, attempt_id: str, response: StoredResponse | None) -> None:
+    """Store the outcome (or release the key when ``response`` is None), only while the attempt is still ours.
+
+    A lost lease means another attempt took over: our write would overwrite its newer state, so it is skipped.
+    """
+    record = IdempotencyRecord(*IdempotencyRecord.key_for(user_id, key))
+    still_mine = (IdempotencyRecord.attempt_id == attempt_id) & (IdempotencyRecord.status == IN_PROGRESS)
+    try:
+        if response is None:
+            record.delete(condition=still_mine)
+        else:
+            record.update(actions=[
+                IdempotencyRecord.status.set(COMPLETED),
+                IdempotencyRecord.response_status.set(response.status),
+                IdempotencyRecord.response_body.set(response.body),
+                IdempotencyRecord.response_content_type.set(response.content_type),
+                (IdempotencyRecord.response_headers.set(json.dumps(response.headers)) if response.headers
+                 else IdempotencyRecord.response_headers.remove()),
+                IdempotencyRecord.lease_expires_at.remove(),
+            ], condition=still_mine)
+    except (DeleteError, UpdateError) as error:
+        if error.cause_response_code != "ConditionalCheckFailedException":
+            raise
+
+
+def _problem(request: HttpRequest, error: DomainError) -> HttpResponse:
+    return problem_from_error(error)
+
+
+def idempotent(view: Callable[..., HttpResponse] | None = None, *,
+               render_error: Callable[[HttpRequest, DomainError], HttpResponse] | None = None,
+               policy: IdempotencyPolicy | None = None) -> Callable:
+    """Apply an unsafe view once per (user, Idempotency-Key); repeat its first response to every retry.
+
+    1. The key (header, or the form field) must be a UUID: otherwise DomainError('invalid').
+    2. An INPROGRESS record with a lease and this attempt's id is put under a condition (absent, expired, or a
+       stale INPROGRESS of the same request whose lease ran out, which is taken over).
+    3. If the key is held: a COMPLETED record is replayed (``Idempotent-Replayed: true``); another request's
+       fingerprint is DomainError('unprocessable'); an attempt still in flight is waited for, bounded and with
+       backoff, and its response replayed; only past the wait DomainError('conflict') with ``retry_after``.
+    4. The view runs. A business outcome (including a DomainError it raises, rendered by ``render_error``,
+       problem+json by default) is stored as COMPLETED; a transient one (5xx, 429, an exception) releases the key so a retry can succeed.
+       Either write applies only if the record still names this attempt.
+
+    Errors of steps 1-3 propagate as DomainError for the caller's error mapping (``api_view`` for the API).
+    """
+    policy = policy or DEFAULT_POLICY
+    render_error = render_error or _problem
+
+    def decorator(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+        @functools.wraps(view)
+        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            key = key_from_request(request)
+            user_id = request.user.get_username()
+            attempt_id = uuid.uuid4().hex
+            stored = _acquire(user_id=user_id, key=key, fp=request_fingerprint(request), attempt_id=attempt_id,
+                              policy=policy)
+            if stored is not None:
+                return stored.to_http(replayed=True)
+            try:
+                try:
+                    response = view(request, *args, **kwargs)
+                except DomainError as error:
+                    response = render_error(request, error)
+            except BaseException:
+                _finish(user_id=user_id, key=key, attempt_id=attempt_id, response=None)
+                raise
+            outcome = None if response.status_code in TRANSIENT_STATUSES else StoredResponse.from_http(response)
+            _finish(user_id=user_id, key=key, attempt_id=attempt_id, response=outcome)
+            return response
+
+        return wrapper
+
+    return decorator(view) if view is not None else decorator

@@ -1,7 +1,7 @@
 """Event writes on DynamoDB Local: conditional creates and version-checked edits."""
 
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from threading import Barrier
 
 import pytest
@@ -9,6 +9,7 @@ import pytest
 from registrations import selectors, services
 from registrations.errors import RegistrationError
 from registrations.models import EventSeats
+from tems.outbox import OutboxMessage
 
 STARTS = datetime(2027, 5, 1, 9, 0, tzinfo=UTC)
 
@@ -103,3 +104,358 @@ def test_listing_puts_upcoming_first_soonest_first(ddb):
     upcoming, past = selectors.event_list(now=datetime(2026, 1, 1, tzinfo=UTC))
     assert [e.event_id for e in upcoming] == ["sooner", "later"]
     assert [e.event_id for e in past] == ["past"]
+
+
+# --- registrations (DynamoDB Local: every path below is transactional) ---------------------------------------
+
+import threading  # noqa: E402
+
+from registrations.models import Registration  # noqa: E402
+from tems.dynamo import metered  # noqa: E402
+from tems.idempotency import IdempotencyRecord  # noqa: E402
+from tems.transactions import Reason, TransactionCancelled  # noqa: E402
+from tests.registrations.helpers import assert_invariants_clean, new_key, register  # noqa: E402
+
+CCF = "ConditionalCheckFailed"
+
+
+def stored_items(event_id, user_id):
+    claim = selectors.claim_get(event_id=event_id, user_id=user_id)
+    user_side = list(Registration.query(Registration.user_pk_for(user_id),
+                                        Registration.sk.startswith(Registration.SK_PREFIX)))
+    return claim, user_side
+
+
+def test_first_registration_is_one_request_holding_everything(ddb, cancellations):
+    event = make_event(capacity=3)
+    key = new_key()
+    with metered() as meter:
+        outcome = register(event.event_id, "ann", key)
+    assert dict(meter.requests) == {"TransactWriteItems": 1}
+    assert cancellations == []
+    assert outcome.kind == "created" and outcome.response.status == 201
+    body = outcome.data
+    assert body["status"] == "confirmed" and body["position"] is None and body["user"] == "ann"
+    assert body["qr_svg"] == selectors.registration_qr_svg(registration_id=body["registration_id"])
+    claim, user_side = stored_items(event.event_id, "ann")
+    assert claim.registration_id == body["registration_id"] and claim.status == "confirmed"
+    assert [r.registration_id for r in user_side] == [body["registration_id"]]
+    # The idempotency record was written already COMPLETED, with the exact bytes that were answered.
+    record = IdempotencyRecord.get(*IdempotencyRecord.key_for("ann", key))
+    assert (record.status, record.response_status, record.response_body) == ("COMPLETED", 201, outcome.response.body)
+    # TTL is stored in whole epoch seconds.
+    assert timedelta(hours=24) - timedelta(seconds=1) < record.expires_at - record.created_at <= timedelta(hours=24)
+    outbox = [item for item in OutboxMessage.scan() if item.message_type == "RegistrationCreated"]
+    assert [m.data["registration_id"] for m in outbox] == [body["registration_id"]]
+    assert selectors.event_get(event_id=event.event_id).registered_count == 1
+    assert_invariants_clean()
+
+
+def test_same_key_replays_the_stored_bytes_in_one_request(ddb, cancellations):
+    event = make_event()
+    key = new_key()
+    first = register(event.event_id, "ann", key)
+    with metered() as meter:
+        again = register(event.event_id, "ann", key)
+    assert meter.total_requests == 1
+    assert cancellations[-1]["idempotency"] == CCF  # the record's condition decided, read from its label
+    assert again.kind == "replayed" and again.replayed
+    assert again.response == first.response
+    assert_invariants_clean()
+
+
+def test_another_key_while_registered_answers_the_existing_registration(ddb, cancellations):
+    event = make_event()
+    first = register(event.event_id, "ann")
+    key = new_key()
+    with metered() as meter:
+        other = register(event.event_id, "ann", key)
+    assert meter.total_requests <= 2
+    assert set(cancellations[-1]) == {"claim"} and cancellations[-1]["claim"] == CCF
+    assert other.kind == "already_registered" and other.response.status == 200
+    assert other.data["registration_id"] == first.data["registration_id"]
+    assert other.data == {**first.data}  # same registration, same QR code, same created_at
+    # The outcome is stored under the second key too, and replayed from there.
+    assert register(event.event_id, "ann", key).response == other.response
+    assert_invariants_clean()
+
+
+def test_full_event_puts_the_same_request_on_the_waitlist(ddb, cancellations):
+    event = make_event(capacity=1)
+    register(event.event_id, "ann")
+    with metered() as meter:
+        waiting = register(event.event_id, "bob")
+    assert meter.total_requests == 2  # the failed seat condition, then the waitlist transaction
+    assert cancellations[-1] == {"event": CCF}
+    assert waiting.response.status == 201
+    assert (waiting.data["status"], waiting.data["position"]) == ("waitlisted", 1)
+    assert register(event.event_id, "cat").data["position"] == 2
+    entries = selectors.waitlist_entries(event_id=event.event_id)
+    assert [(e.user_id, e.ticket) for e in entries] == [("bob", 1), ("cat", 2)]
+    stored = selectors.event_get(event_id=event.event_id)
+    assert (stored.registered_count, stored.waitlist_count, stored.waitlist_seq) == (1, 2, 2)
+    assert_invariants_clean()
+
+
+def test_unknown_event_is_not_found_and_writes_nothing(ddb, cancellations):
+    with pytest.raises(RegistrationError) as caught:
+        register("ghost", "ann")
+    assert caught.value.code == "not_found"
+    assert cancellations == [{"event": CCF}]
+    assert selectors.claim_get(event_id="ghost", user_id="ann") is None
+
+
+def test_key_reused_for_another_event_is_unprocessable(ddb, cancellations):
+    one, two = make_event(), make_event()
+    key = new_key()
+    register(one.event_id, "ann", key)
+    with pytest.raises(RegistrationError) as caught:
+        register(two.event_id, "ann", key)
+    assert caught.value.status == 422
+    assert cancellations[-1]["idempotency"] == CCF
+    assert selectors.claim_get(event_id=two.event_id, user_id="ann") is None
+
+
+def test_keys_are_scoped_to_the_user(ddb):
+    event = make_event()
+    key = new_key()
+    ann = register(event.event_id, "ann", key)
+    bob = register(event.event_id, "bob", key)
+    assert bob.kind == "created" and bob.data["user"] == "bob"
+    assert bob.data["registration_id"] != ann.data["registration_id"]
+    assert_invariants_clean()
+
+
+def conflict(label="event"):
+    return TransactionCancelled({label: Reason("TransactionConflict", "busy item", None)}, cause=None)
+
+
+def test_conflicts_are_retried_with_jitter_then_succeed(ddb, monkeypatch):
+    from tems.transactions import LabelledTransaction
+
+    event = make_event()
+    original = LabelledTransaction.commit
+    failures = iter([conflict(), conflict()])
+
+    def flaky(self):
+        failure = next(failures, None)
+        if failure is not None:
+            raise failure
+        return original(self)
+
+    monkeypatch.setattr(LabelledTransaction, "commit", flaky)
+    pauses = []
+    outcome = register(event.event_id, "ann", sleep=pauses.append)
+    assert outcome.kind == "created"
+    assert len(pauses) == 2 and all(0 <= p <= services.CONFLICT_MAX_DELAY for p in pauses)
+    assert_invariants_clean()
+
+
+def test_endless_conflicts_become_busy_not_a_crash(ddb, monkeypatch):
+    from tems.transactions import LabelledTransaction
+
+    event = make_event()
+    monkeypatch.setattr(LabelledTransaction, "commit", lambda self: (_ for _ in ()).throw(conflict()))
+    pauses = []
+    with pytest.raises(RegistrationError) as caught:
+        register(event.event_id, "ann", sleep=pauses.append)
+    assert caught.value.code == "busy" and caught.value.status == 503
+    assert caught.value.extra["retry_after"] >= 1
+    assert len(pauses) == services.MAX_CONFLICTS
+    assert selectors.claim_get(event_id=event.event_id, user_id="ann") is None
+
+
+def test_expired_idempotency_record_does_not_block_a_new_tap(ddb):
+    event = make_event()
+    key = new_key()
+    old = register(event.event_id, "ann", key, now=datetime(2026, 1, 1, tzinfo=UTC))
+    services.registration_cancel(user_id="ann", registration_id=old.data["registration_id"])
+    fresh = register(event.event_id, "ann", key)  # a day later the key is free again
+    assert fresh.kind == "created" and fresh.data["registration_id"] != old.data["registration_id"]
+
+
+# --- capacity and the FIFO waitlist ---------------------------------------------------------------------------
+
+
+def race(calls, threads):
+    barrier = threading.Barrier(threads)
+    results = [None] * len(calls)
+    errors = []
+
+    def run(index):
+        barrier.wait()
+        try:
+            results[index] = calls[index]()
+        except Exception as error:  # collected and asserted below: a race must not crash anyone
+            errors.append(error)
+
+    workers = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert errors == []
+    return results
+
+
+def test_thirty_students_race_for_ten_seats(ddb):
+    event = make_event(capacity=10)
+    students = [f"student{n:02d}" for n in range(30)]
+    outcomes = race([lambda s=s: register(event.event_id, s) for s in students], threads=30)
+    by_status = {}
+    for student, outcome in zip(students, outcomes):
+        assert outcome.kind == "created" and outcome.response.status == 201
+        by_status.setdefault(outcome.data["status"], []).append((student, outcome.data))
+    assert len(by_status["confirmed"]) == 10 and len(by_status["waitlisted"]) == 20
+    # Positions handed out are 1..20, each once, and agree with the ticket order of the stored queue.
+    entries = selectors.waitlist_entries(event_id=event.event_id)
+    assert [e.ticket for e in entries] == list(range(1, 21))
+    answered = {data["registration_id"]: data["position"] for _, data in by_status["waitlisted"]}
+    assert [answered[e.registration_id] for e in entries] == list(range(1, 21))
+    stored = selectors.event_get(event_id=event.event_id)
+    assert (stored.registered_count, stored.waitlist_count) == (10, 20)
+    assert_invariants_clean()
+
+
+def test_cancellations_promote_the_waitlist_in_order(ddb):
+    event = make_event(capacity=2)
+    confirmed = [register(event.event_id, u).data for u in ("ann", "bob")]
+    waiting = [register(event.event_id, u).data for u in ("cat", "dan", "eve")]
+    assert [w["position"] for w in waiting] == [1, 2, 3]
+
+    with metered() as meter:
+        result = services.registration_cancel(user_id="ann", registration_id=confirmed[0]["registration_id"])
+    assert result == {"registration_id": confirmed[0]["registration_id"], "status": "cancelled"}
+    # Read the registration, read the head, then ONE transaction cancels and promotes.
+    assert meter.requests["TransactWriteItems"] == 1
+    assert selectors.claim_get(event_id=event.event_id, user_id="ann") is None
+    assert selectors.claim_get(event_id=event.event_id, user_id="cat").status == "confirmed"
+    positions = {r["user"]: r["position"] for u in ("dan", "eve") for r in selectors.registration_list(user_id=u)}
+    assert positions == {"dan": 1, "eve": 2}
+    assert_invariants_clean()
+
+    services.registration_cancel(user_id="bob", registration_id=confirmed[1]["registration_id"])
+    assert selectors.claim_get(event_id=event.event_id, user_id="dan").status == "confirmed"
+    assert selectors.registration_list(user_id="eve")[0]["position"] == 1
+    promoted = [m.data["user"] for m in OutboxMessage.scan() if m.message_type == "RegistrationPromoted"]
+    assert sorted(promoted) == ["cat", "dan"]
+    stored = selectors.event_get(event_id=event.event_id)
+    assert (stored.registered_count, stored.waitlist_count) == (2, 1)
+    assert_invariants_clean()
+
+
+def test_cancelling_a_waitlisted_registration_moves_those_behind_up(ddb):
+    event = make_event(capacity=1)
+    register(event.event_id, "ann")
+    cat = register(event.event_id, "cat").data
+    register(event.event_id, "dan")
+    services.registration_cancel(user_id="cat", registration_id=cat["registration_id"])
+    assert selectors.registration_list(user_id="dan")[0]["position"] == 1
+    assert [e.user_id for e in selectors.waitlist_entries(event_id=event.event_id)] == ["dan"]
+    assert_invariants_clean()
+
+
+def test_last_seat_freed_with_nobody_waiting_is_a_free_seat(ddb):
+    event = make_event(capacity=1)
+    ann = register(event.event_id, "ann").data
+    services.registration_cancel(user_id="ann", registration_id=ann["registration_id"])
+    assert selectors.event_get(event_id=event.event_id).registered_count == 0
+    assert register(event.event_id, "bob").data["status"] == "confirmed"
+    assert_invariants_clean()
+
+
+def test_a_cancelled_student_can_register_again(ddb):
+    event = make_event()
+    first = register(event.event_id, "ann").data
+    services.registration_cancel(user_id="ann", registration_id=first["registration_id"])
+    again = register(event.event_id, "ann")
+    assert again.kind == "created" and again.data["registration_id"] != first["registration_id"]
+    assert_invariants_clean()
+
+
+def test_someone_elses_registration_cannot_be_cancelled(ddb):
+    event = make_event()
+    ann = register(event.event_id, "ann").data
+    with pytest.raises(RegistrationError) as caught:
+        services.registration_cancel(user_id="bob", registration_id=ann["registration_id"])
+    assert caught.value.code == "not_found"
+    assert selectors.claim_get(event_id=event.event_id, user_id="ann") is not None
+
+
+def test_raising_capacity_promotes_from_the_waitlist_in_order(ddb):
+    event = make_event(capacity=1)
+    register(event.event_id, "ann")
+    for user in ("bob", "cat", "dan"):
+        register(event.event_id, user)
+    stored = selectors.event_get(event_id=event.event_id)
+    edit(event.event_id, stored.version, capacity=3)
+    assert [selectors.claim_get(event_id=event.event_id, user_id=u).status for u in ("bob", "cat", "dan")] == [
+        "confirmed", "confirmed", "waitlisted"]
+    assert selectors.registration_list(user_id="dan")[0]["position"] == 1
+    stored = selectors.event_get(event_id=event.event_id)
+    assert (stored.registered_count, stored.waitlist_count, stored.capacity) == (3, 1, 3)
+    assert_invariants_clean()
+
+
+def test_cancels_and_registrations_racing_never_overbook(ddb):
+    event = make_event(capacity=4)
+    first = {u: register(event.event_id, u).data for u in ("u0", "u1", "u2", "u3", "u4", "u5")}
+    cancels = [lambda u=u: services.registration_cancel(user_id=u, registration_id=first[u]["registration_id"])
+               for u in ("u0", "u1", "u4")]
+    joins = [lambda u=u: register(event.event_id, u) for u in ("n0", "n1", "n2", "n3", "n4")]
+    race(cancels + joins, threads=8)
+    stored = selectors.event_get(event_id=event.event_id)
+    assert stored.registered_count == 4 and stored.waitlist_count == 4
+    # u2, u3 kept their seats; u5 was first in the queue and got the first freed seat.
+    assert selectors.claim_get(event_id=event.event_id, user_id="u5").status == "confirmed"
+    assert_invariants_clean()
+
+
+def test_losing_the_waitlist_ticket_retries_with_the_next_one(ddb, cancellations, monkeypatch):
+    from tems.transactions import LabelledTransaction
+
+    event = make_event(capacity=1)
+    register(event.event_id, "ann")
+    spied = LabelledTransaction.commit  # the cancellations spy
+    sneaked, started = [], []
+
+    def commit_with_a_joiner_in_between(self):
+        # Right after bob's seat condition fails, cat takes ticket 1 before bob's waitlist transaction lands.
+        if len(cancellations) == 1 and not started:
+            started.append(True)
+            sneaked.append(register(event.event_id, "cat"))
+        return spied(self)
+
+    monkeypatch.setattr(LabelledTransaction, "commit", commit_with_a_joiner_in_between)
+    bob = register(event.event_id, "bob")
+    assert cancellations[0] == {"event": CCF}  # bob: no seat
+    assert cancellations[1] == {"event": CCF}  # cat: no seat (its own first attempt)
+    # bob's waitlist join: the sequence moved under him, and ticket 1's entry exists; the event's ALL_OLD image
+    # hands him the new sequence, so the retry takes ticket 2 without a read.
+    assert cancellations[2] == {"event": CCF, "waitlist_entry": CCF}
+    assert sneaked[0].data["position"] == 1
+    assert (bob.data["status"], bob.data["position"]) == ("waitlisted", 2)
+    assert [e.user_id for e in selectors.waitlist_entries(event_id=event.event_id)] == ["cat", "bob"]
+    assert_invariants_clean()
+
+
+def test_a_seat_freed_before_the_waitlist_join_lands_is_taken_instead(ddb, cancellations, monkeypatch):
+    from tems.transactions import LabelledTransaction
+
+    event = make_event(capacity=1)
+    ann = register(event.event_id, "ann").data
+    spied = LabelledTransaction.commit
+    freed = []
+
+    def commit_with_a_cancel_in_between(self):
+        if len(cancellations) == 1 and not freed:
+            freed.append(True)
+            services.registration_cancel(user_id="ann", registration_id=ann["registration_id"])
+        return spied(self)
+
+    monkeypatch.setattr(LabelledTransaction, "commit", commit_with_a_cancel_in_between)
+    bob = register(event.event_id, "bob")
+    assert cancellations == [{"event": CCF}, {"event": CCF}]  # no seat; then "still full?" said no
+    assert (bob.data["status"], bob.data["position"]) == ("confirmed", None)
+    assert selectors.waitlist_entries(event_id=event.event_id) == []
+    assert_invariants_clean()

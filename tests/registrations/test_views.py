@@ -81,3 +81,130 @@ def test_conflict_panel_is_a_fragment_for_htmx_and_apply_mine_saves(event, staff
     assert applied.status_code == 204 and applied["HX-Redirect"] == f"/events/{event.event_id}/"
     stored = selectors.event_get(event_id=event.event_id)
     assert (stored.title, stored.version) == ("Mine", 3)
+
+
+# --- registration pages (DynamoDB Local: registering is transactional) ----------------------------------------
+
+import re  # noqa: E402
+import uuid  # noqa: E402
+
+from tests.registrations.helpers import assert_invariants_clean, make_event, register  # noqa: E402
+
+KEY_INPUT = re.compile(r'name="idempotency_key" value="([0-9a-f-]{36})"')
+
+
+@pytest.fixture
+def small_event(ddb):
+    return make_event(capacity=1, title="Robot night")
+
+
+def test_event_page_renders_a_fresh_key_into_the_register_form(small_event, student_client):
+    first = student_client.get(f"/events/{small_event.event_id}/").content.decode()
+    second = student_client.get(f"/events/{small_event.event_id}/").content.decode()
+    keys = KEY_INPUT.findall(first) + KEY_INPUT.findall(second)
+    assert len(keys) == 2 and keys[0] != keys[1] and all(uuid.UUID(k) for k in keys)
+    assert "data-idempotent" in first and 'data-disable-while-in-flight="true"' in first
+    assert ">Register</button>" in first
+    assert "/static/js/tems-idempotency.js" in first and "My registrations" in first
+
+
+def test_plain_post_without_javascript_registers_and_a_resubmission_replays(small_event, student_client):
+    page = student_client.get(f"/events/{small_event.event_id}/").content.decode()
+    key = KEY_INPUT.search(page).group(1)
+    url = f"/events/{small_event.event_id}/register/"
+    response = student_client.post(url, {"idempotency_key": key})
+    assert response.status_code == 302 and response["Location"] == f"/events/{small_event.event_id}/"
+    shown = student_client.get(response["Location"]).content.decode()
+    assert "You are registered for “Robot night”." in shown and "Confirmed" in shown and "<svg" in shown
+    assert "Cancel registration" in shown
+    # The browser re-posting the same form (refresh, back button) is the same tap.
+    again = student_client.post(url, {"idempotency_key": key})
+    assert again.status_code == 302
+    assert len(selectors.registration_list(user_id="student1")) == 1
+    assert_invariants_clean()
+
+
+def test_htmx_tap_swaps_in_the_confirmation_with_qr_and_seats(small_event, student_client):
+    response = student_client.post(f"/events/{small_event.event_id}/register/", HTTP_HX_REQUEST="true",
+                                   HTTP_IDEMPOTENCY_KEY=str(uuid.uuid4()))
+    page = response.content.decode()
+    assert response.status_code == 200 and "<html" not in page
+    assert 'id="registration-panel"' in page and "<svg" in page and "You have a seat." in page
+    assert 'id="seats" hx-swap-oob="true"' in page and "1 / 1 seats taken" in page
+
+
+def test_htmx_tap_on_a_full_event_shows_the_waitlist_position(small_event, student_client, other_student):
+    register(small_event.event_id, "someone")
+    response = student_client.post(f"/events/{small_event.event_id}/register/", HTTP_HX_REQUEST="true",
+                                   HTTP_IDEMPOTENCY_KEY=str(uuid.uuid4()))
+    page = response.content.decode()
+    assert "number 1 on the waiting list" in page and 'class="position">1<' in page
+    assert "Leave the waiting list" in page
+
+
+def test_full_event_offers_the_waiting_list(small_event, student_client):
+    register(small_event.event_id, "someone")
+    page = student_client.get(f"/events/{small_event.event_id}/").content.decode()
+    assert "Join the waiting list" in page
+
+
+def test_post_without_a_key_is_refused_with_a_message(small_event, student_client):
+    response = student_client.post(f"/events/{small_event.event_id}/register/", {}, follow=True)
+    assert "Idempotency-Key header is required" in response.content.decode()
+    assert selectors.registration_list(user_id="student1") == []
+
+
+def test_my_registrations_lists_them_with_idempotent_cancel_buttons(small_event, student_client):
+    register(small_event.event_id, "student1")
+    page = student_client.get("/me/registrations/").content.decode()
+    assert "Robot night" in page and "Confirmed" in page and "Cancel registration" in page
+    assert len(KEY_INPUT.findall(page)) == 1
+
+
+def test_cancel_from_the_list_with_htmx_replays_the_same_tap(small_event, student_client):
+    registration_id = register(small_event.event_id, "student1").data["registration_id"]
+    key = str(uuid.uuid4())
+    url = f"/registrations/{registration_id}/cancel/"
+    first = student_client.post(url, {"from": "list"}, HTTP_HX_REQUEST="true", HTTP_IDEMPOTENCY_KEY=key)
+    page = first.content.decode()
+    assert first.status_code == 200 and "Cancelled." in page and f'id="registration-{registration_id}"' in page
+    again = student_client.post(url, {"from": "list"}, HTTP_HX_REQUEST="true", HTTP_IDEMPOTENCY_KEY=key)
+    assert again.content == first.content and again["Idempotent-Replayed"] == "true"
+    assert selectors.registration_list(user_id="student1") == []
+    assert_invariants_clean()
+
+
+def test_cancel_without_javascript_redirects_and_promotes(small_event, student_client):
+    registration_id = register(small_event.event_id, "student1").data["registration_id"]
+    register(small_event.event_id, "next-in-line")
+    response = student_client.post(f"/registrations/{registration_id}/cancel/",
+                                   {"from": "event", "idempotency_key": str(uuid.uuid4())})
+    assert response.status_code == 302 and response["Location"] == f"/events/{small_event.event_id}/"
+    page = student_client.get(response["Location"]).content.decode()
+    assert "is cancelled" in page and ">Register</button>" not in page and "Join the waiting list" in page
+    assert selectors.claim_get(event_id=small_event.event_id, user_id="next-in-line").status == "confirmed"
+
+
+def test_cancelling_someone_elses_registration_page_is_404(small_event, student_client):
+    registration_id = register(small_event.event_id, "someone").data["registration_id"]
+    response = student_client.post(f"/registrations/{registration_id}/cancel/",
+                                   {"idempotency_key": str(uuid.uuid4())})
+    assert response.status_code == 404
+    assert selectors.claim_get(event_id=small_event.event_id, user_id="someone") is not None
+
+
+def test_a_busy_cancel_is_not_stored_so_the_same_tap_can_retry(small_event, student_client, monkeypatch):
+    registration_id = register(small_event.event_id, "student1").data["registration_id"]
+    key = str(uuid.uuid4())
+    url = f"/registrations/{registration_id}/cancel/"
+
+    def busy(**kwargs):
+        raise services.RegistrationError("busy", "Busy, try again.", retry_after=1)
+
+    monkeypatch.setattr(services, "registration_cancel", busy)
+    refused = student_client.post(url, {"idempotency_key": key}, follow=True)
+    assert "Busy, try again." in refused.content.decode()
+    monkeypatch.undo()
+    retried = student_client.post(url, {"idempotency_key": key})
+    assert retried.status_code == 302 and not retried.has_header("Idempotent-Replayed")
+    assert selectors.registration_list(user_id="student1") == []

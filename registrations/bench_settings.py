@@ -1,0 +1,5 @@
+"""Settings of the gunicorn that ``make bench`` starts: TEMS's own, plus the floor view's URL."""
+
+from tems.settings import *  # noqa: F403
+
+ROOT_URLCONF = "registrations.bench_site"

@@ -1,0 +1,192 @@
+"""Ways to register a student, side by side: the race tests, ``make bench`` and the lab run them all.
+
+!!! ``naive`` IS DELIBERATELY BROKEN. It is the read-then-write handler of the article TEMS was built to fix,
+!!! kept only to prove that the race tests catch the bug. NEVER CALL IT FROM A VIEW.
+
+Every technique is a plain function with one signature, so a caller can swap them freely::
+
+    technique(*, event_id: str, user_id: str, idempotency_key: str, pause: Callable[[], None] = no_pause)
+        -> Attempt
+
+``pause`` runs inside the technique's race window (between the read that decides and the write that acts);
+a test widens it to make a broken technique fail reliably, and the lab can show the window on screen. The
+techniques, from worst to best:
+
+- ``naive``: idempotency GetItem, "already registered?" Query, then three unconditional puts (5 requests).
+  Two taps that read before either writes both register.
+- ``claim_only`` (the article's technique 1): a conditional put of the claim, then the rest as separate
+  writes. No duplicates, but a crash after the claim leaves a claim without a registration, and no replay.
+- ``claim_transaction`` (technique 2): claim, items, counter and idempotency record in one transaction; a loser
+  reads the claim. No stored response, so a retry gets a rebuilt answer, not the first one's bytes.
+- ``powertools_style`` (technique 3 around 2): an INPROGRESS record put first, the transaction, then the
+  record completed: 3 requests, and an in-flight duplicate fails at once instead of waiting.
+- ``tems``: ``services.registration_create``, everything in one transaction (1 request).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pynamodb.exceptions import PutError
+
+from registrations import services
+from registrations.models import CONFIRMED, EventSeats, Registration, RegistrationClaim
+from tems.clock import utcnow
+from tems.idempotency import (
+    COMPLETED, IN_PROGRESS, RECORD_TTL, IdempotencyRecord, StoredResponse, completed_record, fingerprint,
+    record_is_absent_or_expired,
+)
+from tems.transactions import LabelledTransaction, TransactionCancelled
+
+CONDITION_FAILED = "ConditionalCheckFailedException"
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """What one call of a technique answered."""
+
+    registration_id: str | None
+    outcome: str  # "created" | "replayed" | "already_registered" | "in_progress"
+    body: str | None = None  # the response body, where the technique has one
+
+
+def no_pause() -> None:
+    return None
+
+
+def registration_fingerprint(*, event_id: str, user_id: str) -> str:
+    """The fingerprint the API computes for a registration POST (empty body)."""
+    return fingerprint(method="POST", route=f"/api/events/{event_id}/registrations", user_id=user_id, payload={})
+
+
+def _items(registration_id: str, event_id: str, user_id: str) -> tuple[Registration, Registration]:
+    fields = {"registration_id": registration_id, "event_id": event_id, "user_id": user_id, "status": CONFIRMED,
+              "created_at": utcnow()}
+    return (Registration(*Registration.user_key_for(user_id, registration_id), **fields),
+            Registration(*Registration.event_key_for(event_id, registration_id), **fields))
+
+
+def naive(*, event_id: str, user_id: str, idempotency_key: str, pause: Callable[[], None] = no_pause) -> Attempt:
+    """DELIBERATELY BROKEN: read, decide, then write. See the module docstring."""
+    try:
+        record = IdempotencyRecord.get(*IdempotencyRecord.key_for(user_id, idempotency_key))
+        return Attempt(json.loads(record.response_body)["registration_id"], "replayed", record.response_body)
+    except IdempotencyRecord.DoesNotExist:
+        pass
+    existing = list(Registration.query(Registration.user_pk_for(user_id),
+                                       Registration.sk.startswith(Registration.SK_PREFIX),
+                                       filter_condition=Registration.event_id == event_id))
+    if existing:
+        return Attempt(existing[0].registration_id, "already_registered")
+    pause()  # the race window: every tap that got here before the first write lands will register again
+    registration_id = services.new_registration_id()
+    user_item, event_item = _items(registration_id, event_id, user_id)
+    user_item.save()
+    event_item.save()
+    body = json.dumps({"registration_id": registration_id, "status": CONFIRMED})
+    completed_record(user_id=user_id, key=idempotency_key, fingerprint="naive",
+                     response=StoredResponse(201, body)).save()
+    return Attempt(registration_id, "created", body)
+
+
+def claim_only(*, event_id: str, user_id: str, idempotency_key: str,
+               pause: Callable[[], None] = no_pause) -> Attempt:
+    """Technique 1: the claim's condition makes duplicates impossible; the other writes are not atomic with it."""
+    registration_id = services.new_registration_id()
+    claim = RegistrationClaim(*RegistrationClaim.key_for(event_id, user_id), registration_id=registration_id,
+                              event_id=event_id, user_id=user_id, status=CONFIRMED, created_at=utcnow())
+    try:
+        claim.save(condition=RegistrationClaim.pk.does_not_exist())
+    except PutError as error:
+        if error.cause_response_code != CONDITION_FAILED:
+            raise
+        winner = RegistrationClaim.get(*RegistrationClaim.key_for(event_id, user_id), consistent_read=True)
+        return Attempt(winner.registration_id, "already_registered")
+    pause()  # a crash here leaves a claim with no registration: the gap technique 2 closes
+    for item in _items(registration_id, event_id, user_id):
+        item.save()
+    EventSeats(*EventSeats.key_for(event_id)).update(actions=[EventSeats.registered_count.add(1)])
+    return Attempt(registration_id, "created")
+
+
+def _claim_transaction(event_id: str, user_id: str, idempotency_key: str | None) -> Attempt:
+    registration_id = services.new_registration_id()
+    transaction = LabelledTransaction()
+    claim = RegistrationClaim(*RegistrationClaim.key_for(event_id, user_id), registration_id=registration_id,
+                              event_id=event_id, user_id=user_id, status=CONFIRMED, created_at=utcnow())
+    transaction.save("claim", claim, condition=RegistrationClaim.pk.does_not_exist())
+    user_item, event_item = _items(registration_id, event_id, user_id)
+    transaction.save("user_registration", user_item)
+    transaction.save("event_registration", event_item)
+    transaction.update("event", EventSeats(*EventSeats.key_for(event_id)),
+                       actions=[EventSeats.registered_count.add(1)],
+                       condition=EventSeats.registered_count < EventSeats.capacity)
+    body = json.dumps({"registration_id": registration_id, "status": CONFIRMED})
+    if idempotency_key is not None:
+        # As in the article: the record is written with the registration, unconditionally.
+        transaction.save("idempotency", completed_record(user_id=user_id, key=idempotency_key, fingerprint="t2",
+                                                          response=StoredResponse(201, body)))
+    try:
+        transaction.commit()
+    except TransactionCancelled as cancelled:
+        if not cancelled.failed("claim"):
+            raise
+        winner = RegistrationClaim.get(*RegistrationClaim.key_for(event_id, user_id), consistent_read=True)
+        return Attempt(winner.registration_id, "already_registered")
+    return Attempt(registration_id, "created", body)
+
+
+def claim_transaction(*, event_id: str, user_id: str, idempotency_key: str,
+                      pause: Callable[[], None] = no_pause) -> Attempt:
+    """Technique 2: one transaction; a loser reads the claim to answer."""
+    pause()
+    return _claim_transaction(event_id, user_id, idempotency_key)
+
+
+def powertools_style(*, event_id: str, user_id: str, idempotency_key: str,
+                     pause: Callable[[], None] = no_pause) -> Attempt:
+    """Technique 3 around 2, as Powertools does it: INPROGRESS put, the handler, then COMPLETED (3 requests).
+
+    An in-flight duplicate fails at once (Powertools' IdempotencyAlreadyInProgressError), and a replay costs a
+    failed put plus a GetItem.
+    """
+    now = utcnow()
+    record = IdempotencyRecord(*IdempotencyRecord.key_for(user_id, idempotency_key), user_id=user_id,
+                               key=idempotency_key, fingerprint="t3", status=IN_PROGRESS,
+                               created_at=now, expires_at=now + RECORD_TTL)
+    try:
+        record.save(condition=record_is_absent_or_expired(now))
+    except PutError as error:
+        if error.cause_response_code != CONDITION_FAILED:
+            raise
+        stored = IdempotencyRecord.get(*IdempotencyRecord.key_for(user_id, idempotency_key), consistent_read=True)
+        if stored.status != COMPLETED:
+            return Attempt(None, "in_progress")
+        return Attempt(json.loads(stored.response_body)["registration_id"], "replayed", stored.response_body)
+    pause()
+    attempt = _claim_transaction(event_id, user_id, None)
+    body = json.dumps({"registration_id": attempt.registration_id, "status": CONFIRMED})
+    record.update(actions=[IdempotencyRecord.status.set(COMPLETED), IdempotencyRecord.response_status.set(201),
+                           IdempotencyRecord.response_body.set(body)])
+    return Attempt(attempt.registration_id, attempt.outcome, body)
+
+
+def tems(*, event_id: str, user_id: str, idempotency_key: str, pause: Callable[[], None] = no_pause) -> Attempt:
+    """The real path (``services.registration_create``): there is no read before the write, so no window."""
+    pause()
+    outcome = services.registration_create(
+        event_id=event_id, user_id=user_id, idempotency_key=idempotency_key,
+        fingerprint=registration_fingerprint(event_id=event_id, user_id=user_id),
+    )
+    return Attempt(outcome.data["registration_id"], outcome.kind, outcome.response.body)
+
+
+TECHNIQUES: dict[str, Callable[..., Attempt]] = {
+    "naive": naive,
+    "claim_only": claim_only,
+    "claim_transaction": claim_transaction,
+    "powertools_style": powertools_style,
+    "tems": tems,
+}

@@ -1,0 +1,20 @@
+import pytest
+
+from tems.transactions import LabelledTransaction, TransactionCancelled
+
+
+@pytest.fixture
+def cancellations(monkeypatch):
+    """Every cancelled transaction's reasons, as {label: code}, in the order they happened."""
+    seen: list[dict[str, str]] = []
+    original = LabelledTransaction.commit
+
+    def spy(self):
+        try:
+            return original(self)
+        except TransactionCancelled as cancelled:
+            seen.append({label: reason.code for label, reason in cancelled.reasons.items()})
+            raise
+
+    monkeypatch.setattr(LabelledTransaction, "commit", spy)
+    return seen

@@ -1,0 +1,124 @@
+"""The Register button in Chromium: a key per tap, one retry with the same key, no-JS fallback (DynamoDB Local)."""
+
+import re
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+
+from registrations import selectors
+from tests.registrations.helpers import assert_invariants_clean, make_event
+
+pytestmark = pytest.mark.browser
+
+UUID4 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+CHROMIUM = "/usr/bin/chromium"
+
+
+@pytest.fixture
+def browser(monkeypatch):
+    playwright_api = pytest.importorskip("playwright.sync_api")
+    # Playwright's sync API runs an event loop in this thread; the Django ORM calls below are still synchronous.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    with playwright_api.sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def session_cookie(transactional_db, live_server):
+    user = User.objects.create_user("tapper", "tapper@uni.test", "pw-tapper-1")
+    client = Client()
+    client.force_login(user)
+    return {"name": "sessionid", "value": client.cookies["sessionid"].value, "url": live_server.url}
+
+
+def open_event_page(browser, live_server, session_cookie, event, *, javascript=True):
+    context = browser.new_context(java_script_enabled=javascript)
+    context.add_cookies([session_cookie])
+    page = context.new_page()
+    page.goto(f"{live_server.url}/events/{event.event_id}/")
+    return page
+
+
+def register_requests(page):
+    sent = []
+    page.on("request", lambda request: sent.append(request) if request.method == "POST" else None)
+    return sent
+
+
+def test_a_tap_sends_a_key_made_at_that_moment(ddb, browser, live_server, session_cookie):
+    event = make_event(capacity=5, title="Quiz night")
+    page = open_event_page(browser, live_server, session_cookie, event)
+    rendered = page.locator("form.register-form input[name=idempotency_key]").input_value()
+    sent = register_requests(page)
+    page.get_by_role("button", name="Register").click()
+    page.get_by_text("You have a seat.").wait_for()
+    key = sent[0].headers["idempotency-key"]
+    assert UUID4.match(key) and key != rendered
+    assert page.locator("#registration-panel svg").count() == 1
+    assert "1 / 5 seats taken" in page.locator("#seats").inner_text()
+    assert selectors.claim_get(event_id=event.event_id, user_id="tapper").status == "confirmed"
+
+
+def test_a_network_error_is_retried_once_with_the_same_key(ddb, browser, live_server, session_cookie):
+    event = make_event(capacity=5)
+    page = open_event_page(browser, live_server, session_cookie, event)
+    keys = []
+
+    def flaky_network(route):
+        keys.append(route.request.headers["idempotency-key"])
+        if len(keys) == 1:
+            route.abort("connectionreset")
+        else:
+            route.continue_()
+
+    page.route("**/register/", flaky_network)
+    page.get_by_role("button", name="Register").click()
+    page.get_by_text("You have a seat.").wait_for()
+    assert len(keys) == 2 and keys[0] == keys[1]
+    assert len(selectors.registration_list(user_id="tapper")) == 1
+    assert_invariants_clean()
+
+
+def test_the_button_is_disabled_in_flight_unless_switched_off(ddb, browser, live_server, session_cookie):
+    record_state = """() => {
+        window.__disabledAtSend = [];
+        document.addEventListener("htmx:beforeSend", (e) => {
+            window.__disabledAtSend.push(e.detail.elt.querySelector("button").disabled);
+        });
+    }"""
+    first, second = make_event(capacity=5), make_event(capacity=5)
+    page = open_event_page(browser, live_server, session_cookie, first)
+    page.evaluate(record_state)
+    page.get_by_role("button", name="Register").click()
+    page.get_by_text("You have a seat.").wait_for()
+    assert page.evaluate("window.__disabledAtSend") == [True]
+
+    page = open_event_page(browser, live_server, session_cookie, second)
+    page.evaluate(record_state)
+    page.evaluate("document.querySelector('form.register-form').dataset.disableWhileInFlight = 'false'")
+    page.get_by_role("button", name="Register").click()
+    page.get_by_text("You have a seat.").wait_for()
+    assert page.evaluate("window.__disabledAtSend") == [False]
+
+
+def test_key_fallback_without_random_uuid(ddb, browser, live_server, session_cookie):
+    page = open_event_page(browser, live_server, session_cookie, make_event())
+    keys = page.evaluate("""() => {
+        Object.defineProperty(window.crypto, "randomUUID", {value: undefined});  // as on a plain-http origin
+        return [window.temsUuid4(), window.temsUuid4()];
+    }""")
+    assert all(UUID4.match(key) for key in keys) and keys[0] != keys[1]
+
+
+def test_without_javascript_the_form_posts_the_server_rendered_key(ddb, browser, live_server, session_cookie):
+    event = make_event(capacity=5)
+    page = open_event_page(browser, live_server, session_cookie, event, javascript=False)
+    rendered = page.locator("form.register-form input[name=idempotency_key]").input_value()
+    sent = register_requests(page)
+    page.get_by_role("button", name="Register").click()
+    page.get_by_text("You are registered for").wait_for()
+    assert f"idempotency_key={rendered}" in sent[0].post_data
+    assert page.locator("#registration-panel svg").count() == 1

@@ -1,0 +1,114 @@
+"""The article's race test, made harder, run on every technique (DynamoDB Local: moto is not linearizable).
+
+50 threads register the same student for the same event at once, half with one shared Idempotency-Key (network
+retries of one tap) and half with fresh keys (deliberate repeated taps). The real path must end with exactly one
+registration; the naive read-then-write path must fail the very same check.
+"""
+
+import threading
+import time
+from collections import Counter
+
+import pytest
+
+from registrations import selectors
+from registrations.models import Registration
+from registrations.techniques import TECHNIQUES, naive
+from tems.invariants import check_all
+from tests.registrations.helpers import assert_invariants_clean, make_event, new_key
+
+THREADS = 50
+STUDENT = "ann"
+
+
+def same_student_race(technique, event_id, *, pause=None):
+    shared_key = new_key()
+    keys = [shared_key if n % 2 == 0 else new_key() for n in range(THREADS)]
+    barrier = threading.Barrier(THREADS)
+    results, errors = [None] * THREADS, []
+
+    def run(n):
+        barrier.wait()
+        try:
+            results[n] = technique(event_id=event_id, user_id=STUDENT, idempotency_key=keys[n],
+                                   **({"pause": pause} if pause else {}))
+        except Exception as error:  # asserted empty below: no tap may crash
+            errors.append(error)
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(THREADS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    return keys, shared_key, results
+
+
+def assert_exactly_once(event_id, keys, shared_key, results):
+    """The promise: one registration item pair, one claim, counter 1, one id in every answer."""
+    user_side = list(Registration.query(Registration.user_pk_for(STUDENT),
+                                        Registration.sk.startswith(Registration.SK_PREFIX)))
+    event_side = list(Registration.query(*Registration.event_key_for(event_id, "")[:1],
+                                         Registration.sk.startswith(Registration.SK_PREFIX)))
+    assert len(user_side) == 1, f"{len(user_side)} registrations of one student"
+    assert len(event_side) == 1
+    claim = selectors.claim_get(event_id=event_id, user_id=STUDENT)
+    assert claim is not None and claim.registration_id == user_side[0].registration_id
+    assert selectors.event_get(event_id=event_id).registered_count == 1
+    assert {result.registration_id for result in results} == {claim.registration_id}
+    shared_bodies = {result.body for key, result in zip(keys, results) if key == shared_key}
+    assert len(shared_bodies) == 1 and None not in shared_bodies, "same key, different bytes"
+
+
+def test_fifty_taps_of_one_student_register_exactly_once(ddb):
+    event = make_event(capacity=10)
+    keys, shared_key, results = same_student_race(TECHNIQUES["tems"], event.event_id)
+    assert_exactly_once(event.event_id, keys, shared_key, results)
+    outcomes = Counter(result.outcome for result in results)
+    assert outcomes["created"] == 1
+    assert set(outcomes) <= {"created", "replayed", "already_registered"}
+    assert_invariants_clean()
+
+
+def test_a_wide_race_window_changes_nothing_on_the_real_path(ddb):
+    # The real path has no read before its write, so stretching "the window" cannot open one.
+    event = make_event(capacity=10)
+    keys, shared_key, results = same_student_race(TECHNIQUES["tems"], event.event_id,
+                                                  pause=lambda: time.sleep(0.02))
+    assert_exactly_once(event.event_id, keys, shared_key, results)
+    assert_invariants_clean()
+
+
+def test_the_same_race_catches_the_naive_handler(ddb):
+    event = make_event(capacity=10)
+    # A 50 ms gap between the reads and the writes, as a slow network would make, makes the bug certain.
+    keys, shared_key, results = same_student_race(naive, event.event_id, pause=lambda: time.sleep(0.05))
+    with pytest.raises(AssertionError, match="registrations of one student"):
+        assert_exactly_once(event.event_id, keys, shared_key, results)
+    created = {result.registration_id for result in results if result.outcome == "created"}
+    assert len(created) > 1, "the naive handler should have registered the student more than once"
+    problems = check_all()
+    assert problems["every claim has both registration items and every registration its claim"]
+
+
+@pytest.mark.parametrize("name", ["claim_only", "claim_transaction"])
+def test_the_article_techniques_prevent_duplicates_too(ddb, name):
+    event = make_event(capacity=10)
+    _, _, results = same_student_race(TECHNIQUES[name], event.event_id, pause=lambda: time.sleep(0.02))
+    assert len({result.registration_id for result in results}) == 1
+    user_side = list(Registration.query(Registration.user_pk_for(STUDENT),
+                                        Registration.sk.startswith(Registration.SK_PREFIX)))
+    assert len(user_side) == 1
+    assert_invariants_clean()
+
+
+def test_powertools_style_fails_in_flight_duplicates_instead_of_waiting(ddb):
+    event = make_event(capacity=10)
+    keys, shared_key, results = same_student_race(TECHNIQUES["powertools_style"], event.event_id,
+                                                  pause=lambda: time.sleep(0.05))
+    shared = [result for key, result in zip(keys, results) if key == shared_key]
+    # No duplicates, but taps of the same key that arrived while the first was running were refused.
+    assert any(result.outcome == "in_progress" for result in shared)
+    ids = {result.registration_id for result in results if result.registration_id}
+    assert len(ids) == 1
+    assert_invariants_clean()
