@@ -41,8 +41,12 @@ def event_create(
     capacity: int,
     created_by: str,
     event_id: str | None = None,
+    collection: str = Event.COLLECTION,
 ) -> Event:
-    """Create an event. Raises RegistrationError('conflict') if ``event_id`` is taken (the put is conditional)."""
+    """Create an event. Raises RegistrationError('conflict') if ``event_id`` is taken (the put is conditional).
+
+    ``collection`` is the listing it appears in; the lab's scratch events use their own, off the event list.
+    """
     event_id = event_id or new_event_id()
     now = utcnow()
     event = Event(
@@ -57,6 +61,7 @@ def event_create(
         created_by=created_by,
         updated_at=now,
         updated_by=created_by,
+        gsi1pk=collection,
         gsi1sk=Event.listing_key(starts_at, event_id),
     )
     try:

@@ -18,8 +18,10 @@ techniques, from worst to best:
   writes. No duplicates, but a crash after the claim leaves a claim without a registration, and no replay.
 - ``claim_transaction`` (technique 2): claim, items, counter and idempotency record in one transaction; a loser
   reads the claim. No stored response, so a retry gets a rebuilt answer, not the first one's bytes.
-- ``powertools_style`` (technique 3 around 2): an INPROGRESS record put first, the transaction, then the
-  record completed: 3 requests, and an in-flight duplicate fails at once instead of waiting.
+- ``powertools_naive`` (technique 3 alone): Powertools' INPROGRESS -> COMPLETED record around the naive body.
+  Network retries of one tap are deduplicated; double clicks (two keys) still register twice.
+- ``powertools_style`` (technique 3 around 2, the article's combined fix): an INPROGRESS record put first, the
+  transaction, then the record completed: 3 requests, and an in-flight duplicate fails at once.
 - ``tems``: ``services.registration_create``, everything in one transaction (1 request).
 """
 
@@ -68,13 +70,18 @@ def _items(registration_id: str, event_id: str, user_id: str) -> tuple[Registrat
             Registration(*Registration.event_key_for(event_id, registration_id), **fields))
 
 
-def naive(*, event_id: str, user_id: str, idempotency_key: str, pause: Callable[[], None] = no_pause) -> Attempt:
-    """DELIBERATELY BROKEN: read, decide, then write. See the module docstring."""
-    try:
-        record = IdempotencyRecord.get(*IdempotencyRecord.key_for(user_id, idempotency_key))
-        return Attempt(json.loads(record.response_body)["registration_id"], "replayed", record.response_body)
-    except IdempotencyRecord.DoesNotExist:
-        pass
+def naive(*, event_id: str, user_id: str, idempotency_key: str | None,
+          pause: Callable[[], None] = no_pause) -> Attempt:
+    """DELIBERATELY BROKEN: read, decide, then write. See the module docstring.
+
+    ``idempotency_key=None`` leaves out its own idempotency record (when a wrapper keeps one instead).
+    """
+    if idempotency_key is not None:
+        try:
+            record = IdempotencyRecord.get(*IdempotencyRecord.key_for(user_id, idempotency_key))
+            return Attempt(json.loads(record.response_body)["registration_id"], "replayed", record.response_body)
+        except IdempotencyRecord.DoesNotExist:
+            pass
     existing = list(Registration.query(Registration.user_pk_for(user_id),
                                        Registration.sk.startswith(Registration.SK_PREFIX),
                                        filter_condition=Registration.event_id == event_id))
@@ -86,8 +93,9 @@ def naive(*, event_id: str, user_id: str, idempotency_key: str, pause: Callable[
     user_item.save()
     event_item.save()
     body = json.dumps({"registration_id": registration_id, "status": CONFIRMED})
-    completed_record(user_id=user_id, key=idempotency_key, fingerprint="naive",
-                     response=StoredResponse(201, body)).save()
+    if idempotency_key is not None:
+        completed_record(user_id=user_id, key=idempotency_key, fingerprint="naive",
+                         response=StoredResponse(201, body)).save()
     return Attempt(registration_id, "created", body)
 
 
@@ -145,12 +153,12 @@ def claim_transaction(*, event_id: str, user_id: str, idempotency_key: str,
     return _claim_transaction(event_id, user_id, idempotency_key)
 
 
-def powertools_style(*, event_id: str, user_id: str, idempotency_key: str,
-                     pause: Callable[[], None] = no_pause) -> Attempt:
-    """Technique 3 around 2, as Powertools does it: INPROGRESS put, the handler, then COMPLETED (3 requests).
+def _powertools(body: Callable[..., Attempt], *, event_id: str, user_id: str, idempotency_key: str,
+                pause: Callable[[], None]) -> Attempt:
+    """Powertools' idempotency utility around ``body``: INPROGRESS put, the body, then COMPLETED (3+ requests).
 
     An in-flight duplicate fails at once (Powertools' IdempotencyAlreadyInProgressError), and a replay costs a
-    failed put plus a GetItem.
+    failed put plus a GetItem. It only dedupes taps that share a key: a double click makes two keys.
     """
     now = utcnow()
     record = IdempotencyRecord(*IdempotencyRecord.key_for(user_id, idempotency_key), user_id=user_id,
@@ -165,12 +173,36 @@ def powertools_style(*, event_id: str, user_id: str, idempotency_key: str,
         if stored.status != COMPLETED:
             return Attempt(None, "in_progress")
         return Attempt(json.loads(stored.response_body)["registration_id"], "replayed", stored.response_body)
-    pause()
-    attempt = _claim_transaction(event_id, user_id, None)
-    body = json.dumps({"registration_id": attempt.registration_id, "status": CONFIRMED})
+    attempt = body(event_id=event_id, user_id=user_id, pause=pause)
+    response = json.dumps({"registration_id": attempt.registration_id, "status": CONFIRMED})
     record.update(actions=[IdempotencyRecord.status.set(COMPLETED), IdempotencyRecord.response_status.set(201),
-                           IdempotencyRecord.response_body.set(body)])
-    return Attempt(attempt.registration_id, attempt.outcome, body)
+                           IdempotencyRecord.response_body.set(response)])
+    return Attempt(attempt.registration_id, attempt.outcome, response)
+
+
+def _naive_body(*, event_id: str, user_id: str, pause: Callable[[], None]) -> Attempt:
+    # The naive handler without its own idempotency read: the wrapper does that job.
+    return naive(event_id=event_id, user_id=user_id, idempotency_key=None, pause=pause)
+
+
+def _claim_transaction_body(*, event_id: str, user_id: str, pause: Callable[[], None]) -> Attempt:
+    pause()
+    return _claim_transaction(event_id, user_id, None)
+
+
+def powertools_naive(*, event_id: str, user_id: str, idempotency_key: str,
+                     pause: Callable[[], None] = no_pause) -> Attempt:
+    """Technique 3 alone: the Powertools-style wrapper around the naive body. Retries of one tap are safe;
+    BROKEN for double clicks, which carry two keys and both reach the naive body."""
+    return _powertools(_naive_body, event_id=event_id, user_id=user_id, idempotency_key=idempotency_key,
+                       pause=pause)
+
+
+def powertools_style(*, event_id: str, user_id: str, idempotency_key: str,
+                     pause: Callable[[], None] = no_pause) -> Attempt:
+    """Techniques 1 + 2 + 3, as the article's fix: the Powertools-style wrapper around claim + transaction."""
+    return _powertools(_claim_transaction_body, event_id=event_id, user_id=user_id,
+                       idempotency_key=idempotency_key, pause=pause)
 
 
 def tems(*, event_id: str, user_id: str, idempotency_key: str, pause: Callable[[], None] = no_pause) -> Attempt:
@@ -187,6 +219,7 @@ TECHNIQUES: dict[str, Callable[..., Attempt]] = {
     "naive": naive,
     "claim_only": claim_only,
     "claim_transaction": claim_transaction,
+    "powertools_naive": powertools_naive,
     "powertools_style": powertools_style,
     "tems": tems,
 }

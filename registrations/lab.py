@@ -1,0 +1,136 @@
+"""The registration race of the double-click lab: N taps of one student at once, through a chosen technique.
+
+Each run gets a fresh event and a fresh synthetic student, fires the taps through ``registrations.techniques``
+(the same code the race tests and the real API use), counts what landed with strongly consistent reads, and
+then deletes the run's items, so a naive run's duplicates teach without staying behind in the table.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import Counter
+from datetime import timedelta
+from typing import Any
+
+from registrations import selectors, services
+from registrations.errors import RegistrationError
+from registrations.models import Event, EventSeats, Registration
+from registrations.techniques import TECHNIQUES, Attempt
+from tems.clock import utcnow
+from tems.dynamo import boto3_client, current_config
+from tems.idempotency import IdempotencyRecord
+from tems.lab import fire_concurrently
+from tems.outbox import OutboxMessage
+
+# The lab's names (API and page) for the techniques, in the order the page lists them.
+LAB_TECHNIQUES = {
+    "naive": "naive",
+    "claim": "claim_only",
+    "transaction": "claim_transaction",
+    "powertools": "powertools_naive",
+    "production": "tems",
+}
+# The decision table's rows: the lab techniques plus the article's three-together fix.
+DECISION_TECHNIQUES = {**LAB_TECHNIQUES, "all_three": "powertools_style"}
+TECHNIQUE_LABELS = {
+    "naive": "Naive read-then-write (broken)",
+    "claim": "Claim key + conditional put",
+    "transaction": "Claim + TransactWriteItems",
+    "powertools": "Powertools-style wrapper",
+    "all_three": "Claim + transaction + wrapper",
+    "production": "TEMS: one transaction",
+}
+MAX_TAPS = 100
+MAX_LATENCY_MS = 200
+# Loopback DynamoDB answers in about a millisecond; a real network's round trip is tens of milliseconds, and
+# that gap between the read and the write is where the naive handler's race lives.
+DEFAULT_LATENCY_MS = 20
+LAB_EVENT_COLLECTION = "LAB_EVENTS"
+
+
+def _outcome_label(outcome) -> str:
+    if outcome.error is not None:
+        error = outcome.error
+        return f"error: {error.code}" if isinstance(error, RegistrationError) else f"error: {type(error).__name__}"
+    attempt: Attempt = outcome.value
+    return attempt.outcome
+
+
+def registration_race(*, technique: str, taps: int, same_key: bool, latency_ms: int) -> dict[str, Any]:
+    """Fire ``taps`` registrations of one student for one fresh event at once and report what landed.
+
+    ``same_key`` models network retries of one tap (one idempotency key); otherwise each tap is a double click
+    with its own key. ``latency_ms`` is simulated network delay inside the technique's read-to-write window.
+    """
+    if technique not in LAB_TECHNIQUES:
+        raise RegistrationError("invalid", f"Unknown technique {technique!r}.", errors={"technique": ["Unknown."]})
+    function = TECHNIQUES[LAB_TECHNIQUES[technique]]
+    run_id = uuid.uuid4().hex[:10]
+    event = services.event_create(
+        event_id=f"lab-{run_id}", title=f"Lab race ({TECHNIQUE_LABELS[technique]})",
+        starts_at=utcnow() + timedelta(days=1), capacity=MAX_TAPS, created_by="lab",
+        collection=LAB_EVENT_COLLECTION,
+    )
+    user_id = f"lab-student-{run_id}"
+    shared_key = str(uuid.uuid4())
+    keys = [shared_key if same_key else str(uuid.uuid4()) for _ in range(taps)]
+
+    def pause() -> None:
+        time.sleep(latency_ms / 1000)
+
+    started = utcnow()
+    fired = fire_concurrently([
+        (lambda key=key: function(event_id=event.event_id, user_id=user_id, idempotency_key=key, pause=pause))
+        for key in keys
+    ])
+    ids = {o.value.registration_id for o in fired.outcomes if o.error is None and o.value.registration_id}
+    landed = _landed(event_id=event.event_id, user_id=user_id)
+    _delete_run(event_id=event.event_id, user_id=user_id, keys=set(keys), since=started)
+    return {
+        "technique": technique,
+        "taps": taps,
+        "same_key": same_key,
+        "latency_ms": latency_ms,
+        "records_created": landed["records"],
+        "distinct_registration_ids": len(ids),
+        "claims": landed["claims"],
+        "counter": landed["counter"],
+        "responses": dict(Counter(_outcome_label(o) for o in fired.outcomes)),
+        "dynamodb_requests": fired.dynamodb_requests,
+        "requests_by_operation": fired.requests_by_operation,
+        "consumed_wcu": fired.consumed_wcu,
+        "elapsed_ms": fired.elapsed_ms,
+    }
+
+
+def _landed(*, event_id: str, user_id: str) -> dict[str, int]:
+    event_side = list(Registration.query(Event.pk_for(event_id), Registration.sk.startswith(Registration.SK_PREFIX),
+                                         consistent_read=True))
+    claim = selectors.claim_get(event_id=event_id, user_id=user_id)
+    seats = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
+    return {"records": len(event_side), "claims": int(claim is not None), "counter": int(seats.registered_count)}
+
+
+def _delete_run(*, event_id: str, user_id: str, keys: set[str], since) -> None:
+    """Remove the run's scratch data: its event and student partitions, idempotency records and outbox messages.
+
+    The outbox messages announce registrations of a synthetic student; no relay should ever deliver them.
+    """
+    client = boto3_client()
+    table = current_config().table_name
+    doomed = [{"PK": {"S": pk}, "SK": {"S": IdempotencyRecord.SK}}
+              for pk in (IdempotencyRecord.pk_for(user_id, key) for key in keys)]
+    for pk in (Event.pk_for(event_id), Registration.user_pk_for(user_id)):
+        for page in client.get_paginator("query").paginate(
+            TableName=table, KeyConditionExpression="PK = :pk", ExpressionAttributeValues={":pk": {"S": pk}},
+            ProjectionExpression="PK, SK", ConsistentRead=True,
+        ):
+            doomed.extend(page["Items"])
+    for message in OutboxMessage.pending.query(
+        OutboxMessage.COLLECTION, OutboxMessage.gsi1sk >= OutboxMessage.listing_key(since, ""),
+        filter_condition=OutboxMessage.payload.contains(event_id),
+    ):
+        doomed.append({"PK": {"S": message.pk}, "SK": {"S": message.sk}})
+    for start in range(0, len(doomed), 25):
+        client.batch_write_item(RequestItems={table: [{"DeleteRequest": {"Key": key}} for key in doomed[start:start + 25]]})
