@@ -208,6 +208,9 @@ class DynamoMeter:
     requests: Counter = field(default_factory=Counter)
     read_capacity: float = 0.0
     write_capacity: float = 0.0
+    # The meter this one was opened inside: counts flow up, so a service may meter its own operation while a
+    # benchmark or the lab meters the whole run around it.
+    parent: DynamoMeter | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
@@ -217,6 +220,8 @@ class DynamoMeter:
     def _count_request(self, operation: str) -> None:
         with self._lock:
             self.requests[operation] += 1
+        if self.parent is not None:
+            self.parent._count_request(operation)
 
     def _add_capacity(self, operation: str, consumed: Any) -> None:
         entries = consumed if isinstance(consumed, list) else [consumed]
@@ -230,6 +235,8 @@ class DynamoMeter:
                     read, write = (total, 0.0) if operation in _READ_OPERATIONS else (0.0, total)
                 self.read_capacity += read
                 self.write_capacity += write
+        if self.parent is not None:
+            self.parent._add_capacity(operation, consumed)
 
 
 _active_meter: contextvars.ContextVar[DynamoMeter | None] = contextvars.ContextVar("tems_dynamo_meter", default=None)
@@ -277,9 +284,10 @@ def metered() -> Iterator[DynamoMeter]:
     """Count the DynamoDB requests and capacity of the code run inside, in this context only.
 
     Work handed to threads is counted when it runs under ``contextvars.copy_context()`` of this context.
+    Meters nest: whatever an inner ``metered()`` counts is counted by the enclosing one too.
     """
     _hook_all_clients()
-    meter = DynamoMeter()
+    meter = DynamoMeter(parent=_active_meter.get())
     token = _active_meter.set(meter)
     try:
         yield meter
