@@ -151,6 +151,20 @@ class OperationMetrics(Model):
     def key_for(cls, operation: str) -> tuple[str, str]:
         return cls.PK, f"OP#{operation}"
 
+    @property
+    def conflict_rate(self) -> float:
+        """Percent of write attempts refused by a condition (attempts = calls + retries)."""
+        attempts = int(self.calls) + int(self.retries)
+        return 100.0 * int(self.condition_failures) / attempts if attempts else 0.0
+
+    @property
+    def requests_per_call(self) -> float:
+        return int(self.requests) / int(self.calls) if self.calls else 0.0
+
+    @property
+    def wcu_per_call(self) -> float:
+        return float(self.write_capacity) / int(self.calls) if self.calls else 0.0
+
 
 def _plain(value) -> dict:
     if value is None:
