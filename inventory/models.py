@@ -153,9 +153,12 @@ class OperationMetrics(Model):
 
     @property
     def conflict_rate(self) -> float:
-        """Percent of write attempts refused by a condition (attempts = calls + retries)."""
+        """Percent of write attempts that lost a race and had to go again (attempts = calls + retries).
+
+        Condition failures alone would mix races with business refusals (a sale larger than the stock).
+        """
         attempts = int(self.calls) + int(self.retries)
-        return 100.0 * int(self.condition_failures) / attempts if attempts else 0.0
+        return 100.0 * int(self.retries) / attempts if attempts else 0.0
 
     @property
     def requests_per_call(self) -> float:

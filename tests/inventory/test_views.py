@@ -218,4 +218,4 @@ def test_metrics_page_shows_counts_per_operation(item, staff_client):
     services.item_adjust(sku="TSHIRT-M", delta=-1, reason="sold", actor="bo")
     page = staff_client.get("/inventory/metrics/").content.decode()
     assert "<th scope=\"row\">adjust</th>" in page and "<th scope=\"row\">create</th>" in page
-    assert "Conflict rate" in page and "WCU / call" in page
+    assert "Lost-race rate" in page and "WCU / call" in page
