@@ -194,6 +194,8 @@ def item_update(*, sku: str, expected_version: int, name: str, description: str,
             current = item_get(sku=sku)
             if int(current.version) != expected_version:
                 raise _stale(sku=sku, expected_version=expected_version, current=current)
+            if current.snapshot() == wanted:
+                return current  # saving an unchanged form is not a change: no version, no history
             try:
                 return _write_change(item=current, after=wanted, kind=InventoryChange.EDIT, actor=actor)
             except TransactionCancelled as cancelled:

@@ -279,3 +279,44 @@ def test_metrics_count_outcomes_and_capacity(item):
 def test_history_sort_key_is_zero_padded():
     assert InventoryChange.sk_for(7) == "CHANGE#0000000007"
     assert InventoryChange.sk_for(10) > InventoryChange.sk_for(9)
+
+
+def test_saving_an_unchanged_form_writes_nothing(item):
+    assert int(edit().version) == 1
+    assert len(selectors.item_history(sku="TSHIRT-M")) == 1
+
+
+def test_adjustment_is_one_transaction_with_the_version_check_and_stock_guard(item):
+    """The exact request: one TransactWriteItems whose item update carries version check, guard and change."""
+    from tems.dynamo import transaction_connection
+
+    sent = []
+
+    def capture(params, **_):
+        sent.append(params)
+
+    events = transaction_connection().client.meta.events
+    events.register("provide-client-params.dynamodb.TransactWriteItems", capture)
+    try:
+        services.item_adjust(sku="TSHIRT-M", delta=-2, reason="sold", actor="bo", idempotency_key=KEY)
+    finally:
+        events.unregister("provide-client-params.dynamodb.TransactWriteItems", capture)
+    [request] = sent
+    puts = [entry["Put"] for entry in request["TransactItems"] if "Put" in entry]
+    [update] = [entry["Update"] for entry in request["TransactItems"] if "Update" in entry]
+
+    def resolved(expression: str, names: dict, values: dict) -> str:
+        for placeholder, name in names.items():
+            expression = expression.replace(placeholder, name)
+        for placeholder, value in sorted(values.items(), key=lambda kv: -len(kv[0])):
+            expression = expression.replace(placeholder, next(iter(value.values())))
+        return expression
+
+    names, values = update["ExpressionAttributeNames"], update["ExpressionAttributeValues"]
+    assert resolved(update["ConditionExpression"], names, values) == \
+        "((attribute_exists (PK) AND quantity >= 2) AND version = 1)"
+    assert "ADD quantity -2, version 1" in resolved(update["UpdateExpression"], names, values)
+    assert update["ReturnValuesOnConditionCheckFailure"] == "ALL_OLD"
+    assert sorted(put["Item"]["SK"]["S"] for put in puts) == ["CHANGE#0000000002", "RECORD"]
+    assert all(put["ConditionExpression"].startswith("(attribute_not_exists") or
+               put["ConditionExpression"].startswith("attribute_not_exists") for put in puts)
