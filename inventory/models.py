@@ -142,6 +142,7 @@ class OperationMetrics(Model):
     transaction_conflicts = NumberAttribute(default=0)
     retries = NumberAttribute(default=0)
     exhausted = NumberAttribute(default=0)
+    replays = NumberAttribute(default=0)
     requests = NumberAttribute(default=0)
     write_capacity = NumberAttribute(default=0)
     read_capacity = NumberAttribute(default=0)

@@ -129,6 +129,7 @@ def metrics_record(*, stats: OperationStats) -> None:
         m.succeeded.add(int(stats.outcome == "succeeded")),
         m.refused.add(int(stats.outcome == "refused" and not stats.exhausted)),
         m.exhausted.add(int(stats.exhausted)),
+        m.replays.add(int(stats.replayed)),
         m.condition_failures.add(stats.condition_failures),
         m.transaction_conflicts.add(stats.transaction_conflicts),
         m.retries.add(stats.retries),

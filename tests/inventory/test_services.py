@@ -131,6 +131,8 @@ def test_retried_adjustment_is_applied_once_and_replayed_byte_for_byte(item):
     assert again.replayed and again.response == first.response
     assert (again.quantity, again.version) == (8, 2)
     assert int(selectors.item_get(sku="TSHIRT-M").quantity) == 13
+    adjust = {m.operation: m for m in selectors.metrics_list()}["adjust"]
+    assert (int(adjust.calls), int(adjust.replays)) == (3, 1)
 
 
 def test_same_key_for_another_request_is_422(item):
