@@ -11,6 +11,7 @@ urlpatterns = [
     path("inventory/<str:sku>/", views.item_detail, name="item_detail"),
     path("inventory/<str:sku>/edit/", views.item_edit, name="item_edit"),
     path("inventory/<str:sku>/adjust/", views.item_adjust, name="item_adjust"),
+    path("inventory/<str:sku>/history/", views.item_history, name="item_history"),
     path("api/inventory", api.items, name="api_items"),
     path("api/inventory/<str:sku>", api.item_detail, name="api_item_detail"),
     path("api/inventory/<str:sku>/adjustments", api.adjustments, name="api_adjustments"),

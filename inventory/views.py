@@ -49,10 +49,10 @@ def item_create(request: HttpRequest) -> HttpResponse:
         try:
             item = services.item_create(**form.cleaned_data, actor=request.user.get_username())
         except InventoryError as error:
-            _add_errors(form, error)
             if error.code == "conflict":
-                form.errors.pop(None, None)
                 form.add_error("sku", f"{form.cleaned_data['sku']} is taken: choose another SKU.")
+            else:
+                _add_errors(form, error)
         else:
             messages.success(request, f"Created {item.sku} ({item.name}).")
             return redirect("inventory:item_detail", sku=item.sku)
@@ -75,6 +75,14 @@ def _detail_context(item, *, adjust_form=None, adjust_error=None) -> dict:
 @staff_required
 def item_detail(request: HttpRequest, sku: str) -> HttpResponse:
     return render(request, "inventory/item_detail.html", _detail_context(_item_or_404(sku)))
+
+
+@require_GET
+@staff_required
+def item_history(request: HttpRequest, sku: str) -> HttpResponse:
+    item = _item_or_404(sku)
+    return render(request, "inventory/item_history.html",
+                  {"item": item, "history": selectors.item_history(sku=sku)})
 
 
 @require_POST

@@ -15,9 +15,9 @@ pytestmark = [
 
 
 @pytest.fixture
-def browser():
+def browser(monkeypatch):
     # Playwright's sync API runs an event loop; Django must still allow its ORM calls in this thread.
-    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:

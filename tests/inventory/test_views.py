@@ -35,6 +35,7 @@ def test_anonymous_is_sent_to_log_in(item, client):
 def test_students_get_403_and_no_link(item, student_client):
     assert "/inventory/" not in student_client.get("/events/").content.decode()
     for url in ("/inventory/", "/inventory/new/", "/inventory/TSHIRT-M/", "/inventory/TSHIRT-M/edit/",
+                "/inventory/TSHIRT-M/history/",
                 "/inventory/import/", "/inventory/metrics/"):
         assert student_client.get(url).status_code == 403, url
     assert student_client.post("/inventory/TSHIRT-M/adjust/", adjust_form()).status_code == 403
@@ -219,3 +220,18 @@ def test_metrics_page_shows_counts_per_operation(item, staff_client):
     page = staff_client.get("/inventory/metrics/").content.decode()
     assert "<th scope=\"row\">adjust</th>" in page and "<th scope=\"row\">create</th>" in page
     assert "Lost-race rate" in page and "WCU / call" in page
+
+
+def test_full_history_page_lists_every_change_and_detail_links_to_it(item, staff_client, monkeypatch):
+    from inventory import views
+
+    monkeypatch.setattr(views, "HISTORY_ON_DETAIL", 2)
+    for n in range(3):
+        services.item_adjust(sku="TSHIRT-M", delta=1, reason=f"delivery {n}", actor="bo")
+    detail = staff_client.get("/inventory/TSHIRT-M/").content.decode()
+    assert "delivery 2" in detail and "delivery 0" not in detail
+    assert 'href="/inventory/TSHIRT-M/history/">All 4 changes</a>' in detail
+    page = staff_client.get("/inventory/TSHIRT-M/history/").content.decode()
+    assert [f"delivery {n}" in page for n in range(3)] == [True, True, True]
+    assert page.index("delivery 2") < page.index("delivery 0")  # newest first
+    assert staff_client.get("/inventory/NOPE/history/").status_code == 404
