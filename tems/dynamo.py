@@ -267,9 +267,11 @@ def _hook(client) -> None:
     if getattr(client, "_tems_metered", False):
         return
     events = client.meta.events
-    events.register("before-parameter-build.dynamodb", _before_parameter_build)
-    events.register("before-send.dynamodb", _before_send)
-    events.register("after-call.dynamodb", _after_call)
+    # unique_id makes registering idempotent: two threads metering at once on a fresh client must not both
+    # add the hooks, or every request would be counted twice.
+    events.register("before-parameter-build.dynamodb", _before_parameter_build, unique_id="tems-meter-params")
+    events.register("before-send.dynamodb", _before_send, unique_id="tems-meter-send")
+    events.register("after-call.dynamodb", _after_call, unique_id="tems-meter-after")
     client._tems_metered = True
 
 
