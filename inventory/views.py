@@ -7,6 +7,7 @@ from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from inventory import selectors, services
@@ -71,6 +72,9 @@ def _detail_context(item, *, adjust_form=None, adjust_error=None) -> dict:
     }
 
 
+# never_cache: the page holds a one-tap idempotency key; going Back to a cached copy and submitting a new
+# adjustment would resend a used key and be answered as a repeat instead of applied.
+@never_cache
 @require_GET
 @staff_required
 def item_detail(request: HttpRequest, sku: str) -> HttpResponse:
@@ -85,6 +89,7 @@ def item_history(request: HttpRequest, sku: str) -> HttpResponse:
                   {"item": item, "history": selectors.item_history(sku=sku)})
 
 
+@never_cache
 @require_POST
 @staff_required
 def item_adjust(request: HttpRequest, sku: str) -> HttpResponse:

@@ -80,6 +80,8 @@ def test_detail_shows_stock_history_and_a_fresh_key_per_render(item, staff_clien
     assert 'id="quantity">7<' in first
     assert "sold at the fair" in first and "v2" in first and "by <strong>bo</strong>" in first
     assert rendered_key(first) != rendered_key(staff_client.get("/inventory/TSHIRT-M/").content.decode())
+    # A cached copy would carry a used key back into the form.
+    assert "no-store" in staff_client.get("/inventory/TSHIRT-M/")["Cache-Control"]
 
 
 def test_adjust_without_js_redirects_with_a_message(item, staff_client):
