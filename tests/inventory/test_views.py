@@ -3,7 +3,6 @@
 import re
 import uuid
 
-import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from inventory import selectors, services
