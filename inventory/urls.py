@@ -1,2 +1,19 @@
+from django.urls import path
+
+from inventory import api, views
+
 app_name = "inventory"
-urlpatterns: list = []
+urlpatterns = [
+    path("inventory/", views.item_list, name="item_list"),
+    path("inventory/new/", views.item_create, name="item_create"),
+    path("inventory/import/", views.stock_import, name="stock_import"),
+    path("inventory/metrics/", views.metrics, name="metrics"),
+    path("inventory/<str:sku>/", views.item_detail, name="item_detail"),
+    path("inventory/<str:sku>/edit/", views.item_edit, name="item_edit"),
+    path("inventory/<str:sku>/adjust/", views.item_adjust, name="item_adjust"),
+    path("inventory/<str:sku>/history/", views.item_history, name="item_history"),
+    path("api/inventory", api.items, name="api_items"),
+    path("api/inventory/<str:sku>", api.item_detail, name="api_item_detail"),
+    path("api/inventory/<str:sku>/adjustments", api.adjustments, name="api_adjustments"),
+    path("api/inventory/<str:sku>/history", api.history, name="api_history"),
+]

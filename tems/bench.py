@@ -35,6 +35,7 @@ def main() -> int:
     import django
 
     django.setup()
+    from django.conf import settings
     from django.core.management import call_command
 
     from tems.dynamo import TableConfig, configure_models, ensure_table
@@ -48,6 +49,8 @@ def main() -> int:
         os.environ["DYNAMODB_TABLE"] = config.table_name
         configure_models(config)
         ensure_table()
+        # On a fresh checkout nothing has created the data directory that holds the SQLite file yet.
+        settings.DATA_DIR.mkdir(parents=True, exist_ok=True)
         call_command("migrate", verbosity=0)
         ctx = BenchContext(dynamodb.endpoint, config.table_name, config.region)
         for app in BENCH_APPS:

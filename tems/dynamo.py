@@ -208,6 +208,9 @@ class DynamoMeter:
     requests: Counter = field(default_factory=Counter)
     read_capacity: float = 0.0
     write_capacity: float = 0.0
+    # The meter this one was opened inside: counts flow up, so a service may meter its own operation while a
+    # benchmark or the lab meters the whole run around it.
+    parent: DynamoMeter | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
@@ -217,6 +220,8 @@ class DynamoMeter:
     def _count_request(self, operation: str) -> None:
         with self._lock:
             self.requests[operation] += 1
+        if self.parent is not None:
+            self.parent._count_request(operation)
 
     def _add_capacity(self, operation: str, consumed: Any) -> None:
         entries = consumed if isinstance(consumed, list) else [consumed]
@@ -230,11 +235,11 @@ class DynamoMeter:
                     read, write = (total, 0.0) if operation in _READ_OPERATIONS else (0.0, total)
                 self.read_capacity += read
                 self.write_capacity += write
+        if self.parent is not None:
+            self.parent._add_capacity(operation, consumed)
 
 
-# Meters nest (a lab run measures services that measure themselves), so the context holds all active ones.
-_active_meters: contextvars.ContextVar[tuple[DynamoMeter, ...]] = contextvars.ContextVar("tems_dynamo_meters",
-                                                                                          default=())
+_active_meter: contextvars.ContextVar[DynamoMeter | None] = contextvars.ContextVar("tems_dynamo_meter", default=None)
 
 
 def _operation_from(event_name: str) -> str:
@@ -242,28 +247,31 @@ def _operation_from(event_name: str) -> str:
 
 
 def _before_parameter_build(params: dict, event_name: str, **_: Any) -> None:
-    if _active_meters.get() and _operation_from(event_name) in _CAPACITY_OPERATIONS:
+    if _active_meter.get() is not None and _operation_from(event_name) in _CAPACITY_OPERATIONS:
         params.setdefault("ReturnConsumedCapacity", "TOTAL")
 
 
 def _before_send(event_name: str, **_: Any) -> None:
-    for meter in _active_meters.get():
+    meter = _active_meter.get()
+    if meter is not None:
         meter._count_request(_operation_from(event_name))
 
 
 def _after_call(parsed: dict, event_name: str, **_: Any) -> None:
-    if parsed.get("ConsumedCapacity"):
-        for meter in _active_meters.get():
-            meter._add_capacity(_operation_from(event_name), parsed["ConsumedCapacity"])
+    meter = _active_meter.get()
+    if meter is not None and parsed.get("ConsumedCapacity"):
+        meter._add_capacity(_operation_from(event_name), parsed["ConsumedCapacity"])
 
 
 def _hook(client) -> None:
     if getattr(client, "_tems_metered", False):
         return
     events = client.meta.events
-    events.register("before-parameter-build.dynamodb", _before_parameter_build)
-    events.register("before-send.dynamodb", _before_send)
-    events.register("after-call.dynamodb", _after_call)
+    # unique_id makes registering idempotent: two threads metering at once on a fresh client must not both
+    # add the hooks, or every request would be counted twice.
+    events.register("before-parameter-build.dynamodb", _before_parameter_build, unique_id="tems-meter-params")
+    events.register("before-send.dynamodb", _before_send, unique_id="tems-meter-send")
+    events.register("after-call.dynamodb", _after_call, unique_id="tems-meter-after")
     client._tems_metered = True
 
 
@@ -278,11 +286,12 @@ def metered() -> Iterator[DynamoMeter]:
     """Count the DynamoDB requests and capacity of the code run inside, in this context only.
 
     Work handed to threads is counted when it runs under ``contextvars.copy_context()`` of this context.
+    Meters nest: whatever an inner ``metered()`` counts is counted by the enclosing one too.
     """
     _hook_all_clients()
-    meter = DynamoMeter()
-    token = _active_meters.set((*_active_meters.get(), meter))
+    meter = DynamoMeter(parent=_active_meter.get())
+    token = _active_meter.set(meter)
     try:
         yield meter
     finally:
-        _active_meters.reset(token)
+        _active_meter.reset(token)

@@ -7,6 +7,7 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from inventory import selectors as inventory_selectors
 from registrations import selectors
 from registrations.models import EventSeats
 from tems.dynamo import TABLE_SCHEMA, boto3_client, ensure_table
@@ -40,13 +41,15 @@ def test_ensure_table_twice_creates_then_changes_nothing(dynamodb_local_endpoint
 @pytest.mark.django_db
 def test_seed_demo_twice_creates_nothing_twice(ddb):
     first = run("seed_demo")
-    assert "created 6 demo account(s), 4 demo event(s)" in first
+    assert "created 6 demo account(s), 4 demo event(s), 5 inventory item(s)" in first
     assert "staff" in first and "alice" in first
     second = run("seed_demo")
-    assert "created 0 demo account(s), 0 demo event(s)" in second
+    assert "created 0 demo account(s), 0 demo event(s), 0 inventory item(s)" in second
     assert User.objects.count() == 6
     upcoming, past = selectors.event_list()
     assert len(upcoming) + len(past) == 4
+    assert [item.sku for item in inventory_selectors.item_list()] == [
+        "BADGE-BLANK", "LABKIT-PY", "LANYARD", "TSHIRT-L", "TSHIRT-M"]
 
 
 @pytest.mark.django_db

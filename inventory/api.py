@@ -1,0 +1,81 @@
+"""JSON API of the inventory app (staff only; session auth, CSRF via X-CSRFToken, problem+json errors)."""
+
+import re
+
+from django.http import HttpRequest, HttpResponse
+
+from inventory import selectors, services
+from inventory.errors import InventoryError
+from inventory.forms import ItemCreateForm, ItemFieldsForm
+from inventory.models import InventoryItem
+from tems.api import api_view, invalid_form, json_response, parse_json_object
+from tems.idempotency import parse_key
+
+_ETAG = re.compile(r'^\s*"(\d{1,12})"\s*$')
+
+
+def _with_etag(response: HttpResponse, item: InventoryItem) -> HttpResponse:
+    response["ETag"] = f'"{int(item.version)}"'
+    return response
+
+
+@api_view("GET", "POST", staff=True)
+def items(request: HttpRequest) -> HttpResponse:
+    if request.method == "POST":
+        form = ItemCreateForm(data=parse_json_object(request))
+        if not form.is_valid():
+            raise invalid_form(form, InventoryError)
+        item = services.item_create(**form.cleaned_data, actor=request.user.get_username())
+        response = json_response(selectors.item_to_dict(item), status=201)
+        response["Location"] = f"/api/inventory/{item.sku}"
+        return _with_etag(response, item)
+    return json_response({"items": [selectors.item_to_dict(item) for item in selectors.item_list()]})
+
+
+@api_view("GET", "PUT", staff=True)
+def item_detail(request: HttpRequest, sku: str) -> HttpResponse:
+    if request.method == "PUT":
+        return _item_update(request, sku)
+    item = selectors.item_get(sku=sku)
+    return _with_etag(json_response(selectors.item_to_dict(item)), item)
+
+
+def _item_update(request: HttpRequest, sku: str) -> HttpResponse:
+    if_match = request.headers.get("If-Match")
+    if not if_match:
+        raise InventoryError("precondition_required",
+                             'Send If-Match: "<version>" with the ETag you read, so no one else\'s change is lost.')
+    match = _ETAG.match(if_match)
+    if not match:
+        raise InventoryError("invalid", f'If-Match must be one ETag as sent by GET, e.g. "3"; got {if_match[:40]!r}.')
+    form = ItemFieldsForm(data=parse_json_object(request))
+    if not form.is_valid():
+        raise invalid_form(form, InventoryError)
+    item = services.item_update(sku=sku, expected_version=int(match.group(1)), actor=request.user.get_username(),
+                                **form.cleaned_data)
+    return _with_etag(json_response(selectors.item_to_dict(item)), item)
+
+
+@api_view("POST", staff=True)
+def adjustments(request: HttpRequest, sku: str) -> HttpResponse:
+    key = parse_key(request.headers.get("Idempotency-Key"))
+    body = parse_json_object(request)
+    delta, reason = body.get("delta"), body.get("reason", "")
+    # JSON true is an int to Python; a count of units is not.
+    if not isinstance(delta, int) or isinstance(delta, bool):
+        raise InventoryError("invalid", "delta must be a whole number of units, e.g. -2 for 'sold 2'.",
+                             errors={"delta": ["Must be a non-zero integer."]})
+    if not isinstance(reason, str) or len(reason) > 200:
+        raise InventoryError("invalid", "reason must be text of at most 200 characters.",
+                             errors={"reason": ["At most 200 characters."]})
+    result = services.item_adjust(sku=sku, delta=delta, reason=reason.strip(), actor=request.user.get_username(),
+                                  idempotency_key=key)
+    return result.response.to_http(replayed=result.replayed)
+
+
+@api_view("GET", staff=True)
+def history(request: HttpRequest, sku: str) -> HttpResponse:
+    item = selectors.item_get(sku=sku)
+    changes = selectors.item_history(sku=sku)
+    return json_response({"sku": item.sku, "version": int(item.version),
+                          "changes": [selectors.change_to_dict(change) for change in changes]})

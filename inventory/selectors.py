@@ -1,0 +1,66 @@
+"""Reads of the inventory app. Anything an edit or a retry will act on is read strongly consistently."""
+
+from __future__ import annotations
+
+from pynamodb.exceptions import DoesNotExist
+
+from inventory.errors import InventoryError
+from inventory.models import InventoryChange, InventoryItem, OperationMetrics
+
+
+def item_get(*, sku: str, consistent: bool = True) -> InventoryItem:
+    """The item; strongly consistent by default, because an edit form must carry the latest version."""
+    try:
+        return InventoryItem.get(*InventoryItem.key_for(sku), consistent_read=consistent)
+    except DoesNotExist:
+        raise InventoryError("not_found", f"There is no inventory item with sku {sku!r}.") from None
+
+
+def item_list() -> list[InventoryItem]:
+    """Every item in sku order, from the collection index (eventually consistent, fine for a listing)."""
+    return list(InventoryItem.by_sku.query(InventoryItem.COLLECTION))
+
+
+def item_history(*, sku: str, after_version: int = 0, limit: int | None = None) -> list[InventoryChange]:
+    """The item's changes newest first; with ``after_version``, only those made after that version."""
+    return list(InventoryChange.query(
+        InventoryItem.pk_for(sku),
+        # A range, not "> CHANGE#n": the item's own METADATA sorts after every CHANGE# in this partition.
+        InventoryChange.sk.between(InventoryChange.sk_for(after_version + 1), InventoryChange.LAST_SK),
+        scan_index_forward=False,
+        consistent_read=True,
+        limit=limit,
+    ))
+
+
+def metrics_list() -> list[OperationMetrics]:
+    """The running totals of every inventory operation, by operation name."""
+    return list(OperationMetrics.query(OperationMetrics.PK, consistent_read=True))
+
+
+def item_to_dict(item: InventoryItem) -> dict:
+    """The API representation of an item."""
+    return {
+        "sku": item.sku,
+        "name": item.name,
+        "description": item.description,
+        "quantity": int(item.quantity),
+        "location": item.location,
+        "version": int(item.version),
+        "updated_at": item.updated_at.isoformat(),
+        "updated_by": item.updated_by,
+    }
+
+
+def change_to_dict(change: InventoryChange) -> dict:
+    """The API representation of one history entry."""
+    return {
+        "version": int(change.version),
+        "kind": change.kind,
+        "changed_by": change.changed_by,
+        "changed_at": change.changed_at.isoformat(),
+        "reason": change.reason,
+        "delta": None if change.delta is None else int(change.delta),
+        "before": change.before_values or None,
+        "after": change.after_values,
+    }

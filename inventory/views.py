@@ -1,0 +1,195 @@
+"""Pages of the inventory app (staff only): thin, they parse input, call one service and render."""
+
+import uuid
+from datetime import datetime
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from inventory import selectors, services
+from inventory.errors import InventoryError
+from inventory.forms import AdjustmentForm, ItemCreateForm, ItemEditForm, StockImportForm
+from inventory.models import TRACKED_FIELDS
+from tems.decorators import staff_required
+from tems.errors import DomainError
+from tems.idempotency import FORM_FIELD, key_from_request
+
+HISTORY_ON_DETAIL = 50
+
+
+def _item_or_404(sku: str):
+    try:
+        return selectors.item_get(sku=sku)
+    except InventoryError as error:
+        raise Http404(error.detail) from None
+
+
+def _add_errors(form, error: InventoryError) -> None:
+    for field, problems in error.errors.items():
+        for problem in problems:
+            form.add_error(field if field in form.fields else None, problem)
+    if not error.errors:
+        form.add_error(None, error.detail)
+
+
+@require_GET
+@staff_required
+def item_list(request: HttpRequest) -> HttpResponse:
+    return render(request, "inventory/item_list.html", {"items": selectors.item_list()})
+
+
+@require_http_methods(["GET", "POST"])
+@staff_required
+def item_create(request: HttpRequest) -> HttpResponse:
+    form = ItemCreateForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            item = services.item_create(**form.cleaned_data, actor=request.user.get_username())
+        except InventoryError as error:
+            if error.code == "conflict":
+                form.add_error("sku", f"{form.cleaned_data['sku']} is taken: choose another SKU.")
+            else:
+                _add_errors(form, error)
+        else:
+            messages.success(request, f"Created {item.sku} ({item.name}).")
+            return redirect("inventory:item_detail", sku=item.sku)
+    return render(request, "inventory/item_create.html", {"form": form})
+
+
+def _detail_context(item, *, adjust_form=None, adjust_error=None) -> dict:
+    return {
+        "item": item,
+        "history": selectors.item_history(sku=item.sku, limit=HISTORY_ON_DETAIL),
+        "adjust_form": adjust_form or AdjustmentForm(),
+        "adjust_error": adjust_error,
+        # A fresh key per render: a double click or a network retry of this form is one adjustment.
+        "idempotency_key": uuid.uuid4(),
+        "idempotency_field": FORM_FIELD,
+    }
+
+
+# never_cache: the page holds a one-tap idempotency key; going Back to a cached copy and submitting a new
+# adjustment would resend a used key and be answered as a repeat instead of applied.
+@never_cache
+@require_GET
+@staff_required
+def item_detail(request: HttpRequest, sku: str) -> HttpResponse:
+    return render(request, "inventory/item_detail.html", _detail_context(_item_or_404(sku)))
+
+
+@require_GET
+@staff_required
+def item_history(request: HttpRequest, sku: str) -> HttpResponse:
+    item = _item_or_404(sku)
+    return render(request, "inventory/item_history.html",
+                  {"item": item, "history": selectors.item_history(sku=sku)})
+
+
+@never_cache
+@require_POST
+@staff_required
+def item_adjust(request: HttpRequest, sku: str) -> HttpResponse:
+    template = "inventory/item_detail.html#stock" if request.htmx else "inventory/item_detail.html"
+    form = AdjustmentForm(request.POST)
+    error = None
+    status = 400
+    if form.is_valid():
+        try:
+            key = key_from_request(request)
+            result = services.item_adjust(sku=sku, delta=form.delta, reason=form.cleaned_data["reason"],
+                                          actor=request.user.get_username(), idempotency_key=key)
+        except DomainError as refusal:  # InventoryError, or a bad/reused idempotency key
+            if refusal.code == "not_found":
+                raise Http404(refusal.detail) from None
+            error, status = refusal.detail, refusal.status
+        else:
+            verb = "Removed" if form.delta < 0 else "Added"
+            note = " (already applied: this was a repeat of the same tap)" if result.replayed else ""
+            message = f"{verb} {abs(form.delta)}: {result.quantity} in stock now{note}."
+            if not request.htmx:
+                messages.success(request, message)
+                return redirect("inventory:item_detail", sku=sku)
+            context = _detail_context(_item_or_404(sku))
+            context["adjust_done"] = message
+            return render(request, template, context)
+    context = _detail_context(_item_or_404(sku), adjust_form=form, adjust_error=error)
+    # htmx swaps only 2xx answers, so a refusal travels as 200 to it and with its real status otherwise.
+    return render(request, template, context, status=200 if request.htmx else status)
+
+
+@require_http_methods(["GET", "POST"])
+@staff_required
+def item_edit(request: HttpRequest, sku: str) -> HttpResponse:
+    template = "inventory/item_edit.html#edit-region" if request.htmx else "inventory/item_edit.html"
+    if request.method == "GET":
+        item = _item_or_404(sku)
+        form = ItemEditForm(initial={**item.snapshot(), "version": int(item.version)})
+        return render(request, template, {"form": form, "item": item})
+
+    form = ItemEditForm(request.POST)
+    conflict = None
+    if form.is_valid():
+        mine = {name: form.cleaned_data[name] for name in TRACKED_FIELDS}
+        try:
+            services.item_update(sku=sku, expected_version=form.cleaned_data["version"],
+                                 actor=request.user.get_username(), **mine)
+        except InventoryError as error:
+            if error.code == "not_found":
+                raise Http404(error.detail) from None
+            if error.code != "precondition_failed":
+                raise
+            conflict = _conflict(error, mine)
+            # Nothing is written until they choose: the panel's "apply mine" re-sends these values at the
+            # stored version, "discard" reloads the stored values.
+            form = ItemEditForm(initial={**mine, "version": error.extra["current"]["version"]})
+        else:
+            messages.success(request, "Saved.")
+            if request.htmx:
+                response = HttpResponse(status=204)
+                response["HX-Redirect"] = reverse("inventory:item_detail", kwargs={"sku": sku})
+                return response
+            return redirect("inventory:item_detail", sku=sku)
+    item = _item_or_404(sku)
+    status = 409 if conflict and not request.htmx else 200
+    return render(request, template, {"form": form, "item": item, "conflict": conflict}, status=status)
+
+
+def _conflict(error: InventoryError, mine: dict) -> dict:
+    current = error.extra["current"]
+    rows = [{"field": name, "theirs": current[name], "mine": mine[name], "differs": current[name] != mine[name]}
+            for name in TRACKED_FIELDS]
+    changes = [{**change, "fields": _changed_fields(change), "changed_at": datetime.fromisoformat(change["changed_at"])}
+               for change in error.extra.get("changes", [])]
+    return {"detail": error.detail, "current": current, "mine": mine, "rows": rows, "changes": changes,
+            "expected_version": error.extra["expected_version"]}
+
+
+def _changed_fields(change: dict) -> list[tuple[str, object, object]]:
+    before, after = change.get("before") or {}, change["after"]
+    return [(name, before.get(name), after.get(name)) for name in TRACKED_FIELDS
+            if not before or before.get(name) != after.get(name)]
+
+
+@require_http_methods(["GET", "POST"])
+@staff_required
+def stock_import(request: HttpRequest) -> HttpResponse:
+    form = StockImportForm(request.POST or None, request.FILES or None)
+    report = None
+    if request.method == "POST" and form.is_valid():
+        try:
+            report = services.stock_import(csv_text=form.cleaned_data["csv_text"],
+                                           reason=form.cleaned_data["reason"], actor=request.user.get_username())
+        except InventoryError as error:
+            _add_errors(form, error)
+    status = 400 if form.errors else 200
+    return render(request, "inventory/stock_import.html", {"form": form, "report": report}, status=status)
+
+
+@require_GET
+@staff_required
+def metrics(request: HttpRequest) -> HttpResponse:
+    return render(request, "inventory/metrics.html", {"metrics": selectors.metrics_list()})
