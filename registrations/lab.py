@@ -18,9 +18,9 @@ from registrations.errors import RegistrationError
 from registrations.models import Event, EventSeats, Registration
 from registrations.techniques import TECHNIQUES, Attempt
 from tems.clock import utcnow
-from tems.dynamo import boto3_client, current_config
+from tems.dynamo import metered
 from tems.idempotency import IdempotencyRecord
-from tems.lab import fire_concurrently
+from tems.lab import fire_concurrently, scratch_delete
 from tems.outbox import OutboxMessage
 
 # The lab's names (API and page) for the techniques, in the order the page lists them.
@@ -117,20 +117,72 @@ def _delete_run(*, event_id: str, user_id: str, keys: set[str], since) -> None:
 
     The outbox messages announce registrations of a synthetic student; no relay should ever deliver them.
     """
-    client = boto3_client()
-    table = current_config().table_name
-    doomed = [{"PK": {"S": pk}, "SK": {"S": IdempotencyRecord.SK}}
-              for pk in (IdempotencyRecord.pk_for(user_id, key) for key in keys)]
-    for pk in (Event.pk_for(event_id), Registration.user_pk_for(user_id)):
-        for page in client.get_paginator("query").paginate(
-            TableName=table, KeyConditionExpression="PK = :pk", ExpressionAttributeValues={":pk": {"S": pk}},
-            ProjectionExpression="PK, SK", ConsistentRead=True,
-        ):
-            doomed.extend(page["Items"])
+    extra = [{"PK": {"S": IdempotencyRecord.pk_for(user_id, key)}, "SK": {"S": IdempotencyRecord.SK}} for key in keys]
     for message in OutboxMessage.pending.query(
         OutboxMessage.COLLECTION, OutboxMessage.gsi1sk >= OutboxMessage.listing_key(since, ""),
         filter_condition=OutboxMessage.payload.contains(event_id),
     ):
-        doomed.append({"PK": {"S": message.pk}, "SK": {"S": message.sk}})
-    for start in range(0, len(doomed), 25):
-        client.batch_write_item(RequestItems={table: [{"DeleteRequest": {"Key": key}} for key in doomed[start:start + 25]]})
+        extra.append({"PK": {"S": message.pk}, "SK": {"S": message.sk}})
+    scratch_delete(partitions=[Event.pk_for(event_id), Registration.user_pk_for(user_id)], keys=extra)
+
+
+def technique_costs() -> dict[str, dict[str, float]]:
+    """What each technique sends for a first tap and for a retry of it (same key), measured one at a time."""
+    costs = {}
+    for name, function_name in DECISION_TECHNIQUES.items():
+        function = TECHNIQUES[function_name]
+        run_id = uuid.uuid4().hex[:10]
+        event = services.event_create(event_id=f"lab-{run_id}", title="Lab cost probe", created_by="lab",
+                                      starts_at=utcnow() + timedelta(days=1), capacity=10,
+                                      collection=LAB_EVENT_COLLECTION)
+        user_id, key = f"lab-student-{run_id}", str(uuid.uuid4())
+        started = utcnow()
+        with metered() as first:
+            function(event_id=event.event_id, user_id=user_id, idempotency_key=key)
+        with metered() as retry:
+            function(event_id=event.event_id, user_id=user_id, idempotency_key=key)
+        _delete_run(event_id=event.event_id, user_id=user_id, keys={key}, since=started)
+        costs[name] = {"first_requests": first.total_requests, "first_wcu": round(first.write_capacity, 1),
+                       "retry_requests": retry.total_requests, "retry_wcu": round(retry.write_capacity, 1)}
+    return costs
+
+
+# What each technique guarantees, from the article's criteria; the lab fills in the measured costs next to it.
+GUARANTEES = {
+    "naive": {
+        "no_duplicates": False, "all_or_nothing": False, "replay": False,
+        "in_flight": "Both taps run the whole handler.",
+        "pick": "Never: it is kept here to show the bug.",
+    },
+    "claim": {
+        "no_duplicates": True, "all_or_nothing": False, "replay": False,
+        "in_flight": "The loser reads the winner's claim, maybe before its other writes land.",
+        "pick": "When the claim item is the whole change.",
+    },
+    "transaction": {
+        "no_duplicates": True, "all_or_nothing": True, "replay": False,
+        "in_flight": "The loser's transaction is cancelled; it reads the claim and rebuilds an answer.",
+        "pick": "Several items must change together and clients need no stored response.",
+    },
+    "powertools": {
+        "no_duplicates": False, "all_or_nothing": False, "replay": True,
+        "in_flight": "A same-key duplicate fails at once (in progress); a double click has two keys and runs twice.",
+        "pick": "Caching whole responses around a handler that is already safe on its own.",
+    },
+    "all_three": {
+        "no_duplicates": True, "all_or_nothing": True, "replay": True,
+        "in_flight": "A same-key duplicate fails at once (in progress) and must be retried by the client.",
+        "pick": "The article's fix: correct, at three requests per first tap.",
+    },
+    "production": {
+        "no_duplicates": True, "all_or_nothing": True, "replay": True,
+        "in_flight": "The record is born COMPLETED in the winner's transaction: a duplicate gets its committed "
+                     "answer, never \"in progress\".",
+        "pick": "Default for every tap in TEMS: all guarantees in one request.",
+    },
+}
+
+
+def decision_rows(costs: dict[str, dict[str, float]]) -> list[dict[str, Any]]:
+    return [{"name": name, "label": TECHNIQUE_LABELS[name], **GUARANTEES[name], "costs": costs.get(name)}
+            for name in ("naive", "claim", "transaction", "powertools", "all_three", "production")]

@@ -17,7 +17,7 @@ from registrations.errors import RegistrationError
 from registrations.forms import EventEditForm, EventForm
 from tems.decorators import staff_required
 from tems.errors import DomainError
-from tems.idempotency import TRANSIENT_STATUSES, fingerprint, idempotent, key_from_request, request_payload
+from tems.idempotency import REPLAYED_HEADER, TRANSIENT_STATUSES, fingerprint, idempotent, key_from_request, request_payload
 
 
 def _event_or_404(event_id: str):
@@ -108,7 +108,11 @@ def registration_create(request: HttpRequest, event_id: str) -> HttpResponse:
     notice = _registration_notice(outcome, event)
     if request.htmx:
         context = _panel_context(request, event, registration=outcome.data, notice=("success", notice))
-        return render(request, PANEL, {**context, "seats_oob": True})
+        response = render(request, PANEL, {**context, "seats_oob": True})
+        if outcome.kind == "replayed":
+            # Same contract as the API: a retried tap is told it was answered from the first one.
+            response[REPLAYED_HEADER] = "true"
+        return response
     messages.success(request, notice)
     return redirect(event_url)
 

@@ -119,13 +119,19 @@ def current_config() -> TableConfig:
 
 def configure_models(config: TableConfig) -> None:
     """Point every table model (and the transaction connection) at ``config``; used by tests and tools."""
+    settings_ = {
+        "table_name": config.table_name,
+        "host": config.host,
+        "region": config.region,
+        "aws_access_key_id": config.credentials.get("aws_access_key_id"),
+        "aws_secret_access_key": config.credentials.get("aws_secret_access_key"),
+    }
     with _config_lock:
+        # TableMeta too, so a model class imported only later inherits the same configuration.
+        for meta in (TableMeta, *(model.Meta for model in table_models())):
+            for name, value in settings_.items():
+                setattr(meta, name, value)
         for model in table_models():
-            model.Meta.table_name = config.table_name
-            model.Meta.host = config.host
-            model.Meta.region = config.region
-            model.Meta.aws_access_key_id = config.credentials.get("aws_access_key_id")
-            model.Meta.aws_secret_access_key = config.credentials.get("aws_secret_access_key")
             model._connection = None
         _current["config"] = config
         _current["connection"] = None
@@ -275,7 +281,13 @@ def _hook(client) -> None:
     client._tems_metered = True
 
 
-def _hook_all_clients() -> None:
+def ready_clients() -> None:
+    """Create every model's botocore client now, in this thread, with the metering hooks on.
+
+    PynamoDB builds a client lazily on first use and without a lock, so N threads that hit a cold model at once
+    each build their own (and a botocore session each): seconds of CPU on a small machine, during which the
+    threads run one after another. Call this before fanning work out to threads. It sends no request.
+    """
     for model in table_models():
         _hook(model._get_connection().connection.client)
     _hook(transaction_connection().client)
@@ -288,7 +300,7 @@ def metered() -> Iterator[DynamoMeter]:
     Work handed to threads is counted when it runs under ``contextvars.copy_context()`` of this context.
     Meters nest: whatever an inner ``metered()`` counts is counted by the enclosing one too.
     """
-    _hook_all_clients()
+    ready_clients()
     meter = DynamoMeter(parent=_active_meter.get())
     token = _active_meter.set(meter)
     try:

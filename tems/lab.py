@@ -22,7 +22,7 @@ from pynamodb.attributes import TTLAttribute, UnicodeAttribute, UTCDateTimeAttri
 from pynamodb.models import Model
 
 from tems.clock import utcnow
-from tems.dynamo import TableMeta, metered
+from tems.dynamo import TableMeta, boto3_client, current_config, metered
 
 T = TypeVar("T")
 
@@ -121,9 +121,9 @@ def lab_runs_recent(*, kind: str, limit: int = 10) -> list[LabRun]:
 
 
 def bar_chart_svg(*, title: str, bars: Sequence[tuple[str, float]], unit: str = "", good_max: float | None = None,
-                  width: int = 640, bar_height: int = 28) -> str:
+                  width: int = 720, bar_height: int = 28) -> str:
     """A small accessible horizontal bar chart. Bars above ``good_max`` are drawn in the warning colour."""
-    label_width, gap, top = 190, 10, 36
+    label_width, gap, top = 260, 10, 36
     height = top + len(bars) * (bar_height + gap) + 10
     biggest = max([value for _, value in bars] + [1])
     scale = (width - label_width - 70) / biggest
@@ -145,3 +145,25 @@ def bar_chart_svg(*, title: str, bars: Sequence[tuple[str, float]], unit: str = 
                      f'class="chart-value">{escape(shown)}</text>')
     parts.append("</svg>")
     return "".join(parts)
+
+
+def scratch_delete(*, partitions: Sequence[str], keys: Sequence[dict[str, Any]] = ()) -> int:
+    """Delete a lab run's scratch data: every item of ``partitions`` plus the given raw ``{PK, SK}`` keys.
+
+    Returns how many items it deleted. Only for data the lab itself created for one run.
+    """
+    client = boto3_client()
+    table = current_config().table_name
+    doomed = list(keys)
+    for pk in partitions:
+        for page in client.get_paginator("query").paginate(
+            TableName=table, KeyConditionExpression="PK = :pk", ExpressionAttributeValues={":pk": {"S": pk}},
+            ProjectionExpression="PK, SK", ConsistentRead=True,
+        ):
+            doomed.extend(page["Items"])
+    for start in range(0, len(doomed), 25):  # BatchWriteItem takes 25 requests at most
+        batch = [{"DeleteRequest": {"Key": key}} for key in doomed[start:start + 25]]
+        unprocessed = {table: batch}
+        while unprocessed:
+            unprocessed = client.batch_write_item(RequestItems=unprocessed).get("UnprocessedItems") or {}
+    return len(doomed)

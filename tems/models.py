@@ -1,7 +1,11 @@
-"""Django imports each app's ``models`` module at start-up; importing the shared table models here makes sure
-``tems.dynamo.configure_models`` sees them before any code uses them (it only re-points imported classes)."""
+"""The shared table models live in their own modules; importing them here registers them with Django's start-up.
+
+``tems.dynamo.configure_models`` also configures ``TableMeta`` itself, so a model imported later still inherits
+the configuration; this import only makes start-up order not matter for the ones we know of.
+"""
 
 from tems.idempotency import IdempotencyRecord
+from tems.lab import LabRun
 from tems.outbox import OutboxMessage
 
-__all__ = ["IdempotencyRecord", "OutboxMessage"]
+__all__ = ["IdempotencyRecord", "LabRun", "OutboxMessage"]

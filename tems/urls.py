@@ -13,4 +13,5 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("", include("registrations.urls")),
     path("", include("inventory.urls")),
+    path("", include("tems.lab_urls")),
 ]

@@ -10,7 +10,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from tems.dynamo import TableConfig, boto3_client, configure_models, ensure_table
+from tems.dynamo import TableConfig, boto3_client, configure_models, ensure_table, ready_clients
 from tems.local_dynamodb import DynamoDBLocal
 
 REGION = "eu-west-1"
@@ -33,6 +33,8 @@ def ddb(dynamodb_local_endpoint):
     config = TableConfig(f"tems_test_{uuid.uuid4().hex[:10]}", dynamodb_local_endpoint, REGION)
     configure_models(config)
     ensure_table()
+    # Warm clients, as on a server that has answered a request: a race must test the database, not client setup.
+    ready_clients()
     yield config
     boto3_client().delete_table(TableName=config.table_name)
     configure_models(TableConfig.from_settings())

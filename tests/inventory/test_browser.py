@@ -1,29 +1,11 @@
 """The conflict panel and the adjustment form in a real browser (Debian's Chromium), HTMX included."""
 
-import os
-
 import pytest
 from django.contrib.auth.models import User
 
 from inventory import selectors, services
 
-CHROMIUM = "/usr/bin/chromium"
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian's Chromium: make browser"),
-]
-
-
-@pytest.fixture
-def browser(monkeypatch):
-    # Playwright's sync API runs an event loop; Django must still allow its ORM calls in this thread.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM)
-        yield browser
-        browser.close()
+pytestmark = pytest.mark.browser
 
 
 def logged_in_page(browser, live_server, username):

@@ -1,0 +1,202 @@
+"""The double-click lab (/lab/ and /api/lab/...): staff always, everyone logged in when TEMS_DEMO is on."""
+
+from __future__ import annotations
+
+import functools
+import uuid
+from collections.abc import Callable
+from datetime import timedelta
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from inventory import lab as inventory_lab
+from registrations import lab as registration_lab
+from registrations import selectors as registration_selectors
+from registrations import services as registration_services
+from registrations.errors import RegistrationError
+from tems.api import api_view, invalid_form, json_response, parse_json_object, problem
+from tems.clock import utcnow
+from tems.errors import DomainError
+from tems.forms import LostUpdateForm, RegistrationRaceForm
+from tems.lab import bar_chart_svg, lab_run_save, lab_runs_recent
+
+TRYIT_SESSION_KEY = "lab_tryit_event"
+
+
+def can_use_lab(user) -> bool:
+    return user.is_authenticated and (user.is_staff or settings.TEMS_DEMO)
+
+
+def lab_page(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    @login_required
+    @functools.wraps(view)
+    def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        if not can_use_lab(request.user):
+            raise PermissionDenied("The lab is for staff (and for everyone in demo mode).")
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+def _lab_api(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    @functools.wraps(view)
+    def wrapper(request: HttpRequest) -> HttpResponse:
+        if not can_use_lab(request.user):
+            return problem(403, "The lab is for staff (and for everyone in demo mode).")
+        return view(request)
+
+    return api_view("POST")(wrapper)
+
+
+# --- the races --------------------------------------------------------------------------------------------
+
+def _registration_race(data: dict) -> dict:
+    result = registration_lab.registration_race(**data)
+    lab_run_save(kind="registration", technique=data["technique"], params=data, result=result)
+    return result
+
+
+def _lost_update_race(data: dict) -> dict:
+    result = inventory_lab.lost_update_race(**data)
+    lab_run_save(kind="lost-update", technique=data["technique"], params=data, result=result)
+    return result
+
+
+@_lab_api
+def api_registration_race(request: HttpRequest) -> HttpResponse:
+    form = RegistrationRaceForm(data=parse_json_object(request))
+    if not form.is_valid():
+        raise invalid_form(form)
+    result = _registration_race(form.cleaned_data)
+    return json_response({k: v for k, v in result.items() if k in RegistrationRaceForm.API_FIELDS})
+
+
+@_lab_api
+def api_lost_update(request: HttpRequest) -> HttpResponse:
+    form = LostUpdateForm(data=parse_json_object(request))
+    if not form.is_valid():
+        raise invalid_form(form)
+    result = _lost_update_race(form.cleaned_data)
+    return json_response({k: v for k, v in result.items() if k in LostUpdateForm.API_FIELDS})
+
+
+# --- pages ------------------------------------------------------------------------------------------------
+
+def _registration_context(form: RegistrationRaceForm | None = None, error: str | None = None) -> dict:
+    runs = lab_runs_recent(kind="registration", limit=10)
+    latest: dict[str, dict] = {}
+    for run in runs:
+        latest.setdefault(run.technique, run.result_dict)
+    bars = [(registration_lab.TECHNIQUE_LABELS[name], latest[name]["records_created"])
+            for name in registration_lab.LAB_TECHNIQUES if name in latest]
+    chart = bar_chart_svg(title="Registration records created by the latest run of each technique",
+                          bars=bars, good_max=1) if bars else ""
+    return {"race_form": form or RegistrationRaceForm(auto_id="race_%s"), "race_runs": runs, "race_chart": chart,
+            "race_error": error, "technique_labels": registration_lab.TECHNIQUE_LABELS}
+
+
+def _lost_update_context(form: LostUpdateForm | None = None, error: str | None = None) -> dict:
+    return {"lost_form": form or LostUpdateForm(auto_id="lost_%s"), "lost_runs": lab_runs_recent(kind="lost-update", limit=10),
+            "lost_error": error, "lost_labels": inventory_lab.TECHNIQUE_LABELS}
+
+
+def _costs_context() -> dict:
+    runs = lab_runs_recent(kind="costs", limit=1)
+    costs = runs[0].result_dict if runs else {}
+    return {"decision_rows": registration_lab.decision_rows(costs), "costs_measured_at": runs[0].created_at if runs else None}
+
+
+def _tryit_event(request: HttpRequest, *, fresh: bool = False):
+    """The caller's own scratch event for the real Register button (a new one on "start over")."""
+    event_id = request.session.get(TRYIT_SESSION_KEY)
+    if event_id and not fresh:
+        try:
+            return registration_selectors.event_get(event_id=event_id)
+        except RegistrationError:
+            pass
+    event = registration_services.event_create(
+        event_id=f"lab-tryit-{uuid.uuid4().hex[:10]}", title="Lab: try the real Register button",
+        location="The double-click lab", starts_at=utcnow() + timedelta(days=7), capacity=20, created_by="lab",
+        collection=registration_lab.LAB_EVENT_COLLECTION,
+    )
+    request.session[TRYIT_SESSION_KEY] = event.event_id
+    return event
+
+
+def _tryit_context(request: HttpRequest, *, fresh: bool = False) -> dict:
+    event = _tryit_event(request, fresh=fresh)
+    claim = registration_selectors.claim_get(event_id=event.event_id, user_id=request.user.get_username())
+    registration = registration_selectors.registration_view(registration=claim) if claim else None
+    return {"event": event, "registration": registration, "fresh_key": str(uuid.uuid4()), "notice": None}
+
+
+@require_GET
+@lab_page
+def lab_index(request: HttpRequest) -> HttpResponse:
+    context = {**_registration_context(), **_lost_update_context(), **_costs_context(),
+               "tryit": _tryit_context(request)}
+    return render(request, "lab/index.html", context)
+
+
+def _race_page(request: HttpRequest, *, form: RegistrationRaceForm | LostUpdateForm, run: Callable[[dict], dict],
+               section: str, section_context: Callable[..., dict]) -> HttpResponse:
+    """Fire a race from a page form: redirect back after a plain post, swap the section in for htmx."""
+    error = None
+    if form.is_valid():
+        try:
+            run(form.cleaned_data)
+        except DomainError as caught:
+            error = caught.detail
+        if not request.htmx and error is None:
+            return redirect(reverse("lab:index") + f"#{section}")
+    context = section_context(form, error)
+    if request.htmx:
+        return render(request, f"lab/index.html#{section}", context)
+    full = {**_registration_context(), **_lost_update_context(), **_costs_context(), "tryit": _tryit_context(request)}
+    return render(request, "lab/index.html", {**full, **context})
+
+
+@require_POST
+@lab_page
+def lab_registration_race(request: HttpRequest) -> HttpResponse:
+    return _race_page(request, form=RegistrationRaceForm(request.POST, auto_id="race_%s"), run=_registration_race,
+                      section="registration-race", section_context=_registration_context)
+
+
+@require_POST
+@lab_page
+def lab_lost_update(request: HttpRequest) -> HttpResponse:
+    return _race_page(request, form=LostUpdateForm(request.POST, auto_id="lost_%s"), run=_lost_update_race,
+                      section="lost-update", section_context=_lost_update_context)
+
+
+@require_POST
+@lab_page
+def lab_costs(request: HttpRequest) -> HttpResponse:
+    result = registration_lab.technique_costs()
+    lab_run_save(kind="costs", technique="all", params={}, result=result)
+    if request.htmx:
+        return render(request, "lab/index.html#decision-table", _costs_context())
+    return redirect(reverse("lab:index") + "#decision-table")
+
+
+@require_GET
+@lab_page
+def lab_tryit(request: HttpRequest) -> HttpResponse:
+    """The try-it panel alone, so the lab's script can refresh it after a burst of taps."""
+    return render(request, "lab/index.html#tryit-panel", {"tryit": _tryit_context(request)})
+
+
+@require_POST
+@lab_page
+def lab_tryit_reset(request: HttpRequest) -> HttpResponse:
+    context = {"tryit": _tryit_context(request, fresh=True)}
+    if request.htmx:
+        return render(request, "lab/index.html#tryit", context)
+    return redirect(reverse("lab:index") + "#tryit")
