@@ -107,6 +107,21 @@ DYNAMODB_ENDPOINT_URL = os.environ.get("DYNAMODB_ENDPOINT_URL") or None
 DYNAMODB_TABLE = os.environ.get("DYNAMODB_TABLE", "tems")
 AWS_REGION = os.environ.get("AWS_REGION", os.environ.get("AWS_DEFAULT_REGION", "eu-west-1"))
 
+# Side effects leave DynamoDB only through the outbox; the relay hands each message type to one of these.
+OUTBOX_HANDLERS = {
+    "RegistrationCreated": "registrations.notifications.registration_created",
+    "RegistrationPromoted": "registrations.notifications.registration_promoted",
+    "RegistrationCancelled": "registrations.notifications.registration_cancelled",
+}
+# Without DJANGO_EMAIL_HOST, mails are printed where `make run` runs; with it, they go out over SMTP.
+_email_host = os.environ.get("DJANGO_EMAIL_HOST")
+MAILERS = {
+    "default": {"BACKEND": "django.core.mail.backends.smtp.EmailBackend",
+                "OPTIONS": {"host": _email_host, "port": int(os.environ.get("DJANGO_EMAIL_PORT", "25"))}}
+    if _email_host else {"BACKEND": "django.core.mail.backends.console.EmailBackend"},
+}
+DEFAULT_FROM_EMAIL = os.environ.get("DJANGO_DEFAULT_FROM_EMAIL", "TEMS <events@tems.invalid>")
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -1,7 +1,9 @@
+import logging
 import os
 import signal
 import subprocess
 import sys
+import threading
 
 from django.conf import settings
 from django.core.management import call_command
@@ -9,6 +11,18 @@ from django.core.management.base import BaseCommand, CommandError
 
 from tems.dynamo import TableConfig, configure_models
 from tems.local_dynamodb import DynamoDBLocal, LauncherError
+from tems.outbox import outbox_relay
+
+logger = logging.getLogger(__name__)
+
+
+def _relay_until(stopped: threading.Event, interval: float = 2.0) -> None:
+    # The outbox relay beside the dev server, so confirmation mails appear in this console as they would be sent.
+    while not stopped.wait(interval):
+        try:
+            outbox_relay()
+        except Exception:  # noqa: BLE001 - a failed pass is logged and the next one tries again
+            logger.exception("outbox relay pass failed")
 
 
 class Command(BaseCommand):
@@ -28,11 +42,13 @@ class Command(BaseCommand):
             raise CommandError(str(error)) from None
         self.stdout.write(f"DynamoDB Local at {dynamodb.endpoint}, data in {data_dir / 'dynamodb'}")
         env = {**os.environ, "DYNAMODB_ENDPOINT_URL": dynamodb.endpoint}
+        stopped = threading.Event()
         try:
             configure_models(TableConfig(settings.DYNAMODB_TABLE, dynamodb.endpoint, settings.AWS_REGION))
             call_command("migrate", verbosity=0)
             call_command("ensure_table")
             call_command("seed_demo")
+            threading.Thread(target=_relay_until, args=(stopped,), daemon=True, name="outbox-relay").start()
             self.stdout.write(self.style.SUCCESS(f"TEMS at http://127.0.0.1:{port}/  (Ctrl-C stops everything)"))
             # The server (and its autoreloader child) get their own process group, so stopping is one killpg
             # whether we got Ctrl-C or a SIGTERM.
@@ -46,5 +62,6 @@ class Command(BaseCommand):
                 os.killpg(server.pid, signal.SIGTERM)
                 server.wait(timeout=15)
         finally:
+            stopped.set()
             dynamodb.stop()
             self.stdout.write("DynamoDB Local stopped; your data stays in .data/ for the next make run.")

@@ -1,0 +1,49 @@
+"""What the outbox relay does with the registrations app's messages: tell the student by e-mail.
+
+Each runs after the change committed (the message exists only if it did). Delivery is at least once, so a rare
+repeat of a message is a repeated e-mail, never a repeated registration.
+"""
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.core.mail import send_mail
+
+from registrations import selectors
+from registrations.errors import RegistrationError
+from tems.outbox import OutboxMessage
+
+
+def _send(message: OutboxMessage, subject: str, body: str) -> None:
+    data = message.data
+    user = User.objects.filter(username=data["user"]).first()
+    if user is None or not user.email:
+        return  # a lab's synthetic student, or an account without an address: nobody to tell
+    try:
+        title = selectors.event_get(event_id=data["event_id"], consistent=False).title
+    except RegistrationError:
+        title = "an event that has since been removed"
+    send_mail(subject.format(title=title), body.format(title=title, **data), settings.DEFAULT_FROM_EMAIL,
+              [user.email])
+
+
+def registration_created(message: OutboxMessage) -> None:
+    if message.data["status"] == "waitlisted":
+        _send(message, "On the waiting list: {title}",
+              "{title} is full, so you are number {position} on the waiting list.\n"
+              "If a seat frees up it goes to the first in line and we will write again.\n\n"
+              "Registration {registration_id}")
+    else:
+        _send(message, "Registered: {title}",
+              "You have a seat at {title}. Show the QR code on your TEMS registration page at the door.\n\n"
+              "Registration {registration_id}")
+
+
+def registration_promoted(message: OutboxMessage) -> None:
+    _send(message, "You have a seat: {title}",
+          "A seat at {title} freed up and it is yours now.\n\nRegistration {registration_id}")
+
+
+def registration_cancelled(message: OutboxMessage) -> None:
+    _send(message, "Cancelled: {title}",
+          "Your registration for {title} is cancelled. You can register again while seats last.\n\n"
+          "Registration {registration_id}")

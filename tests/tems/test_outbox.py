@@ -1,0 +1,99 @@
+"""The outbox relay on DynamoDB Local: mails go out only for committed changes, once per message."""
+
+import threading
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth.models import User
+
+from registrations import services
+from tems.clock import utcnow
+from tems.outbox import LEASE, OutboxMessage, outbox_message, outbox_pending, outbox_relay
+from tests.registrations.helpers import make_event
+
+
+def register(event_id: str, username: str) -> None:
+    services.registration_create(event_id=event_id, user_id=username, idempotency_key=str(uuid.uuid4()),
+                                 fingerprint=f"fp-{username}")
+
+
+@pytest.fixture
+def students(db):
+    return [User.objects.create_user(f"s{n}", f"s{n}@uni.test", "pw-x-123456") for n in range(3)]
+
+
+def test_committed_registration_is_mailed_once_then_gone(ddb, students, mailoutbox):
+    event = make_event(capacity=1, title="Chess night")
+    register(event.event_id, "s0")
+    register(event.event_id, "s1")  # full: waitlisted
+    report = outbox_relay()
+    assert (report.delivered, report.failed) == (2, 0)
+    subjects = sorted(mail.subject for mail in mailoutbox)
+    assert subjects == ["On the waiting list: Chess night", "Registered: Chess night"]
+    assert {tuple(mail.to) for mail in mailoutbox} == {("s0@uni.test",), ("s1@uni.test",)}
+    assert outbox_pending() == []
+    assert outbox_relay().delivered == 0 and len(mailoutbox) == 2
+
+
+def test_replays_and_duplicate_taps_send_nothing_more(ddb, students, mailoutbox):
+    event = make_event(capacity=5)
+    register(event.event_id, "s0")
+    key = str(uuid.uuid4())
+    for _ in range(3):  # another tap of a registered student, replayed: no transaction commits, no message
+        services.registration_create(event_id=event.event_id, user_id="s0", idempotency_key=key, fingerprint="f")
+    outbox_relay()
+    assert len(mailoutbox) == 1
+
+
+def save_messages(count: int, message_type: str = "Test") -> None:
+    for n in range(count):
+        outbox_message(message_type=message_type, payload={"n": n}).save()
+
+
+def test_concurrent_relays_deliver_each_message_once(ddb):
+    save_messages(12)
+    handled: list[int] = []
+    lock = threading.Lock()
+
+    def handler(message: OutboxMessage) -> None:
+        with lock:
+            handled.append(message.data["n"])
+
+    barrier = threading.Barrier(3)
+
+    def relay() -> None:
+        barrier.wait()
+        outbox_relay(handlers={"Test": handler})
+
+    threads = [threading.Thread(target=relay) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(handled) == list(range(12))
+    assert outbox_pending() == []
+
+
+def test_a_failed_handler_leaves_the_message_for_after_its_lease(ddb):
+    save_messages(1)
+    calls = []
+
+    def broken(message: OutboxMessage) -> None:
+        calls.append("broken")
+        raise ConnectionError("SMTP server down")
+
+    start = utcnow()
+    assert outbox_relay(handlers={"Test": broken}, now=lambda: start).failed == 1
+    # Still leased: a pass within the lease does not touch it.
+    assert outbox_relay(handlers={"Test": lambda m: calls.append("ok")}, now=lambda: start).skipped == 1
+    later = start + LEASE + timedelta(seconds=1)
+    assert outbox_relay(handlers={"Test": lambda m: calls.append("ok")}, now=lambda: later).delivered == 1
+    assert calls == ["broken", "ok"]
+    assert outbox_pending() == []
+
+
+def test_a_message_without_a_handler_stays(ddb):
+    save_messages(1, message_type="Unknown")
+    assert outbox_relay(handlers={}).skipped == 1
+    assert [m.message_type for m in outbox_pending()] == ["Unknown"]
