@@ -15,6 +15,7 @@ from inventory.errors import InventoryError
 from inventory.forms import AdjustmentForm, ItemCreateForm, ItemEditForm, StockImportForm
 from inventory.models import TRACKED_FIELDS
 from tems.decorators import staff_required
+from tems.http import after_save, conflict_status
 from tems.errors import DomainError
 from tems.idempotency import FORM_FIELD, key_from_request
 
@@ -148,14 +149,10 @@ def item_edit(request: HttpRequest, sku: str) -> HttpResponse:
             form = ItemEditForm(initial={**mine, "version": error.extra["current"]["version"]})
         else:
             messages.success(request, "Saved.")
-            if request.htmx:
-                response = HttpResponse(status=204)
-                response["HX-Redirect"] = reverse("inventory:item_detail", kwargs={"sku": sku})
-                return response
-            return redirect("inventory:item_detail", sku=sku)
+            return after_save(request, reverse("inventory:item_detail", kwargs={"sku": sku}))
     item = _item_or_404(sku)
-    status = 409 if conflict and not request.htmx else 200
-    return render(request, template, {"form": form, "item": item, "conflict": conflict}, status=status)
+    return render(request, template, {"form": form, "item": item, "conflict": conflict},
+                  status=conflict_status(request, conflict))
 
 
 def _conflict(error: InventoryError, mine: dict) -> dict:

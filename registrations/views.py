@@ -16,6 +16,7 @@ from registrations import selectors, services
 from registrations.errors import RegistrationError
 from registrations.forms import EventEditForm, EventForm
 from tems.decorators import staff_required
+from tems.http import after_save, conflict_status
 from tems.errors import DomainError
 from tems.idempotency import REPLAYED_HEADER, TRANSIENT_STATUSES, fingerprint, idempotent, key_from_request, request_payload
 
@@ -83,12 +84,7 @@ def _error_redirect(request: HttpRequest, error: DomainError, url: str) -> HttpR
     if error.code == "not_found":
         raise Http404(error.detail)
     messages.error(request, error.detail)
-    if request.htmx:
-        # htmx would swap a followed redirect's whole page into the panel; ask it to navigate instead.
-        response = HttpResponse(status=204)
-        response["HX-Redirect"] = url
-        return response
-    return redirect(url)
+    return after_save(request, url)
 
 
 @require_POST
@@ -201,15 +197,10 @@ def event_edit(request: HttpRequest, event_id: str) -> HttpResponse:
                         form.add_error(field if field in form.fields else None, problem)
         else:
             messages.success(request, "Saved.")
-            if request.htmx:
-                response = HttpResponse(status=204)
-                response["HX-Redirect"] = reverse("registrations:event_detail", kwargs={"event_id": event_id})
-                return response
-            return redirect("registrations:event_detail", event_id=event_id)
+            return after_save(request, reverse("registrations:event_detail", kwargs={"event_id": event_id}))
     event = _event_or_404(event_id)
-    # htmx only swaps 2xx answers, so the conflict panel travels as 200 to it and as 409 to a plain form post.
-    status = 409 if conflict and not request.htmx else 200
-    return render(request, template, {"form": form, "event": event, "conflict": conflict}, status=status)
+    return render(request, template, {"form": form, "event": event, "conflict": conflict},
+                  status=conflict_status(request, conflict))
 
 
 def _initial(event) -> dict:

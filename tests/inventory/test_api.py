@@ -5,6 +5,7 @@ import json
 import pytest
 
 from inventory import selectors, services
+from tests.helpers import assert_problem
 
 VALID = {"sku": "LANYARD", "name": "Lanyard", "description": "Blue", "quantity": 40, "location": "Box 3"}
 KEY = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
@@ -14,13 +15,6 @@ def send(client, method, url, body=None, **headers):
     data = body if isinstance(body, (str, bytes)) or body is None else json.dumps(body)
     return getattr(client, method)(url, data=data, content_type="application/json", headers=headers)
 
-
-def assert_problem(response, status):
-    assert response.status_code == status, response.content
-    assert response["Content-Type"] == "application/problem+json"
-    body = response.json()
-    assert body["status"] == status and body["detail"]
-    return body
 
 
 @pytest.fixture

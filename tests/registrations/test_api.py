@@ -1,9 +1,13 @@
 """The events API's status codes and problem+json bodies (moto: single-threaded, no races here)."""
 
 import json
+import uuid
 
 import pytest
 from django.test import Client
+
+from tests.helpers import assert_problem
+from tests.registrations.helpers import assert_invariants_clean, make_event
 
 VALID = {
     "title": "Robotics night",
@@ -18,13 +22,6 @@ def post_json(client, url, body, **headers):
     data = body if isinstance(body, (str, bytes)) else json.dumps(body)
     return client.post(url, data=data, content_type="application/json", **headers)
 
-
-def assert_problem(response, status):
-    assert response.status_code == status, response.content
-    assert response["Content-Type"] == "application/problem+json"
-    body = response.json()
-    assert body["status"] == status and body["detail"]
-    return body
 
 
 @pytest.fixture
@@ -110,10 +107,6 @@ def test_csrf_is_enforced_for_api_writes(moto_ddb, csrf_staff_client):
 
 # --- registrations API (DynamoDB Local: every write is a transaction) -----------------------------------------
 
-import uuid  # noqa: E402
-
-from tests.registrations.helpers import assert_invariants_clean, make_event  # noqa: E402
-
 
 def register_via_api(client, event_id, key=None, **headers):
     if key is not None:
@@ -173,7 +166,7 @@ def test_key_reused_for_another_event_is_422(ddb, student_client):
         one.event_id]
 
 
-def test_unknown_event_is_404(ddb, student_client):
+def test_registering_for_an_unknown_event_is_404(ddb, student_client):
     assert_problem(register_via_api(student_client, "ghost", str(uuid.uuid4())), 404)
 
 

@@ -1,0 +1,10 @@
+"""Assertions shared by the API tests of every app."""
+
+
+def assert_problem(response, status: int) -> dict:
+    """The response is an RFC 9457 problem with this status and a detail a person can read."""
+    assert response.status_code == status, response.content
+    assert response["Content-Type"] == "application/problem+json"
+    body = response.json()
+    assert body["status"] == status and body["detail"]
+    return body
