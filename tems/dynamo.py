@@ -110,7 +110,7 @@ class TableConfig:
 
 
 _config_lock = threading.Lock()
-_current: dict[str, Any] = {"config": None, "connection": None}
+_current: dict[str, Any] = {"config": None, "connection": None, "clients_ready": False}
 
 
 def current_config() -> TableConfig:
@@ -135,6 +135,7 @@ def configure_models(config: TableConfig) -> None:
             model._connection = None
         _current["config"] = config
         _current["connection"] = None
+        _current["clients_ready"] = False
 
 
 def transaction_connection() -> Connection:
@@ -287,10 +288,15 @@ def ready_clients() -> None:
     PynamoDB builds a client lazily on first use and without a lock, so N threads that hit a cold model at once
     each build their own (and a botocore session each): seconds of CPU on a small machine, during which the
     threads run one after another. Call this before fanning work out to threads. It sends no request.
+    Every ``metered()`` calls it, so after the first time it must cost nothing: it walks the models once per
+    configuration.
     """
+    if _current["clients_ready"]:
+        return
     for model in table_models():
         _hook(model._get_connection().connection.client)
     _hook(transaction_connection().client)
+    _current["clients_ready"] = True
 
 
 @contextmanager
