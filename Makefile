@@ -34,7 +34,7 @@ browser:
 	  else echo "Browser tests need Chromium: sudo apt-get install chromium" >&2; exit 1; fi; fi
 
 run: install
-	TEMS_DEMO=$${TEMS_DEMO:-1} $(PY) manage.py dev --port $(RUN_PORT) --dynamodb-port $(DYNAMODB_PORT)
+	DJANGO_DEBUG=$${DJANGO_DEBUG:-1} TEMS_DEMO=$${TEMS_DEMO:-1} $(PY) manage.py dev --port $(RUN_PORT) --dynamodb-port $(DYNAMODB_PORT)
 
 test: install browser
 	$(PY) -m pytest $(PYTEST_ARGS)
