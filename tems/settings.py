@@ -209,5 +209,5 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("TEMS_LOG_LEVEL", "INFO")},
-    "loggers": {"botocore": {"level": "WARNING"}, "pynamodb": {"level": "WARNING"}},
+    "loggers": {"botocore": {"level": "WARNING"}, "pynamodb": {"level": "WARNING"}, "axes": {"level": "WARNING"}},
 }
