@@ -47,8 +47,6 @@ TEMS_TRUSTED_PROXY_COUNT = int(os.environ.get("TEMS_TRUSTED_PROXY_COUNT", "0"))
 # plain-HTTP run with DEBUG off (a load test on one machine, a private network); DEBUG implies it.
 HTTPS = not DEBUG and _env_bool("DJANGO_HTTPS", True)
 SECURE_SSL_REDIRECT = HTTPS
-# The load balancer's health check speaks plain HTTP to the instance.
-SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
 SESSION_COOKIE_SECURE = HTTPS
 CSRF_COOKIE_SECURE = HTTPS
 # A year, the value browsers' preload lists ask for; includeSubDomains and preload only make the site eligible,
