@@ -129,3 +129,11 @@ def test_notification_mails_are_bounded_per_account_per_hour(ddb, students, mail
     assert report.delivered == 6 and report.failed == 0
     assert len(mailoutbox) == 3
     assert outbox_pending() == []
+
+
+@pytest.mark.django_db
+def test_staff_see_confirmed_addresses_in_the_admin(client, student):
+    email_address_mark_verified(user=student)
+    client.force_login(User.objects.create_superuser("root", "root@uni.test", "pw-root-123456"))
+    page = client.get("/admin/tems/emailaddress/")
+    assert page.status_code == 200 and "student1@uni.test" in page.text
