@@ -27,6 +27,6 @@ def test_pages_and_htmx_swaps_run_under_the_policy_with_nothing_blocked(app_serv
     race = page.locator("#registration-race")
     race.get_by_label("Taps", exact=True).fill("2")
     race.get_by_role("button", name="Fire").click()
-    expect(page.locator("#registration-race .verdict")).to_contain_text("2 taps:")  # the htmx swap came back
+    expect(page.locator("#registration-race .verdict")).to_contain_text("2 taps:", timeout=30_000)  # the swap came back
     blocked = [text for text in console if "Content Security Policy" in text or "Refused to" in text]
     assert blocked == []
