@@ -23,7 +23,7 @@ def register(event_id: str, username: str) -> None:
 def students(db):
     users = [User.objects.create_user(f"s{n}", f"s{n}@uni.test", "pw-x-123456") for n in range(3)]
     for user in users:
-        email_address_mark_verified(user=user)  # only a proven address is mailed (tests/tems/test_email_verification.py)
+        email_address_mark_verified(user=user)  # only a proven address is mailed (test_email_verification.py)
     return users
 
 
