@@ -34,9 +34,11 @@ browser:
 	  else echo "Browser tests need Chromium: sudo apt-get install chromium" >&2; exit 1; fi; fi
 
 run: install
-	TEMS_DEMO=$${TEMS_DEMO:-1} $(PY) manage.py dev --port $(RUN_PORT) --dynamodb-port $(DYNAMODB_PORT)
+	DJANGO_DEBUG=$${DJANGO_DEBUG:-1} TEMS_DEMO=$${TEMS_DEMO:-1} $(PY) manage.py dev --port $(RUN_PORT) --dynamodb-port $(DYNAMODB_PORT)
 
+# cfn-lint first, so the deployment template is checked even when PYTEST_ARGS picks a subset of the tests.
 test: install browser
+	$(VENV)/bin/cfn-lint deploy/tems.yaml
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 bench: install

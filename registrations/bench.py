@@ -241,6 +241,7 @@ def _start_gunicorn(ctx, port: int, log: Path) -> subprocess.Popen:
         "AWS_REGION": ctx.region,
         "DJANGO_DEBUG": "0",  # production settings: no query log, no debug pages
         "DJANGO_SECRET_KEY": secrets.token_urlsafe(50),
+        "DJANGO_HTTPS": "0",  # plain HTTP on one machine: no redirect to HTTPS, cookies sent without TLS
         "TEMS_LOG_LEVEL": "WARNING",
     }
     process = subprocess.Popen(

@@ -1,7 +1,8 @@
 """What the outbox relay does with the registrations app's messages: tell the student by e-mail.
 
 Each runs after the change committed (the message exists only if it did). Delivery is at least once, so a rare
-repeat of a message is a repeated e-mail, never a repeated registration.
+repeat of a message is a repeated e-mail, never a repeated registration. Only a verified address is mailed, within
+a per-account hourly budget (tems.accounts): anyone can sign up with a stranger's address.
 """
 
 from django.conf import settings
@@ -10,6 +11,7 @@ from django.core.mail import send_mail
 
 from registrations import selectors
 from registrations.errors import RegistrationError
+from tems.accounts import notification_recipient
 from tems.outbox import OutboxMessage
 
 
@@ -18,12 +20,15 @@ def _send(message: OutboxMessage, subject: str, body: str) -> None:
     user = User.objects.filter(username=data["user"]).first()
     if user is None or not user.email:
         return  # a lab's synthetic student, or an account without an address: nobody to tell
+    recipient = notification_recipient(user=user)
+    if recipient is None:
+        return  # unverified, or over its hourly budget: the message is consumed unsent, never retried
     try:
         title = selectors.event_get(event_id=data["event_id"], consistent=False).title
     except RegistrationError:
         title = "an event that has since been removed"
     send_mail(subject.format(title=title), body.format(title=title, **data), settings.DEFAULT_FROM_EMAIL,
-              [user.email])
+              [recipient])
 
 
 def registration_created(message: OutboxMessage) -> None:

@@ -28,6 +28,8 @@ class BenchContext:
 
 def main() -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tems.settings")
+    # The driver is a developer's process (the servers it measures run with DEBUG off, see registrations/bench.py).
+    os.environ.setdefault("DJANGO_DEBUG", "1")
     # Users and sessions of the benchmark live in a throwaway database: a fresh checkout has no .data/ yet, and
     # a benchmark must not leave accounts in the developer's own database. Servers it starts inherit this.
     scratch = tempfile.TemporaryDirectory(prefix="tems-bench-")

@@ -1,11 +1,43 @@
 """The shared table models live in their own modules; importing them here registers them with Django's start-up.
 
+The Django models at the end (accounts' verified addresses and mail quotas) live in Django's own database.
+
 ``tems.dynamo.configure_models`` also configures ``TableMeta`` itself, so a model imported later still inherits
 the configuration; this import only makes start-up order not matter for the ones we know of.
 """
+
+from django.conf import settings
+from django.db import models
 
 from tems.idempotency import IdempotencyRecord
 from tems.lab import LabRun
 from tems.outbox import OutboxMessage
 
-__all__ = ["IdempotencyRecord", "LabRun", "OutboxMessage"]
+__all__ = ["EmailAddress", "IdempotencyRecord", "LabRun", "MailQuota", "OutboxMessage"]
+
+
+# --- Accounts (Django's own database, beside the users they belong to) --------------------------------------
+class EmailAddress(models.Model):
+    """The address an account has proven it reads. TEMS mails an account only while this matches ``user.email``."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="email_address")
+    email = models.EmailField()
+    verified_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name_plural = "e-mail addresses"
+
+    def __str__(self) -> str:
+        return f"{self.email} ({'verified' if self.verified_at else 'unverified'})"
+
+
+class MailQuota(models.Model):
+    """Mails of one kind sent to one account in one clock hour; the database's conditional UPDATE is the limit."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=32)
+    window_start = models.DateTimeField()
+    sent = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "kind", "window_start"], name="mail_quota_one_per_hour")]

@@ -1,9 +1,12 @@
 """TEMS settings. Every knob is read from the environment here, and only here, with safe local defaults."""
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+from django.utils.csp import CSP
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -15,12 +18,79 @@ def _env_bool(name: str, default: bool) -> bool:
     return value.strip().lower() in {"1", "true", "yes", "on"}
 
 
-DEBUG = _env_bool("DJANGO_DEBUG", True)
-# The fallback key is only for local development; production must set DJANGO_SECRET_KEY.
-SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "tems-insecure-local-development-key-change-me")
-if not DEBUG and SECRET_KEY.startswith("tems-insecure"):
-    raise RuntimeError("Set DJANGO_SECRET_KEY when DJANGO_DEBUG is off.")
+# --- Security -------------------------------------------------------------------------------------------
+# Safe by default: DEBUG is off and a deployment must bring its own secret key. DJANGO_DEBUG=1 is for a developer's
+# machine (`make run` and the test run set it).
+DEBUG = _env_bool("DJANGO_DEBUG", False)
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "DJANGO_SECRET_KEY is not set. Set it to a long random value (see docs/DEPLOY.md), "
+            "or set DJANGO_DEBUG=1 on a developer's machine."
+        )
+    SECRET_KEY = "tems-insecure-local-development-key-change-me"
 ALLOWED_HOSTS = [h for h in os.environ.get("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",") if h]
+CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",") if o]
+# Behind a load balancer that ends TLS, e.g. "X-Forwarded-Proto: https". Only set it when the balancer always
+# overwrites that header: otherwise a client could claim HTTPS itself.
+_proxy_ssl_header = os.environ.get("DJANGO_SECURE_PROXY_SSL_HEADER", "")
+if _proxy_ssl_header:
+    _header, _, _value = _proxy_ssl_header.partition(":")
+    if not _value.strip():
+        raise ImproperlyConfigured('DJANGO_SECURE_PROXY_SSL_HEADER must look like "X-Forwarded-Proto: https".')
+    SECURE_PROXY_SSL_HEADER = ("HTTP_" + _header.strip().upper().replace("-", "_"), _value.strip())
+# How many proxies of ours append to X-Forwarded-For: the log-in lockout reads the client address from there.
+TEMS_TRUSTED_PROXY_COUNT = int(os.environ.get("TEMS_TRUSTED_PROXY_COUNT", "0"))
+
+# Production serves HTTPS only. DJANGO_HTTPS=0 turns redirect, HSTS and secure cookies off together, for a
+# plain-HTTP run with DEBUG off (a load test on one machine, a private network); DEBUG implies it.
+HTTPS = not DEBUG and _env_bool("DJANGO_HTTPS", True)
+SECURE_SSL_REDIRECT = HTTPS
+SESSION_COOKIE_SECURE = HTTPS
+CSRF_COOKIE_SECURE = HTTPS
+# A year, the value browsers' preload lists ask for; includeSubDomains and preload only make the site eligible,
+# submitting it to a preload list stays a human decision.
+SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_HSTS_SECONDS", "31536000")) if HTTPS else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = HTTPS and _env_bool("DJANGO_HSTS_INCLUDE_SUBDOMAINS", True)
+SECURE_HSTS_PRELOAD = HTTPS and _env_bool("DJANGO_HSTS_PRELOAD", True)
+SESSION_COOKIE_HTTPONLY = True
+X_FRAME_OPTIONS = "DENY"
+SECURE_REFERRER_POLICY = "same-origin"
+# Django's own CSP, in development too, so a page that needs an inline script or style fails on the developer's
+# screen and in the browser tests, not first in production. Everything TEMS serves is a static file of its own.
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF],
+    "style-src": [CSP.SELF],
+    "img-src": [CSP.SELF, "data:"],
+    "connect-src": [CSP.SELF],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.NONE],
+    "frame-ancestors": [CSP.NONE],
+    "form-action": [CSP.SELF],
+}
+
+# Log-in throttling (django-axes): after TEMS_LOGIN_FAILURE_LIMIT wrong passwords for one account from one
+# address, that pair is locked out for TEMS_LOGIN_COOLOFF_MINUTES, on /accounts/login/ and /admin/login/ alike.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = int(os.environ.get("TEMS_LOGIN_FAILURE_LIMIT", "5"))
+AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("TEMS_LOGIN_COOLOFF_MINUTES", "15")))
+# Account and address together: by account alone anyone could lock a student out of their own account.
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "tems.views.login_locked_out"
+AXES_CLIENT_IP_CALLABLE = "tems.accounts.client_ip"
+AXES_VERBOSE = False
+
+# E-mail verification and per-user mail budgets. Counters live in the database, so they hold across servers.
+TEMS_EMAIL_VERIFICATION_MAX_AGE = timedelta(days=int(os.environ.get("TEMS_EMAIL_VERIFICATION_DAYS", "3")))
+TEMS_VERIFICATION_MAILS_PER_HOUR = int(os.environ.get("TEMS_VERIFICATION_MAILS_PER_HOUR", "3"))
+TEMS_NOTIFICATION_MAILS_PER_HOUR = int(os.environ.get("TEMS_NOTIFICATION_MAILS_PER_HOUR", "12"))
+# ---------------------------------------------------------------------------------------------------------
 
 # Demo mode opens the lab to everyone and shows the demo log-ins on the log-in page.
 TEMS_DEMO = _env_bool("TEMS_DEMO", False)
@@ -34,13 +104,16 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "django_htmx",
+    "axes",
     "tems",
     "registrations",
     "inventory",
 ]
 
 MIDDLEWARE = [
+    "tems.health.HealthCheckMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -49,6 +122,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, as django-axes asks: it turns a lockout signalled during authentication into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "tems.urls"
@@ -65,6 +140,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "tems.context_processors.demo",
+                "tems.context_processors.email_unverified",
             ],
         },
     },
@@ -113,11 +189,15 @@ OUTBOX_HANDLERS = {
     "RegistrationPromoted": "registrations.notifications.registration_promoted",
     "RegistrationCancelled": "registrations.notifications.registration_cancelled",
 }
-# Without DJANGO_EMAIL_HOST, mails are printed where `make run` runs; with it, they go out over SMTP.
+# Without DJANGO_EMAIL_HOST, mails are printed where `make run` runs; with it, they go out over SMTP (STARTTLS and
+# a log-in when DJANGO_EMAIL_USE_TLS / DJANGO_EMAIL_HOST_USER are set, as Amazon SES and most relays require).
 _email_host = os.environ.get("DJANGO_EMAIL_HOST")
 MAILERS = {
     "default": {"BACKEND": "django.core.mail.backends.smtp.EmailBackend",
-                "OPTIONS": {"host": _email_host, "port": int(os.environ.get("DJANGO_EMAIL_PORT", "25"))}}
+                "OPTIONS": {"host": _email_host, "port": int(os.environ.get("DJANGO_EMAIL_PORT", "25")),
+                            "username": os.environ.get("DJANGO_EMAIL_HOST_USER") or None,
+                            "password": os.environ.get("DJANGO_EMAIL_HOST_PASSWORD") or None,
+                            "use_tls": _env_bool("DJANGO_EMAIL_USE_TLS", False), "timeout": 30}}
     if _email_host else {"BACKEND": "django.core.mail.backends.console.EmailBackend"},
 }
 DEFAULT_FROM_EMAIL = os.environ.get("DJANGO_DEFAULT_FROM_EMAIL", "TEMS <events@tems.invalid>")
@@ -127,5 +207,5 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("TEMS_LOG_LEVEL", "INFO")},
-    "loggers": {"botocore": {"level": "WARNING"}, "pynamodb": {"level": "WARNING"}},
+    "loggers": {"botocore": {"level": "WARNING"}, "pynamodb": {"level": "WARNING"}, "axes": {"level": "WARNING"}},
 }

@@ -10,6 +10,8 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("accounts/signup/", views.signup, name="signup"),
+    path("accounts/verify-email/", views.verify_email, name="verify_email"),
+    path("accounts/verify-email/<str:token>/", views.verify_email_confirm, name="verify_email_confirm"),
     path("admin/", admin.site.urls),
     path("", include("registrations.urls")),
     path("", include("inventory.urls")),

@@ -1,8 +1,12 @@
+from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth import login
+from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
+from tems import accounts
 from tems.api import problem
 from tems.forms import SignUpForm
 
@@ -20,6 +24,54 @@ def signup(request: HttpRequest) -> HttpResponse:
     form = SignUpForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         user = form.save()
-        login(request, user)
+        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        _send_verification(request, user)
         return redirect("registrations:event_list")
     return render(request, "registration/signup.html", {"form": form})
+
+
+def _send_verification(request: HttpRequest, user) -> None:
+    try:
+        accounts.email_verification_send(request=request, user=user)
+    except accounts.AccountError as error:
+        messages.error(request, error.detail)
+    else:
+        messages.info(request, f"We sent a link to {user.email}: open it to confirm your address. Until then "
+                               "TEMS sends you no other e-mail.")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def verify_email(request: HttpRequest) -> HttpResponse:
+    """Where an account sees whether its address is proven, and asks for another link."""
+    if request.method == "POST":
+        _send_verification(request, request.user)
+        return redirect("verify_email")
+    return render(request, "registration/verify_email.html",
+                  {"verified": accounts.email_address_verified(user=request.user)})
+
+
+@require_http_methods(["GET", "POST"])
+def verify_email_confirm(request: HttpRequest, token: str) -> HttpResponse:
+    # Opening the link only shows a button: mail scanners fetch links, and a fetch must not prove an address.
+    if request.method == "GET":
+        return render(request, "registration/verify_email_confirm.html", {"token": token})
+    try:
+        user = accounts.email_verify(token=token)
+    except accounts.AccountError as error:
+        return render(request, "registration/verify_email_confirm.html", {"token": token, "error": error.detail},
+                      status=error.status)
+    messages.success(request, f"Thank you: {user.email} is confirmed, and TEMS will mail you about your "
+                              "registrations.")
+    return redirect("registrations:event_list" if request.user.is_authenticated else "login")
+
+
+def login_locked_out(request: HttpRequest, original_response: HttpResponse | None = None,
+                     credentials: dict | None = None) -> HttpResponse:
+    """django-axes' answer once an account and address are locked out (its AXES_LOCKOUT_CALLABLE)."""
+    minutes = max(1, int(settings.AXES_COOLOFF_TIME.total_seconds() // 60))
+    username = (credentials or {}).get("username") or request.POST.get("username", "")
+    response = render(request, "registration/locked_out.html", {"username": username, "minutes": minutes},
+                      status=429)
+    response["Retry-After"] = str(minutes * 60)
+    return response

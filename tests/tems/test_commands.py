@@ -38,8 +38,13 @@ def test_ensure_table_twice_creates_then_changes_nothing(dynamodb_local_endpoint
         configure_models(TableConfig.from_settings())
 
 
+@pytest.fixture
+def demo_mode(settings):
+    settings.TEMS_DEMO = True
+
+
 @pytest.mark.django_db
-def test_seed_demo_twice_creates_nothing_twice(ddb):
+def test_seed_demo_twice_creates_nothing_twice(ddb, demo_mode):
     first = run("seed_demo")
     assert "created 6 demo account(s), 4 demo event(s), 5 inventory item(s)" in first
     assert "staff" in first and "alice" in first
@@ -53,7 +58,7 @@ def test_seed_demo_twice_creates_nothing_twice(ddb):
 
 
 @pytest.mark.django_db
-def test_check_invariants_clean_then_broken(ddb):
+def test_check_invariants_clean_then_broken(ddb, demo_mode):
     run("seed_demo")
     assert "BROKEN" not in run("check_invariants")
     # A counter moved without a registration item is exactly the drift the check exists to catch.
@@ -63,3 +68,20 @@ def test_check_invariants_clean_then_broken(ddb):
         call_command("check_invariants", stdout=out)
     assert caught.value.returncode == 1
     assert "EVENT#welcome-fair: registered_count=1 but 0 confirmed" in out.getvalue()
+
+
+@pytest.mark.django_db
+def test_seed_demo_refuses_outside_demo_mode(settings):
+    settings.TEMS_DEMO = False
+    with pytest.raises(CommandError, match="runs only in demo mode: set TEMS_DEMO=1"):
+        run("seed_demo")
+    assert not User.objects.exists()
+
+
+@pytest.mark.django_db
+def test_demo_accounts_are_created_verified(ddb, demo_mode):
+    from tems.accounts import email_address_verified
+
+    User.objects.create_user("alice", "alice@demo.tems.invalid", "old")  # from a .data/ made before verification
+    run("seed_demo")
+    assert all(email_address_verified(user=user) for user in User.objects.all())

@@ -47,7 +47,10 @@ class Command(BaseCommand):
             configure_models(TableConfig(settings.DYNAMODB_TABLE, dynamodb.endpoint, settings.AWS_REGION))
             call_command("migrate", verbosity=0)
             call_command("ensure_table")
-            call_command("seed_demo")
+            if settings.TEMS_DEMO:
+                call_command("seed_demo")
+            else:
+                self.stdout.write("TEMS_DEMO is off: no demo accounts (make run turns demo mode on).")
             threading.Thread(target=_relay_until, args=(stopped,), daemon=True, name="outbox-relay").start()
             self.stdout.write(self.style.SUCCESS(f"TEMS at http://127.0.0.1:{port}/  (Ctrl-C stops everything)"))
             # The server (and its autoreloader child) get their own process group, so stopping is one killpg

@@ -1,0 +1,160 @@
+"""Accounts: proving an e-mail address before TEMS mails it, per-account mail budgets, and log-in throttling's
+view of the client address.
+
+Anyone can sign up with anyone's address, so an unproven address gets exactly one kind of mail: the link that
+proves it (and that one is bounded per hour). Every other mail (the outbox relay's notifications) goes only to a
+verified address, within its own hourly budget. Accounts live in Django's database, so this module uses the ORM;
+the verification mail is sent directly from the request because no DynamoDB change comes with it.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.core import signing
+from django.core.mail import send_mail
+from django.db.models import F
+from django.http import HttpRequest
+from django.urls import reverse
+from django.utils import timezone
+
+from tems.errors import DomainError
+from tems.models import EmailAddress, MailQuota
+
+logger = logging.getLogger(__name__)
+
+# A dedicated salt: a value signed for any other purpose (a session, a CSRF token, ...) never verifies an address.
+VERIFICATION_SALT = "tems.accounts.email-verification"
+VERIFICATION_MAIL = "verification"
+NOTIFICATION_MAIL = "notification"
+
+
+class AccountError(DomainError):
+    """A refusal about an account: a bad or expired link, too many mails."""
+
+
+# --- mail budget -------------------------------------------------------------------------------------------
+
+def mail_quota_take(*, user: AbstractBaseUser, kind: str, limit: int, now: datetime | None = None) -> bool:
+    """Count one mail of ``kind`` to ``user`` in this clock hour if fewer than ``limit`` went out; False if not.
+
+    The check and the count are one conditional UPDATE, so servers racing for the last mail of the hour cannot
+    both win. ``limit`` 0 means no bound.
+    """
+    if limit <= 0:
+        return True
+    window = (now or timezone.now()).replace(minute=0, second=0, microsecond=0)
+    quota, created = MailQuota.objects.get_or_create(user=user, kind=kind, window_start=window)
+    if created:
+        # Past hours only ever need forgetting; one account's rows stay one per kind.
+        MailQuota.objects.filter(user=user, kind=kind, window_start__lt=window).delete()
+    return MailQuota.objects.filter(pk=quota.pk, sent__lt=limit).update(sent=F("sent") + 1) == 1
+
+
+# --- verification ------------------------------------------------------------------------------------------
+
+def email_verification_token(*, user: AbstractBaseUser) -> str:
+    """A signed, timestamped token naming the account and the address it proves (expiry is checked on use)."""
+    return signing.dumps({"user": user.pk, "email": user.email}, salt=VERIFICATION_SALT, compress=True)
+
+
+def email_address_verified(*, user: AbstractBaseUser) -> bool:
+    """True if the account's current address has been proven (an address changed since is unproven again)."""
+    return bool(user.email) and EmailAddress.objects.filter(
+        user=user, email=user.email, verified_at__isnull=False).exists()
+
+
+def email_address_mark_verified(*, user: AbstractBaseUser, now: datetime | None = None) -> None:
+    """Record the account's current address as proven (seed_demo's accounts, a verified link)."""
+    EmailAddress.objects.update_or_create(user=user, defaults={"email": user.email,
+                                                               "verified_at": now or timezone.now()})
+
+
+def email_verification_send(*, request: HttpRequest, user: AbstractBaseUser) -> None:
+    """Mail ``user`` the link that proves their address.
+
+    Raises AccountError('invalid') if the address is already proven or missing, and AccountError('busy') past
+    ``TEMS_VERIFICATION_MAILS_PER_HOUR`` (so signing up with a stranger's address and pressing "send again"
+    cannot flood them). A failing mail server is AccountError('busy') too: the person can try again.
+    """
+    if not user.email:
+        raise AccountError("invalid", "This account has no e-mail address.")
+    if email_address_verified(user=user):
+        raise AccountError("invalid", f"{user.email} is verified already.")
+    EmailAddress.objects.update_or_create(user=user, defaults={"email": user.email, "verified_at": None})
+    if not mail_quota_take(user=user, kind=VERIFICATION_MAIL, limit=settings.TEMS_VERIFICATION_MAILS_PER_HOUR):
+        raise AccountError("busy", "We have sent you several links in the last hour already: use the newest one, "
+                                   "or ask for another one later.", retry_after=3600)
+    link = request.build_absolute_uri(reverse("verify_email_confirm", args=[email_verification_token(user=user)]))
+    days = settings.TEMS_EMAIL_VERIFICATION_MAX_AGE.days
+    try:
+        send_mail(
+            "Confirm your e-mail address for TEMS",
+            f"Someone, hopefully you, signed up to TEMS as {user.get_username()} with this address.\n\n"
+            f"Open this link within {days} day(s) to confirm it, and TEMS will send you your registration "
+            f"confirmations:\n\n{link}\n\nIf it was not you, ignore this mail: nothing more will come.",
+            settings.DEFAULT_FROM_EMAIL, [user.email],
+        )
+    except OSError:
+        logger.exception("verification mail to account %s failed", user.pk)
+        raise AccountError("busy", "We could not send the mail just now; please try again in a minute.",
+                           retry_after=60) from None
+
+
+def email_verify(*, token: str, now: datetime | None = None) -> AbstractBaseUser:
+    """Mark the address named by ``token`` as proven; returns the account.
+
+    Raises AccountError('invalid') for a forged, mangled or expired token, or one for an address the account no
+    longer uses. Using a link twice is harmless.
+    """
+    try:
+        data = signing.loads(token, salt=VERIFICATION_SALT,
+                             max_age=settings.TEMS_EMAIL_VERIFICATION_MAX_AGE)
+    except signing.SignatureExpired:
+        raise AccountError("invalid", "This link has expired. Log in and ask for a new one.") from None
+    except signing.BadSignature:
+        raise AccountError("invalid", "This link is not valid. Copy the whole link from the mail, or log in "
+                                      "and ask for a new one.") from None
+    user = get_user_model().objects.filter(pk=data.get("user")).first() if isinstance(data, dict) else None
+    if user is None or not user.email or user.email != data.get("email"):
+        raise AccountError("invalid", "This link is for an address the account no longer uses.")
+    email_address_mark_verified(user=user, now=now)
+    return user
+
+
+# --- notifications -----------------------------------------------------------------------------------------
+
+def notification_recipient(*, user: AbstractBaseUser) -> str | None:
+    """The address to send ``user`` a notification to, or None: unverified, or over this hour's budget.
+
+    Asking spends one mail of the budget, so call it only right before sending.
+    """
+    if not email_address_verified(user=user):
+        logger.info("not mailing account %s: address not verified", user.pk)
+        return None
+    if not mail_quota_take(user=user, kind=NOTIFICATION_MAIL, limit=settings.TEMS_NOTIFICATION_MAILS_PER_HOUR):
+        logger.warning("not mailing account %s: over %s notification mails this hour", user.pk,
+                       settings.TEMS_NOTIFICATION_MAILS_PER_HOUR)
+        return None
+    return user.email
+
+
+# --- log-in throttling -------------------------------------------------------------------------------------
+
+def client_ip(request: HttpRequest) -> str | None:
+    """The client's address for django-axes' lockout.
+
+    Behind ``TEMS_TRUSTED_PROXY_COUNT`` proxies of ours, it is the address the outermost of them saw: each proxy
+    appends the address it received from to X-Forwarded-For, so entries further left are the client's own claim
+    and cannot be trusted. Without trusted proxies, X-Forwarded-For is ignored entirely.
+    """
+    proxies = settings.TEMS_TRUSTED_PROXY_COUNT
+    if proxies > 0:
+        forwarded = [part.strip() for part in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if part.strip()]
+        if len(forwarded) >= proxies:
+            return forwarded[-proxies]
+    return request.META.get("REMOTE_ADDR")

@@ -1,0 +1,140 @@
+"""deploy/tems.yaml: valid CloudFormation, the same table ensure_table creates, and a policy that fits the code."""
+
+import json
+from io import StringIO
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from botocore.client import BaseClient
+from cfnlint.decode import decode
+from django.core.management import call_command
+
+from tems.dynamo import TTL_ATTRIBUTE, boto3_client
+
+TEMPLATE = Path(__file__).resolve().parents[2] / "deploy" / "tems.yaml"
+
+
+@pytest.fixture(scope="module")
+def template() -> dict:
+    parsed, errors = decode(str(TEMPLATE))
+    assert not errors, errors
+    return parsed
+
+
+def policy_statements(template: dict, name: str) -> list[dict]:
+    return template["Resources"][name]["Properties"]["PolicyDocument"]["Statement"]
+
+
+def allowed_actions(template: dict, *names: str) -> set[str]:
+    return {action.removeprefix("dynamodb:") for name in names for statement in policy_statements(template, name)
+            for action in statement["Action"]}
+
+
+def test_cfn_lint_passes():
+    cfn_lint = Path(sys.executable).with_name("cfn-lint")
+    result = subprocess.run([str(cfn_lint), str(TEMPLATE)], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_template_declares_the_table_that_ensure_table_creates(template, moto_ddb):
+    # moto_ddb made its table with ensure_table(); compare what that produced with what the stack declares.
+    client = boto3_client()
+    created = client.describe_table(TableName=moto_ddb.table_name)["Table"]
+    ttl = client.describe_time_to_live(TableName=moto_ddb.table_name)["TimeToLiveDescription"]
+    declared = template["Resources"]["Table"]["Properties"]
+
+    def attributes(definitions):
+        return sorted((a["AttributeName"], a["AttributeType"]) for a in definitions)
+
+    def indexes(found):
+        return sorted((i["IndexName"], json.dumps(i["KeySchema"]), i["Projection"]["ProjectionType"]) for i in found)
+
+    assert attributes(declared["AttributeDefinitions"]) == attributes(created["AttributeDefinitions"])
+    assert declared["KeySchema"] == created["KeySchema"]
+    assert indexes(declared["GlobalSecondaryIndexes"]) == indexes(created["GlobalSecondaryIndexes"])
+    assert declared["BillingMode"] == created["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
+    assert declared["TimeToLiveSpecification"] == {"AttributeName": ttl["AttributeName"], "Enabled": True}
+    assert ttl["AttributeName"] == TTL_ATTRIBUTE and ttl["TimeToLiveStatus"] in {"ENABLED", "ENABLING"}
+
+
+def test_the_table_is_protected(template):
+    table = template["Resources"]["Table"]
+    properties = table["Properties"]
+    assert table["DeletionPolicy"] == table["UpdateReplacePolicy"] == "Retain"
+    assert properties["DeletionProtectionEnabled"] is True
+    assert properties["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+    assert properties["SSESpecification"] == {"SSEEnabled": True}
+
+
+def test_the_policies_reach_only_the_table_and_its_indexes(template):
+    for name in ("AppPolicy", "OperatorPolicy"):
+        for statement in policy_statements(template, name):
+            assert statement["Effect"] == "Allow"
+            assert all(action.startswith("dynamodb:") and "*" not in action for action in statement["Action"])
+            assert statement["Resource"] in ({"Fn::GetAtt": ["Table", "Arn"]}, {"Fn::Sub": "${Table.Arn}/index/*"})
+
+
+# A transaction is authorised item by item: TransactWriteItems needs the action of each kind of item it holds.
+IAM_ACTIONS_OF = {
+    "TransactWriteItems": {"PutItem", "UpdateItem", "DeleteItem", "ConditionCheckItem"},
+    "TransactGetItems": {"GetItem"},
+}
+
+
+def iam_actions(operations) -> set[str]:
+    return {action for operation in operations for action in IAM_ACTIONS_OF.get(operation, {operation})}
+
+
+@pytest.fixture
+def dynamodb_calls(monkeypatch) -> list[str]:
+    """Every DynamoDB operation any client of this process sends (PynamoDB's, boto3's, from any thread)."""
+    calls: list[str] = []
+    original = BaseClient._make_api_call
+
+    def recording(self, operation_name, api_params):
+        if self.meta.service_model.service_name == "dynamodb":
+            calls.append(operation_name)
+        return original(self, operation_name, api_params)
+
+    monkeypatch.setattr(BaseClient, "_make_api_call", recording)
+    return calls
+
+
+def test_the_app_policy_allows_every_request_the_app_sends_and_no_scan(template, ddb, staff_client, student_client,
+                                                                       mailoutbox, dynamodb_calls):
+    from tems.outbox import outbox_relay
+    from tests.registrations.helpers import make_event
+
+    def send(client, method, url, body=None):
+        response = getattr(client, method)(url, data=json.dumps(body) if body is not None else None,
+                                           content_type="application/json", HTTP_IDEMPOTENCY_KEY=str(uuid.uuid4()))
+        assert response.status_code < 400, (url, response.content)
+        return response
+
+    event = make_event(capacity=1, title="Policy night")
+    for page in ("/events/", f"/events/{event.event_id}/", "/me/registrations/", "/api/me/registrations"):
+        assert student_client.get(page).status_code == 200
+    mine = send(student_client, "post", f"/api/events/{event.event_id}/registrations").json()
+    send(staff_client, "post", f"/api/events/{event.event_id}/registrations")  # waitlisted
+    send(student_client, "delete", f"/api/registrations/{mine['registration_id']}")  # promotes the staffer
+    send(staff_client, "post", "/api/inventory", {"sku": "POLICY-1", "name": "Mug", "quantity": 5})
+    send(staff_client, "post", "/api/inventory/POLICY-1/adjustments", {"delta": -1, "reason": "sold"})
+    for page in ("/inventory/", "/inventory/POLICY-1/", "/inventory/POLICY-1/history/", "/inventory/metrics/"):
+        assert staff_client.get(page).status_code == 200
+    send(staff_client, "post", "/api/lab/registration-race",
+         {"technique": "production", "taps": 3, "same_key": False, "latency_ms": 0})
+    send(staff_client, "post", "/api/lab/lost-update", {"technique": "versioned", "writers": 2, "units_each": 1})
+    outbox_relay()
+    sent = set(dynamodb_calls)
+    assert {"TransactWriteItems", "Query", "GetItem", "BatchWriteItem"} <= sent, sent  # the flows above really ran
+    assert iam_actions(sent) <= allowed_actions(template, "AppPolicy"), sent
+    assert "Scan" not in allowed_actions(template, "AppPolicy")
+
+    dynamodb_calls.clear()
+    call_command("check_invariants", stdout=StringIO())
+    call_command("ensure_table", stdout=StringIO())
+    assert {"Scan", "DescribeTable", "DescribeTimeToLive"} <= set(dynamodb_calls), dynamodb_calls
+    assert iam_actions(dynamodb_calls) <= allowed_actions(template, "AppPolicy", "OperatorPolicy")
