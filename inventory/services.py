@@ -334,17 +334,20 @@ class Adjustment:
 
 def adjustment_fingerprint(*, sku: str, actor: str, delta: int, reason: str) -> str:
     # The page and the API share one fingerprint, so one tap is one adjustment whichever way it arrives.
+    # ``actor`` here is whoever scopes the key: the caller's immutable user key (see item_adjust).
     return fingerprint(method="POST", route=f"inventory/{sku}/adjustments", user_id=actor,
                        payload={"delta": delta, "reason": reason})
 
 
 def item_adjust(*, sku: str, delta: int, reason: str, actor: str, idempotency_key: str | None = None,
-                policy: RetryPolicy = DEFAULT_POLICY) -> Adjustment:
+                user_id: str | None = None, policy: RetryPolicy = DEFAULT_POLICY) -> Adjustment:
     """Add ``delta`` (negative for "sold", positive for "received") to the stock; concurrent calls all apply.
 
     One transaction per attempt: the item (ADD quantity, version = version read, and for a decrement
     quantity >= -delta), its history entry, and with ``idempotency_key`` the tap's COMPLETED record. A key seen
-    before answers the first outcome again (``replayed``) and changes nothing.
+    before answers the first outcome again (``replayed``) and changes nothing. ``actor`` is the name history
+    shows; ``user_id`` (``tems.identity.user_key``) scopes the key, so a later account that takes a deleted
+    one's name never shares its records. Callers without an account (the lab's writers) fall back to ``actor``.
 
     Raises InventoryError: 'invalid' (delta 0); 'not_found'; 'conflict' when the stock cannot cover a
     decrement (``extra['on_hand']``); 'unprocessable' when the key was used for a different request; 'busy'
@@ -357,7 +360,8 @@ def item_adjust(*, sku: str, delta: int, reason: str, actor: str, idempotency_ke
         raise InventoryError("invalid", f"An adjustment is at most {MAX_QUANTITY} units.",
                              errors={"delta": [f"Must be between -{MAX_QUANTITY} and {MAX_QUANTITY}."]})
     needed = max(0, -delta)
-    request_fingerprint = adjustment_fingerprint(sku=sku, actor=actor, delta=delta, reason=reason)
+    scope = user_id or actor
+    request_fingerprint = adjustment_fingerprint(sku=sku, actor=scope, delta=delta, reason=reason)
     with _measured("adjust") as stats:
         for attempt in range(policy.attempts):
             current = item_get(sku=sku)
@@ -366,7 +370,7 @@ def item_adjust(*, sku: str, delta: int, reason: str, actor: str, idempotency_ke
             response = StoredResponse.json({"quantity": quantity, "version": version}, status=200)
             record = None
             if idempotency_key:
-                record = completed_record(user_id=actor, key=idempotency_key, fingerprint=request_fingerprint,
+                record = completed_record(user_id=scope, key=idempotency_key, fingerprint=request_fingerprint,
                                           response=response)
             guard = InventoryItem.quantity >= needed if needed else None
             try:

@@ -114,7 +114,8 @@ class RegistrationClaim(Model):
     entity = UnicodeAttribute(default="RegistrationClaim")
     registration_id = UnicodeAttribute()
     event_id = UnicodeAttribute()
-    user_id = UnicodeAttribute()
+    user_id = UnicodeAttribute()  # tems.identity.user_key: immutable, never a username
+    user_name = UnicodeAttribute(null=True)  # the display name at registration (the API's "user")
     status = UnicodeAttribute()
     created_at = UTCDateTimeAttribute()
     ticket = NumberAttribute(null=True)  # the waitlist ticket while waitlisted
@@ -140,7 +141,8 @@ class Registration(Model):
     entity = UnicodeAttribute(default="Registration")
     registration_id = UnicodeAttribute()
     event_id = UnicodeAttribute()
-    user_id = UnicodeAttribute()
+    user_id = UnicodeAttribute()  # tems.identity.user_key: immutable, never a username
+    user_name = UnicodeAttribute(null=True)  # the display name at registration (the API's "user")
     status = UnicodeAttribute()
     created_at = UTCDateTimeAttribute()
     ticket = NumberAttribute(null=True)

@@ -24,6 +24,7 @@ from tems.api import api_view, invalid_form, json_response, parse_json_object, p
 from tems.clock import utcnow
 from tems.errors import DomainError
 from tems.forms import LostUpdateForm, RegistrationRaceForm
+from tems.identity import user_key
 from tems.lab import bar_chart_svg, lab_run_save, lab_runs_recent
 
 TRYIT_SESSION_KEY = "lab_tryit_event"
@@ -131,7 +132,7 @@ def _tryit_event(request: HttpRequest, *, fresh: bool = False):
 
 def _tryit_context(request: HttpRequest, *, fresh: bool = False) -> dict:
     event = _tryit_event(request, fresh=fresh)
-    claim = registration_selectors.claim_get(event_id=event.event_id, user_id=request.user.get_username())
+    claim = registration_selectors.claim_get(event_id=event.event_id, user_id=user_key(request.user))
     registration = registration_selectors.registration_view(registration=claim) if claim else None
     return {"event": event, "registration": registration, "fresh_key": str(uuid.uuid4()), "notice": None}
 
