@@ -9,5 +9,6 @@ from tems.identity import UserIdentity
 from tems.idempotency import IdempotencyRecord
 from tems.lab import LabRun
 from tems.outbox import OutboxMessage
+from tems.ratelimit import WriteRateCounter
 
-__all__ = ["IdempotencyRecord", "LabRun", "OutboxMessage", "UserIdentity"]
+__all__ = ["IdempotencyRecord", "LabRun", "OutboxMessage", "UserIdentity", "WriteRateCounter"]
