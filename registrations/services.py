@@ -42,10 +42,12 @@ def event_create(
     created_by: str,
     event_id: str | None = None,
     collection: str = Event.COLLECTION,
+    expires_at: datetime | None = None,
 ) -> Event:
     """Create an event. Raises RegistrationError('conflict') if ``event_id`` is taken (the put is conditional).
 
-    ``collection`` is the listing it appears in; the lab's scratch events use their own, off the event list.
+    ``collection`` is the listing it appears in; the lab's scratch events use their own, off the event list,
+    and an ``expires_at`` after which DynamoDB's TTL deletes the event item.
     """
     event_id = event_id or new_event_id()
     now = utcnow()
@@ -63,6 +65,7 @@ def event_create(
         updated_by=created_by,
         gsi1pk=collection,
         gsi1sk=Event.listing_key(starts_at, event_id),
+        expires_at=expires_at,
     )
     try:
         # The version attribute makes PynamoDB send attribute_not_exists(version): a second create is refused.

@@ -7,8 +7,8 @@ the configuration; this import only makes start-up order not matter for the ones
 
 from tems.identity import UserIdentity
 from tems.idempotency import IdempotencyRecord
-from tems.lab import LabRun
+from tems.lab import LabRun, LabSlot
 from tems.outbox import OutboxMessage
 from tems.ratelimit import WriteRateCounter
 
-__all__ = ["IdempotencyRecord", "LabRun", "OutboxMessage", "UserIdentity", "WriteRateCounter"]
+__all__ = ["IdempotencyRecord", "LabRun", "LabSlot", "OutboxMessage", "UserIdentity", "WriteRateCounter"]
