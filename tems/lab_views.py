@@ -25,6 +25,7 @@ from tems.http import after_save
 from tems.identity import user_key
 from tems.lab import bar_chart_svg, lab_run_save, lab_runs_recent, lab_slot
 
+
 def can_use_lab(user) -> bool:
     return user.is_authenticated and (user.is_staff or settings.TEMS_DEMO)
 

@@ -4,7 +4,6 @@ import threading
 import uuid
 from datetime import UTC, datetime
 
-import pytest
 from django.test import Client
 
 from tems.identity import user_key
