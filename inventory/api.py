@@ -10,6 +10,7 @@ from inventory.forms import ItemCreateForm, ItemFieldsForm
 from inventory.models import InventoryItem
 from tems.api import api_view, invalid_form, json_response, parse_json_object
 from tems.idempotency import parse_key
+from tems.identity import user_key
 
 _ETAG = re.compile(r'^\s*"(\d{1,12})"\s*$')
 
@@ -69,7 +70,7 @@ def adjustments(request: HttpRequest, sku: str) -> HttpResponse:
         raise InventoryError("invalid", "reason must be text of at most 200 characters.",
                              errors={"reason": ["At most 200 characters."]})
     result = services.item_adjust(sku=sku, delta=delta, reason=reason.strip(), actor=request.user.get_username(),
-                                  idempotency_key=key)
+                                  idempotency_key=key, user_id=user_key(request.user))
     return result.response.to_http(replayed=result.replayed)
 
 

@@ -1,7 +1,7 @@
 from django import forms
 from django.core.validators import RegexValidator
 
-from inventory.services import MAX_QUANTITY
+from inventory.services import MAX_IMPORT_BYTES, MAX_QUANTITY
 
 # Skus travel in URLs and in keys (ITEM#<sku>): letters, digits and a few separators, nothing to escape.
 SKU_VALIDATOR = RegexValidator(
@@ -65,14 +65,15 @@ class StockImportForm(forms.Form):
                                widget=forms.Textarea(attrs={"rows": 6, "placeholder": "sku,quantity\nTSHIRT-M,42"}))
     reason = forms.CharField(max_length=200, initial="stock count")
 
-    MAX_BYTES = 1_000_000  # a stock count of a few thousand rows; anything bigger is a mistake
+    MAX_BYTES = MAX_IMPORT_BYTES  # the service's bound, checked here before the upload is read
 
     def clean(self) -> dict:
         data = super().clean()
         upload = data.get("csv_file")
         if upload:
             if upload.size > self.MAX_BYTES:
-                raise forms.ValidationError("That file is too big for a stock count (1 MB at most).")
+                raise forms.ValidationError(
+                    f"That file is too big for a stock count ({self.MAX_BYTES // 1024} kB at most).")
             try:
                 data["csv_text"] = upload.read().decode("utf-8-sig")
             except UnicodeDecodeError:

@@ -27,6 +27,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from django.core.exceptions import ValidationError
+
 from pynamodb.exceptions import PynamoDBException
 
 from inventory.errors import InventoryError
@@ -265,61 +267,142 @@ class ImportRow:
     detail: str = ""
 
 
+# Bounds of one stock import. A university store counts a few hundred SKUs; 2,000 rows leaves room for the
+# largest count while keeping one request short (1,000 rows: see docs/INVENTORY.md for the measured time).
+MAX_IMPORT_ROWS = 2_000
+# 2,000 rows of a 64-character SKU, a 10-digit count and a line end are under 160 kB.
+MAX_IMPORT_BYTES = 256 * 1024
+# A row is two items (the item and its history entry) and a transaction holds at most 100.
+IMPORT_ROWS_PER_TRANSACTION = 50
+# A row whose item changed between the check and its transaction is retried alone; it gives up (reported as
+# failed, the person can import it again) after a few attempts instead of the default policy's 30.
+IMPORT_POLICY = RetryPolicy(attempts=5, max_delay=0.2)
+
+
 def stock_import(*, csv_text: str, actor: str, reason: str = "stock count",
-                 policy: RetryPolicy = DEFAULT_POLICY) -> list[ImportRow]:
+                 policy: RetryPolicy = IMPORT_POLICY) -> list[ImportRow]:
     """Set each listed item's quantity to a counted value (CSV columns ``sku,quantity``, header optional).
 
-    The whole file is validated before anything is written, so a typo cannot half-apply it. Each row is then
-    its own change through ``item_modify`` (a count of one item says nothing about another, and a file may hold
-    more rows than one transaction can): a row that keeps losing races, or names a missing item, is reported
-    as failed and the others still apply.
+    The whole file is validated before anything is written: its size, every row's shape and quantity, no SKU
+    twice, and every SKU an existing item (read with BatchGetItem, 100 keys a request). Any problem raises
+    InventoryError('invalid') listing all of them, and nothing is written.
+
+    The counted rows are then written ``IMPORT_ROWS_PER_TRANSACTION`` to a transaction, each item conditioned on
+    the version just read and with its history entry, so 1,000 rows are 10 reads and 20 writes. A count of one
+    item says nothing about another, so the file is not one all-or-nothing change (it cannot be: a transaction
+    holds 100 items): if someone changed an item in between, that transaction is cancelled whole and its rows
+    go one by one through ``item_modify``; a row that still loses, or whose item was deleted, is reported as
+    failed and the others apply.
     """
-    rows = _parse_counts(csv_text)
-    report: list[ImportRow] = []
+    if len(csv_text.encode()) > MAX_IMPORT_BYTES:
+        raise InventoryError("invalid", f"Nothing was imported: the file is larger than {MAX_IMPORT_BYTES // 1024} kB.",
+                             errors={"csv_file": [f"At most {MAX_IMPORT_BYTES // 1024} kB."]})
+    rows, stored = _validated_counts(csv_text)
+    report: dict[int, ImportRow] = {}
+    to_write = []
     for line, sku, counted in rows:
-        seen: dict[str, int] = {}
-
-        def set_count(snapshot: dict) -> dict:
-            seen["before"] = snapshot["quantity"]
-            return {"quantity": counted}
-
-        try:
-            item_modify(sku=sku, change=set_count, actor=actor, reason=reason, kind=InventoryChange.IMPORT,
-                        policy=policy, operation="import")
-        except InventoryError as error:
-            report.append(ImportRow(line, sku, counted, "failed", seen.get("before"), error.detail))
+        before = int(stored[sku].quantity)
+        if before == counted:
+            report[line] = ImportRow(line, sku, counted, "unchanged", before)
         else:
-            outcome = "unchanged" if seen.get("before") == counted else "updated"
-            report.append(ImportRow(line, sku, counted, outcome, seen.get("before")))
-    return report
+            to_write.append((line, sku, counted))
+    for start in range(0, len(to_write), IMPORT_ROWS_PER_TRANSACTION):
+        chunk = to_write[start:start + IMPORT_ROWS_PER_TRANSACTION]
+        applied = _import_chunk(chunk, stored, actor=actor, reason=reason)
+        for line, sku, counted in chunk:
+            report[line] = (ImportRow(line, sku, counted, "updated", int(stored[sku].quantity)) if applied
+                            else _import_row(line, sku, counted, actor=actor, reason=reason, policy=policy))
+    return [report[line] for line, _, _ in rows]
 
 
-def _parse_counts(csv_text: str) -> list[tuple[int, str, int]]:
-    rows, problems = [], []
+def _import_chunk(chunk: list[tuple[int, str, int]], stored: dict[str, InventoryItem], *, actor: str,
+                  reason: str) -> bool:
+    """Write the chunk's rows in one transaction; False (nothing written) when any item moved since the read."""
+    with _measured("import") as stats:
+        transaction = LabelledTransaction()
+        for line, sku, counted in chunk:
+            item = stored[sku]
+            _add_change(transaction, item=item, after={**item.snapshot(), "quantity": counted},
+                        kind=InventoryChange.IMPORT, actor=actor, reason=reason,
+                        labels=(f"{ITEM}:{line}", f"{CHANGE}:{line}"))
+        try:
+            transaction.commit()
+        except TransactionCancelled as cancelled:
+            stats.count_cancellation(cancelled)
+            return False
+    return True
+
+
+def _import_row(line: int, sku: str, counted: int, *, actor: str, reason: str, policy: RetryPolicy) -> ImportRow:
+    seen: dict[str, int] = {}
+
+    def set_count(snapshot: dict) -> dict:
+        seen["before"] = snapshot["quantity"]
+        return {"quantity": counted}
+
+    try:
+        item_modify(sku=sku, change=set_count, actor=actor, reason=reason, kind=InventoryChange.IMPORT,
+                    policy=policy, operation="import")
+    except InventoryError as error:
+        return ImportRow(line, sku, counted, "failed", seen.get("before"), error.detail)
+    return ImportRow(line, sku, counted, "unchanged" if seen.get("before") == counted else "updated",
+                     seen.get("before"))
+
+
+def _validated_counts(csv_text: str) -> tuple[list[tuple[int, str, int]], dict[str, InventoryItem]]:
+    """The file's rows and the stored item of each, or InventoryError('invalid') listing every problem."""
+    rows, problems = _parse_counts(csv_text)
+    stored: dict[str, InventoryItem] = {}
+    if rows and not problems:
+        # A read to explain a refusal, and the version each write is conditioned on: nothing here decides.
+        stored = {item.sku: item for item in InventoryItem.batch_get(
+            [InventoryItem.key_for(sku) for _, sku, _ in rows], consistent_read=True)}
+        problems = [f"line {line}: there is no inventory item {sku!r}" for line, sku, _ in rows if sku not in stored]
+    if problems:
+        raise InventoryError("invalid", "Nothing was imported: " + "; ".join(problems) + ".",
+                             errors={"csv_file": problems})
+    if not rows:
+        raise InventoryError("invalid", "The file lists no items.", errors={"csv_file": ["No rows found."]})
+    return rows, stored
+
+
+def _parse_counts(csv_text: str) -> tuple[list[tuple[int, str, int]], list[str]]:
+    from inventory.forms import SKU_VALIDATOR  # the forms import this module; the shape has one home there
+
+    rows, problems, first_line = [], [], {}
     for line, record in enumerate(csv.reader(io.StringIO(csv_text)), start=1):
         cells = [cell.strip() for cell in record]
         if not any(cells):
             continue
         if line == 1 and [c.lower() for c in cells[:2]] == ["sku", "quantity"]:
             continue
+        if len(rows) >= MAX_IMPORT_ROWS:
+            problems.append(f"more than {MAX_IMPORT_ROWS} rows: split the file")
+            break
         if len(cells) < 2 or not cells[0]:
             problems.append(f"line {line}: expected 'sku,quantity'")
             continue
+        sku = cells[0]
+        try:
+            SKU_VALIDATOR(sku)
+        except ValidationError:
+            problems.append(f"line {line}: {sku[:40]!r}{'…' if len(sku) > 40 else ''} is not a SKU "
+                            "(1-64 letters, digits, dots, dashes or underscores)")
+            continue
+        if sku in first_line:
+            problems.append(f"line {line}: {sku} is already counted on line {first_line[sku]}")
+            continue
+        first_line[sku] = line
         try:
             counted = int(cells[1])
         except ValueError:
-            problems.append(f"line {line}: quantity {cells[1]!r} is not a whole number")
+            problems.append(f"line {line}: quantity {cells[1][:40]!r} is not a whole number")
             continue
         if not 0 <= counted <= MAX_QUANTITY:
             problems.append(f"line {line}: quantity must be between 0 and {MAX_QUANTITY}")
             continue
-        rows.append((line, cells[0], counted))
-    if problems:
-        raise InventoryError("invalid", "Nothing was imported: " + "; ".join(problems) + ".",
-                             errors={"csv_file": problems})
-    if not rows:
-        raise InventoryError("invalid", "The file lists no items.", errors={"csv_file": ["No rows found."]})
-    return rows
+        rows.append((line, sku, counted))
+    return rows, problems
 
 
 # --- atomic adjustments -----------------------------------------------------------------------------------
@@ -334,17 +417,20 @@ class Adjustment:
 
 def adjustment_fingerprint(*, sku: str, actor: str, delta: int, reason: str) -> str:
     # The page and the API share one fingerprint, so one tap is one adjustment whichever way it arrives.
+    # ``actor`` here is whoever scopes the key: the caller's immutable user key (see item_adjust).
     return fingerprint(method="POST", route=f"inventory/{sku}/adjustments", user_id=actor,
                        payload={"delta": delta, "reason": reason})
 
 
 def item_adjust(*, sku: str, delta: int, reason: str, actor: str, idempotency_key: str | None = None,
-                policy: RetryPolicy = DEFAULT_POLICY) -> Adjustment:
+                user_id: str | None = None, policy: RetryPolicy = DEFAULT_POLICY) -> Adjustment:
     """Add ``delta`` (negative for "sold", positive for "received") to the stock; concurrent calls all apply.
 
     One transaction per attempt: the item (ADD quantity, version = version read, and for a decrement
     quantity >= -delta), its history entry, and with ``idempotency_key`` the tap's COMPLETED record. A key seen
-    before answers the first outcome again (``replayed``) and changes nothing.
+    before answers the first outcome again (``replayed``) and changes nothing. ``actor`` is the name history
+    shows; ``user_id`` (``tems.identity.user_key``) scopes the key, so a later account that takes a deleted
+    one's name never shares its records. Callers without an account (the lab's writers) fall back to ``actor``.
 
     Raises InventoryError: 'invalid' (delta 0); 'not_found'; 'conflict' when the stock cannot cover a
     decrement (``extra['on_hand']``); 'unprocessable' when the key was used for a different request; 'busy'
@@ -357,7 +443,8 @@ def item_adjust(*, sku: str, delta: int, reason: str, actor: str, idempotency_ke
         raise InventoryError("invalid", f"An adjustment is at most {MAX_QUANTITY} units.",
                              errors={"delta": [f"Must be between -{MAX_QUANTITY} and {MAX_QUANTITY}."]})
     needed = max(0, -delta)
-    request_fingerprint = adjustment_fingerprint(sku=sku, actor=actor, delta=delta, reason=reason)
+    scope = user_id or actor
+    request_fingerprint = adjustment_fingerprint(sku=sku, actor=scope, delta=delta, reason=reason)
     with _measured("adjust") as stats:
         for attempt in range(policy.attempts):
             current = item_get(sku=sku)
@@ -366,7 +453,7 @@ def item_adjust(*, sku: str, delta: int, reason: str, actor: str, idempotency_ke
             response = StoredResponse.json({"quantity": quantity, "version": version}, status=200)
             record = None
             if idempotency_key:
-                record = completed_record(user_id=actor, key=idempotency_key, fingerprint=request_fingerprint,
+                record = completed_record(user_id=scope, key=idempotency_key, fingerprint=request_fingerprint,
                                           response=response)
             guard = InventoryItem.quantity >= needed if needed else None
             try:
@@ -412,6 +499,24 @@ def _write_change(*, item: InventoryItem, after: dict, kind: str, actor: str, re
     Raises TransactionCancelled (reasons by label) when the version moved, the guard failed, the history entry
     exists or the idempotency record exists; the item's failure carries its ALL_OLD image.
     """
+    transaction = LabelledTransaction()
+    now = _add_change(transaction, item=item, after=after, kind=kind, actor=actor, reason=reason, delta=delta,
+                      guard=guard)
+    if record is not None:
+        transaction.save(IDEMPOTENCY, record, condition=record_is_absent_or_expired(now),
+                         return_old_on_failure=True)
+    transaction.commit()
+    return InventoryItem(
+        *InventoryItem.key_for(item.sku), sku=item.sku, created_at=item.created_at, created_by=item.created_by,
+        updated_at=now, updated_by=actor, version=int(item.version) + 1, gsi1sk=item.gsi1sk, **after,
+    )
+
+
+def _add_change(transaction: LabelledTransaction, *, item: InventoryItem, after: dict, kind: str, actor: str,
+                reason: str = "", delta: int | None = None, guard=None, labels: tuple[str, str] = (ITEM, CHANGE),
+                ) -> datetime:
+    """Add the item's move to its next version and its history entry to ``transaction``; returns their time."""
+    item_label, change_label = labels
     expected = int(item.version)
     now = utcnow()
     before = item.snapshot()
@@ -429,20 +534,11 @@ def _write_change(*, item: InventoryItem, after: dict, kind: str, actor: str, re
     condition = InventoryItem.pk.exists()
     if guard is not None:
         condition &= guard
-    transaction = LabelledTransaction()
-    transaction.update(ITEM, target, actions=actions, condition=condition, return_old_on_failure=True)
-    transaction.save(CHANGE, _change(sku=item.sku, version=expected + 1, kind=kind, actor=actor, at=now,
-                                     before=before, after=after, reason=reason, delta=delta),
+    transaction.update(item_label, target, actions=actions, condition=condition, return_old_on_failure=True)
+    transaction.save(change_label, _change(sku=item.sku, version=expected + 1, kind=kind, actor=actor, at=now,
+                                           before=before, after=after, reason=reason, delta=delta),
                      condition=InventoryChange.sk.does_not_exist())
-    if record is not None:
-        transaction.save(IDEMPOTENCY, record, condition=record_is_absent_or_expired(now),
-                         return_old_on_failure=True)
-    transaction.commit()
-    written = InventoryItem(
-        *InventoryItem.key_for(item.sku), sku=item.sku, created_at=item.created_at, created_by=item.created_by,
-        updated_at=now, updated_by=actor, version=expected + 1, gsi1sk=item.gsi1sk, **after,
-    )
-    return written
+    return now
 
 
 def _change(*, sku: str, version: int, kind: str, actor: str, at: datetime, before: dict | None, after: dict,

@@ -18,6 +18,7 @@ from tems.decorators import staff_required
 from tems.http import after_save, conflict_status
 from tems.errors import DomainError
 from tems.idempotency import FORM_FIELD, key_from_request
+from tems.identity import user_key
 
 HISTORY_ON_DETAIL = 50
 
@@ -102,7 +103,8 @@ def item_adjust(request: HttpRequest, sku: str) -> HttpResponse:
         try:
             key = key_from_request(request)
             result = services.item_adjust(sku=sku, delta=form.delta, reason=form.cleaned_data["reason"],
-                                          actor=request.user.get_username(), idempotency_key=key)
+                                          actor=request.user.get_username(), idempotency_key=key,
+                                          user_id=user_key(request.user))
         except DomainError as refusal:  # InventoryError, or a bad/reused idempotency key
             if refusal.code == "not_found":
                 raise Http404(refusal.detail) from None

@@ -7,6 +7,7 @@ from registrations.errors import RegistrationError
 from registrations.forms import EventForm
 from tems.api import api_view, invalid_form, json_response, parse_json_object
 from tems.idempotency import fingerprint, idempotent, key_from_request, request_payload
+from tems.identity import user_key
 
 
 @api_view("GET", "POST")
@@ -37,9 +38,10 @@ def event_detail(request: HttpRequest, event_id: str) -> HttpResponse:
 @api_view("POST")
 def registration_create(request: HttpRequest, event_id: str) -> HttpResponse:
     """Register the caller for the event; exactly once per student, replayed per Idempotency-Key."""
-    user_id = request.user.get_username()
+    user_id = user_key(request.user)
     outcome = services.registration_create(
-        event_id=event_id, user_id=user_id, idempotency_key=key_from_request(request),
+        event_id=event_id, user_id=user_id, user_name=request.user.get_username(),
+        idempotency_key=key_from_request(request),
         fingerprint=fingerprint(method=request.method, route=request.path, user_id=user_id,
                                 payload=request_payload(request)),
     )
@@ -48,12 +50,12 @@ def registration_create(request: HttpRequest, event_id: str) -> HttpResponse:
 
 @api_view("GET")
 def my_registrations(request: HttpRequest) -> HttpResponse:
-    return json_response({"registrations": selectors.registration_list(user_id=request.user.get_username())})
+    return json_response({"registrations": selectors.registration_list(user_id=user_key(request.user))})
 
 
 @api_view("DELETE")
 @idempotent
 def registration_cancel(request: HttpRequest, registration_id: str) -> HttpResponse:
     """Cancel one of the caller's registrations; someone else's is 404 (registrations are looked up per user)."""
-    return json_response(services.registration_cancel(user_id=request.user.get_username(),
+    return json_response(services.registration_cancel(user_id=user_key(request.user),
                                                       registration_id=registration_id))

@@ -7,6 +7,7 @@ then deletes the run's items, so a naive run's duplicates teach without staying 
 
 from __future__ import annotations
 
+import hashlib
 import time
 import uuid
 from collections import Counter
@@ -47,6 +48,11 @@ MAX_LATENCY_MS = 200
 # that gap between the read and the write is where the naive handler's race lives.
 DEFAULT_LATENCY_MS = 20
 LAB_EVENT_COLLECTION = "LAB_EVENTS"
+# A race deletes its scratch event when it ends; the TTL only catches a run whose process died first.
+SCRATCH_TTL = timedelta(hours=1)
+# The try-it event is replaced on "start over"; a day covers a lab session, and the owner's next visit after
+# the TTL removed it clears what was left of it (scratch_event_delete) and makes a new one.
+TRYIT_TTL = timedelta(days=1)
 
 
 def _outcome_label(outcome) -> str:
@@ -70,7 +76,7 @@ def registration_race(*, technique: str, taps: int, same_key: bool, latency_ms: 
     event = services.event_create(
         event_id=f"lab-{run_id}", title=f"Lab race ({TECHNIQUE_LABELS[technique]})",
         starts_at=utcnow() + timedelta(days=1), capacity=MAX_TAPS, created_by="lab",
-        collection=LAB_EVENT_COLLECTION,
+        collection=LAB_EVENT_COLLECTION, expires_at=utcnow() + SCRATCH_TTL,
     )
     user_id = f"lab-student-{run_id}"
     shared_key = str(uuid.uuid4())
@@ -126,6 +132,46 @@ def _delete_run(*, event_id: str, user_id: str, keys: set[str], since) -> None:
     scratch_delete(partitions=[Event.pk_for(event_id), Registration.user_pk_for(user_id)], keys=extra)
 
 
+# --- the try-it panel: one scratch event per person ----------------------------------------------------------
+
+def tryit_event_id(*, user_id: str) -> str:
+    # Derived from the person, so a reset or a new session replaces their event instead of adding one more.
+    return f"lab-tryit-{hashlib.sha256(user_id.encode()).hexdigest()[:10]}"
+
+
+def tryit_event(*, user_id: str, fresh: bool = False) -> Event:
+    """The person's scratch event for the real Register button; ``fresh`` deletes it and its registrations first."""
+    event_id = tryit_event_id(user_id=user_id)
+    if not fresh:
+        try:
+            return selectors.event_get(event_id=event_id)
+        except RegistrationError:
+            pass  # never made, or removed by its TTL: clear whatever registrations it left behind
+    scratch_event_delete(event_id=event_id)
+    try:
+        return services.event_create(
+            event_id=event_id, title="Lab: try the real Register button", location="The double-click lab",
+            starts_at=utcnow() + timedelta(days=7), capacity=20, created_by="lab",
+            collection=LAB_EVENT_COLLECTION, expires_at=utcnow() + TRYIT_TTL,
+        )
+    except RegistrationError as error:
+        if error.code != "conflict":
+            raise
+        return selectors.event_get(event_id=event_id)  # a reset in another tab made it a moment ago
+
+
+def scratch_event_delete(*, event_id: str) -> int:
+    """Delete a lab event's partition (event, claims, waiting list, event-side registrations) and the
+    student-side copy of each registration, so nobody's list keeps a registration for an event that is gone."""
+    if not event_id.startswith("lab-"):
+        raise ValueError(f"{event_id!r} is not a lab scratch event")
+    registrations = Registration.query(Event.pk_for(event_id), Registration.sk.startswith(Registration.SK_PREFIX),
+                                       consistent_read=True)
+    student_side = [dict(zip(("PK", "SK"), ({"S": part} for part in Registration.user_key_for(
+        registration.user_id, registration.registration_id)))) for registration in registrations]
+    return scratch_delete(partitions=[Event.pk_for(event_id)], keys=student_side)
+
+
 def technique_costs() -> dict[str, dict[str, float]]:
     """What each technique sends for a first tap and for a retry of it (same key), measured one at a time."""
     costs = {}
@@ -134,7 +180,7 @@ def technique_costs() -> dict[str, dict[str, float]]:
         run_id = uuid.uuid4().hex[:10]
         event = services.event_create(event_id=f"lab-{run_id}", title="Lab cost probe", created_by="lab",
                                       starts_at=utcnow() + timedelta(days=1), capacity=10,
-                                      collection=LAB_EVENT_COLLECTION)
+                                      collection=LAB_EVENT_COLLECTION, expires_at=utcnow() + SCRATCH_TTL)
         user_id, key = f"lab-student-{run_id}", str(uuid.uuid4())
         started = utcnow()
         with metered() as first:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from pynamodb.attributes import NumberAttribute, UnicodeAttribute, UTCDateTimeAttribute, VersionAttribute
+from pynamodb.attributes import (
+    NumberAttribute, TTLAttribute, UnicodeAttribute, UTCDateTimeAttribute, VersionAttribute,
+)
 from pynamodb.models import Model
 
 from tems.clock import utcnow
@@ -42,6 +44,8 @@ class Event(Model):
     updated_at = UTCDateTimeAttribute(default=utcnow)
     updated_by = UnicodeAttribute(default="")
     version = VersionAttribute()
+    # Only the lab's scratch events expire: a backstop for when the lab's own clean-up never ran.
+    expires_at = TTLAttribute(null=True)
 
     by_start = CollectionIndex()
     gsi1pk = UnicodeAttribute(attr_name="GSI1PK", default=COLLECTION)
@@ -114,7 +118,8 @@ class RegistrationClaim(Model):
     entity = UnicodeAttribute(default="RegistrationClaim")
     registration_id = UnicodeAttribute()
     event_id = UnicodeAttribute()
-    user_id = UnicodeAttribute()
+    user_id = UnicodeAttribute()  # tems.identity.user_key: immutable, never a username
+    user_name = UnicodeAttribute(null=True)  # the display name at registration (the API's "user")
     status = UnicodeAttribute()
     created_at = UTCDateTimeAttribute()
     ticket = NumberAttribute(null=True)  # the waitlist ticket while waitlisted
@@ -140,7 +145,8 @@ class Registration(Model):
     entity = UnicodeAttribute(default="Registration")
     registration_id = UnicodeAttribute()
     event_id = UnicodeAttribute()
-    user_id = UnicodeAttribute()
+    user_id = UnicodeAttribute()  # tems.identity.user_key: immutable, never a username
+    user_name = UnicodeAttribute(null=True)  # the display name at registration (the API's "user")
     status = UnicodeAttribute()
     created_at = UTCDateTimeAttribute()
     ticket = NumberAttribute(null=True)

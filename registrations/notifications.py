@@ -6,20 +6,21 @@ a per-account hourly budget (tems.accounts): anyone can sign up with a stranger'
 """
 
 from django.conf import settings
-from django.contrib.auth.models import User
 from django.core.mail import send_mail
 
 from registrations import selectors
 from registrations.errors import RegistrationError
 from tems.accounts import notification_recipient
+from tems.identity import user_for_key
 from tems.outbox import OutboxMessage
 
 
 def _send(message: OutboxMessage, subject: str, body: str) -> None:
     data = message.data
-    user = User.objects.filter(username=data["user"]).first()
+    # By the immutable key: a deleted student's mail must not reach whoever took the username since.
+    user = user_for_key(data["user"])
     if user is None or not user.email:
-        return  # a lab's synthetic student, or an account without an address: nobody to tell
+        return  # a deleted account, a lab's synthetic student, or no address: nobody to tell
     recipient = notification_recipient(user=user)
     if recipient is None:
         return  # unverified, or over its hourly budget: the message is consumed unsent, never retried

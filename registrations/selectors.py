@@ -57,12 +57,16 @@ def registration_qr_svg(*, registration_id: str) -> str:
 
 
 def registration_to_dict(*, registration_id: str, event_id: str, user_id: str, status: str,
-                         position: int | None, created_at: datetime) -> dict[str, Any]:
-    """The API's representation of a registration (also what the idempotency record stores and replays)."""
+                         position: int | None, created_at: datetime, user_name: str | None = None) -> dict[str, Any]:
+    """The API's representation of a registration (also what the idempotency record stores and replays).
+
+    ``user`` shows the display name; the immutable ``user_id`` stays internal (synthetic lab and bench students
+    have no name, and show their id).
+    """
     return {
         "registration_id": registration_id,
         "event_id": event_id,
-        "user": user_id,
+        "user": user_name or user_id,
         "status": status,
         "position": position,
         "qr_svg": registration_qr_svg(registration_id=registration_id),
@@ -119,7 +123,7 @@ def registration_view(*, registration: Registration | RegistrationClaim) -> dict
     return registration_to_dict(
         registration_id=registration.registration_id, event_id=registration.event_id,
         user_id=registration.user_id, status=registration.status, position=position,
-        created_at=registration.created_at,
+        created_at=registration.created_at, user_name=registration.user_name,
     )
 
 

@@ -42,10 +42,12 @@ def event_create(
     created_by: str,
     event_id: str | None = None,
     collection: str = Event.COLLECTION,
+    expires_at: datetime | None = None,
 ) -> Event:
     """Create an event. Raises RegistrationError('conflict') if ``event_id`` is taken (the put is conditional).
 
-    ``collection`` is the listing it appears in; the lab's scratch events use their own, off the event list.
+    ``collection`` is the listing it appears in; the lab's scratch events use their own, off the event list,
+    and an ``expires_at`` after which DynamoDB's TTL deletes the event item.
     """
     event_id = event_id or new_event_id()
     now = utcnow()
@@ -63,6 +65,7 @@ def event_create(
         updated_by=created_by,
         gsi1pk=collection,
         gsi1sk=Event.listing_key(starts_at, event_id),
+        expires_at=expires_at,
     )
     try:
         # The version attribute makes PynamoDB send attribute_not_exists(version): a second create is refused.
@@ -187,6 +190,7 @@ class _NewRegistration:
     created_at: datetime
     idempotency_key: str
     fingerprint: str
+    user_name: str | None = None
 
 
 def new_registration_id() -> str:
@@ -204,9 +208,11 @@ def _conflict_pause(conflicts: int, sleep: Callable[[float], None]) -> None:
 
 
 def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fingerprint: str,
-                        now: datetime | None = None,
+                        user_name: str | None = None, now: datetime | None = None,
                         sleep: Callable[[float], None] = time.sleep) -> RegistrationOutcome:
     """Register ``user_id`` for ``event_id`` exactly once per student and once per idempotency key.
+
+    ``user_id`` is the student's immutable key (``tems.identity.user_key``); ``user_name`` is only shown.
 
     One request when the seat is free and the key is new. Returns the outcome whose response is the 201 of a
     new registration (confirmed, or waitlisted with its position when the event is full), the 200 of the
@@ -216,7 +222,7 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
     """
     attempt = _NewRegistration(
         registration_id=new_registration_id(), event_id=event_id, user_id=user_id,
-        created_at=now or utcnow(), idempotency_key=idempotency_key, fingerprint=fingerprint,
+        created_at=now or utcnow(), idempotency_key=idempotency_key, fingerprint=fingerprint, user_name=user_name,
     )
     seats: dict[str, Any] | None = None  # the event as the last failed seat condition saw it (ALL_OLD)
     conflicts = 0
@@ -269,11 +275,12 @@ def _base_transaction(attempt: _NewRegistration, *, status: str, position: int |
     """The items common to both kinds of new registration, with the response computed up front."""
     body = selectors.registration_to_dict(
         registration_id=attempt.registration_id, event_id=attempt.event_id, user_id=attempt.user_id,
-        status=status, position=position, created_at=attempt.created_at,
+        status=status, position=position, created_at=attempt.created_at, user_name=attempt.user_name,
     )
     response = StoredResponse.json(body, status=201)
     fields = {"registration_id": attempt.registration_id, "event_id": attempt.event_id,
-              "user_id": attempt.user_id, "status": status, "created_at": attempt.created_at, "ticket": ticket}
+              "user_id": attempt.user_id, "user_name": attempt.user_name, "status": status,
+              "created_at": attempt.created_at, "ticket": ticket}
     transaction = LabelledTransaction()
     transaction.save(
         IDEMPOTENCY,
@@ -291,7 +298,9 @@ def _base_transaction(attempt: _NewRegistration, *, status: str, position: int |
                      Registration(*Registration.event_key_for(attempt.event_id, attempt.registration_id), **fields))
     transaction.save(OUTBOX, outbox_message(
         message_type="RegistrationCreated", now=attempt.created_at,
-        payload={name: value for name, value in body.items() if name != "qr_svg"},
+        # "user" is the immutable key in every message, as in the cancel and promote ones: the relay finds the
+        # recipient by it, never by a name someone else may hold by then.
+        payload={**{name: value for name, value in body.items() if name != "qr_svg"}, "user": attempt.user_id},
     ))
     return transaction, response
 

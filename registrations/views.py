@@ -18,6 +18,7 @@ from registrations.forms import EventEditForm, EventForm
 from tems.decorators import staff_required
 from tems.http import after_save, conflict_status
 from tems.errors import DomainError
+from tems.identity import user_key
 from tems.idempotency import REPLAYED_HEADER, TRANSIENT_STATUSES, fingerprint, idempotent, key_from_request, request_payload
 
 
@@ -53,7 +54,7 @@ ROW = "registrations/my_registrations.html#registration-row"
 def _panel_context(request: HttpRequest, event, *, registration: dict | None = None,
                    notice: tuple[str, str] | None = None, lookup: bool = True) -> dict:
     if registration is None and lookup:
-        claim = selectors.claim_get(event_id=event.event_id, user_id=request.user.get_username())
+        claim = selectors.claim_get(event_id=event.event_id, user_id=user_key(request.user))
         registration = selectors.registration_view(registration=claim) if claim else None
     return {"event": event, "registration": registration, "fresh_key": str(uuid.uuid4()), "notice": notice}
 
@@ -90,11 +91,12 @@ def _error_redirect(request: HttpRequest, error: DomainError, url: str) -> HttpR
 @require_POST
 @login_required
 def registration_create(request: HttpRequest, event_id: str) -> HttpResponse:
-    user_id = request.user.get_username()
+    user_id = user_key(request.user)
     event_url = reverse("registrations:event_detail", kwargs={"event_id": event_id})
     try:
         outcome = services.registration_create(
-            event_id=event_id, user_id=user_id, idempotency_key=key_from_request(request),
+            event_id=event_id, user_id=user_id, user_name=request.user.get_username(),
+            idempotency_key=key_from_request(request),
             fingerprint=fingerprint(method=request.method, route=request.path, user_id=user_id,
                                     payload=request_payload(request)),
         )
@@ -116,7 +118,7 @@ def registration_create(request: HttpRequest, event_id: str) -> HttpResponse:
 @require_GET
 @login_required
 def my_registrations(request: HttpRequest) -> HttpResponse:
-    registrations = selectors.registration_list(user_id=request.user.get_username())
+    registrations = selectors.registration_list(user_id=user_key(request.user))
     for row in registrations:
         # One key per form: each cancel button is its own tap.
         row["fresh_key"] = str(uuid.uuid4())
@@ -137,7 +139,7 @@ def _cancel_error(request: HttpRequest, error: DomainError) -> HttpResponse:
 @_page_errors
 @idempotent(render_error=_cancel_error)
 def registration_cancel(request: HttpRequest, registration_id: str) -> HttpResponse:
-    user_id = request.user.get_username()
+    user_id = user_key(request.user)
     registration = selectors.registration_get(user_id=user_id, registration_id=registration_id)
     services.registration_cancel(user_id=user_id, registration_id=registration_id)
     event = _event_or_404(registration.event_id)

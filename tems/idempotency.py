@@ -34,6 +34,7 @@ from tems.api import problem_from_error
 from tems.clock import utcnow
 from tems.dynamo import TableMeta
 from tems.errors import DomainError
+from tems.identity import user_key
 from tems.transactions import LabelledTransaction, TransactionCancelled
 
 HEADER = "Idempotency-Key"
@@ -214,7 +215,7 @@ def request_payload(request: HttpRequest) -> Any:
 
 
 def request_fingerprint(request: HttpRequest) -> str:
-    return fingerprint(method=request.method or "", route=request.path, user_id=request.user.get_username(),
+    return fingerprint(method=request.method or "", route=request.path, user_id=user_key(request.user),
                        payload=request_payload(request))
 
 
@@ -326,7 +327,7 @@ def idempotent(view: Callable[..., HttpResponse] | None = None, *,
         @functools.wraps(view)
         def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
             key = key_from_request(request)
-            user_id = request.user.get_username()
+            user_id = user_key(request.user)
             attempt_id = uuid.uuid4().hex
             stored = _acquire(user_id=user_id, key=key, fp=request_fingerprint(request), attempt_id=attempt_id,
                               policy=policy)

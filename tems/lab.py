@@ -11,18 +11,21 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from html import escape
 from typing import Any, Generic, TypeVar
 
 from pynamodb.attributes import TTLAttribute, UnicodeAttribute, UTCDateTimeAttribute
+from pynamodb.exceptions import DeleteError, PutError
 from pynamodb.models import Model
 
 from tems.clock import utcnow
 from tems.dynamo import TableMeta, boto3_client, current_config, metered
+from tems.errors import DomainError
 
 T = TypeVar("T")
 
@@ -103,6 +106,68 @@ class LabRun(Model):
     @property
     def result_dict(self) -> dict[str, Any]:
         return json.loads(self.result)
+
+
+# --- how many runs at once -----------------------------------------------------------------------------------
+# A run fires up to 100 threads of DynamoDB requests from the web server that serves everyone else, so the whole
+# deployment (every server) runs at most LAB_SLOTS at once; a third visitor is told to try again shortly.
+LAB_SLOTS = 2
+# Longer than the longest run (100 taps with 200 ms of delay, or the barrier's 30 s timeout): a slot outlives its
+# run only when the process died holding it, and then the next run takes it over once the lease ran out.
+SLOT_LEASE = timedelta(seconds=90)
+BUSY_RETRY_AFTER_SECONDS = 5
+
+
+class LabSlot(Model):
+    """``LABSLOT`` / ``SLOT#<n>``: one of the ``LAB_SLOTS`` runs allowed at once, while its lease lasts."""
+
+    class Meta(TableMeta):
+        pass
+
+    PK = "LABSLOT"
+
+    pk = UnicodeAttribute(hash_key=True, attr_name="PK")
+    sk = UnicodeAttribute(range_key=True, attr_name="SK")
+    entity = UnicodeAttribute(default="LabSlot")
+    holder = UnicodeAttribute()
+    lease_expires_at = UTCDateTimeAttribute()
+    expires_at = TTLAttribute()  # a dead holder's slot also deletes itself
+
+    @classmethod
+    def key_for(cls, slot: int) -> tuple[str, str]:
+        return cls.PK, f"SLOT#{slot}"
+
+
+@contextmanager
+def lab_slot(*, slots: int | None = None) -> Iterator[str]:
+    """Hold one of the lab's run slots for the ``with`` block; DomainError('busy') when all are taken.
+
+    Each slot is taken by a conditional put (free, or its lease ran out), so servers that share the table never
+    hand one slot to two runs, and nothing is kept in process memory. Released by a delete conditioned on still
+    being the holder.
+    """
+    holder = uuid.uuid4().hex
+    for slot in range(LAB_SLOTS if slots is None else slots):
+        now = utcnow()
+        claim = LabSlot(*LabSlot.key_for(slot), holder=holder, lease_expires_at=now + SLOT_LEASE,
+                        expires_at=now + SLOT_LEASE)
+        try:
+            claim.save(condition=LabSlot.pk.does_not_exist() | (LabSlot.lease_expires_at < now))
+        except PutError as error:
+            if error.cause_response_code != "ConditionalCheckFailedException":
+                raise
+            continue
+        try:
+            yield holder
+        finally:
+            try:
+                claim.delete(condition=LabSlot.holder == holder)
+            except DeleteError as error:
+                if error.cause_response_code != "ConditionalCheckFailedException":
+                    raise  # otherwise the lease ran out and another run holds the slot now: leave it be
+        return
+    raise DomainError("busy", "The lab is busy with other runs right now; try again in a few seconds.",
+                      retry_after=BUSY_RETRY_AFTER_SECONDS)
 
 
 def lab_run_save(*, kind: str, technique: str, params: dict[str, Any], result: dict[str, Any]) -> LabRun:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import functools
 import uuid
 from collections.abc import Callable
-from datetime import timedelta
 
 from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
@@ -18,15 +18,12 @@ from django.views.decorators.http import require_GET, require_POST
 from inventory import lab as inventory_lab
 from registrations import lab as registration_lab
 from registrations import selectors as registration_selectors
-from registrations import services as registration_services
-from registrations.errors import RegistrationError
 from tems.api import api_view, invalid_form, json_response, parse_json_object, problem
-from tems.clock import utcnow
 from tems.errors import DomainError
 from tems.forms import LostUpdateForm, RegistrationRaceForm
-from tems.lab import bar_chart_svg, lab_run_save, lab_runs_recent
-
-TRYIT_SESSION_KEY = "lab_tryit_event"
+from tems.http import after_save
+from tems.identity import user_key
+from tems.lab import bar_chart_svg, lab_run_save, lab_runs_recent, lab_slot
 
 
 def can_use_lab(user) -> bool:
@@ -57,13 +54,15 @@ def _lab_api(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
 # --- the races --------------------------------------------------------------------------------------------
 
 def _registration_race(data: dict) -> dict:
-    result = registration_lab.registration_race(**data)
+    with lab_slot():
+        result = registration_lab.registration_race(**data)
     lab_run_save(kind="registration", technique=data["technique"], params=data, result=result)
     return result
 
 
 def _lost_update_race(data: dict) -> dict:
-    result = inventory_lab.lost_update_race(**data)
+    with lab_slot():
+        result = inventory_lab.lost_update_race(**data)
     lab_run_save(kind="lost-update", technique=data["technique"], params=data, result=result)
     return result
 
@@ -113,25 +112,13 @@ def _costs_context() -> dict:
 
 
 def _tryit_event(request: HttpRequest, *, fresh: bool = False):
-    """The caller's own scratch event for the real Register button (a new one on "start over")."""
-    event_id = request.session.get(TRYIT_SESSION_KEY)
-    if event_id and not fresh:
-        try:
-            return registration_selectors.event_get(event_id=event_id)
-        except RegistrationError:
-            pass
-    event = registration_services.event_create(
-        event_id=f"lab-tryit-{uuid.uuid4().hex[:10]}", title="Lab: try the real Register button",
-        location="The double-click lab", starts_at=utcnow() + timedelta(days=7), capacity=20, created_by="lab",
-        collection=registration_lab.LAB_EVENT_COLLECTION,
-    )
-    request.session[TRYIT_SESSION_KEY] = event.event_id
-    return event
+    """The caller's own scratch event for the real Register button (replaced on "start over")."""
+    return registration_lab.tryit_event(user_id=user_key(request.user), fresh=fresh)
 
 
 def _tryit_context(request: HttpRequest, *, fresh: bool = False) -> dict:
     event = _tryit_event(request, fresh=fresh)
-    claim = registration_selectors.claim_get(event_id=event.event_id, user_id=request.user.get_username())
+    claim = registration_selectors.claim_get(event_id=event.event_id, user_id=user_key(request.user))
     registration = registration_selectors.registration_view(registration=claim) if claim else None
     return {"event": event, "registration": registration, "fresh_key": str(uuid.uuid4()), "notice": None}
 
@@ -179,7 +166,12 @@ def lab_lost_update(request: HttpRequest) -> HttpResponse:
 @require_POST
 @lab_page
 def lab_costs(request: HttpRequest) -> HttpResponse:
-    result = registration_lab.technique_costs()
+    try:
+        with lab_slot():
+            result = registration_lab.technique_costs()
+    except DomainError as busy:
+        messages.error(request, busy.detail)
+        return after_save(request, reverse("lab:index") + "#decision-table")
     lab_run_save(kind="costs", technique="all", params={}, result=result)
     if request.htmx:
         return render(request, "lab/index.html#decision-table", _costs_context())

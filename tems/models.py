@@ -1,4 +1,5 @@
-"""The shared table models live in their own modules; importing them here registers them with Django's start-up.
+"""``UserIdentity`` is the one Django model of ``tems``. The shared table models live in their own modules;
+importing them here registers them with Django's start-up.
 
 The Django models at the end (accounts' verified addresses and mail quotas) live in Django's own database.
 
@@ -9,11 +10,14 @@ the configuration; this import only makes start-up order not matter for the ones
 from django.conf import settings
 from django.db import models
 
+from tems.identity import UserIdentity
 from tems.idempotency import IdempotencyRecord
-from tems.lab import LabRun
+from tems.lab import LabRun, LabSlot
 from tems.outbox import OutboxMessage
+from tems.ratelimit import WriteRateCounter
 
-__all__ = ["EmailAddress", "IdempotencyRecord", "LabRun", "MailQuota", "OutboxMessage"]
+__all__ = ["EmailAddress", "IdempotencyRecord", "LabRun", "LabSlot", "MailQuota", "OutboxMessage", "UserIdentity",
+           "WriteRateCounter"]
 
 
 # --- Accounts (Django's own database, beside the users they belong to) --------------------------------------

@@ -122,9 +122,23 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "tems.ratelimit.WriteRateMiddleware",
     # Last, as django-axes asks: it turns a lockout signalled during authentication into the lockout page.
     "axes.middleware.AxesMiddleware",
 ]
+
+
+def _write_rate() -> int:
+    raw = os.environ.get("TEMS_WRITE_RATE", "60").strip()
+    if not raw.isdigit():
+        raise RuntimeError(f"TEMS_WRITE_RATE must be a whole number of requests a minute (0: no limit), got {raw!r}.")
+    return int(raw)
+
+
+# Unsafe requests (POST/PUT/PATCH/DELETE) per minute per logged-in user, counted in DynamoDB (tems/ratelimit.py).
+# 60 is far above any person's tapping and far below what a script needs to flood the outbox; 0 turns the limit
+# off, as load tests and `make bench` need.
+TEMS_WRITE_RATE = _write_rate()
 
 ROOT_URLCONF = "tems.urls"
 WSGI_APPLICATION = "tems.wsgi.application"

@@ -56,6 +56,13 @@ def moto_ddb(monkeypatch):
     configure_models(TableConfig.from_settings())
 
 
+@pytest.fixture(autouse=True)
+def no_write_limit(settings):
+    """The suite writes far faster than a person: the per-user write limit is off unless a test turns it on
+    (tests/tems/test_ratelimit.py)."""
+    settings.TEMS_WRITE_RATE = 0
+
+
 def pytest_collection_modifyitems(items):
     for item in items:
         fixtures = getattr(item, "fixturenames", ())

@@ -202,11 +202,19 @@ def test_unknown_item_pages_are_404(ddb, staff_client):
 # --- import and metrics -----------------------------------------------------------------------------------
 
 def test_import_from_a_file_reports_each_row(item, staff_client):
+    upload = SimpleUploadedFile("count.csv", b"sku,quantity\nTSHIRT-M,25\n", content_type="text/csv")
+    response = staff_client.post("/inventory/import/", {"csv_file": upload, "reason": "monthly count"})
+    page = response.content.decode()
+    assert response.status_code == 200 and "Updated" in page
+    assert int(selectors.item_get(sku="TSHIRT-M").quantity) == 25
+
+
+def test_an_unknown_sku_imports_nothing_and_says_which_line(item, staff_client):
     upload = SimpleUploadedFile("count.csv", b"sku,quantity\nTSHIRT-M,25\nGHOST,3\n", content_type="text/csv")
     response = staff_client.post("/inventory/import/", {"csv_file": upload, "reason": "monthly count"})
     page = response.content.decode()
-    assert response.status_code == 200 and "Updated" in page and "Not imported:" in page
-    assert int(selectors.item_get(sku="TSHIRT-M").quantity) == 25
+    assert response.status_code == 400 and "line 3: there is no inventory item &#x27;GHOST&#x27;" in page
+    assert int(selectors.item_get(sku="TSHIRT-M").quantity) == 10
 
 
 def test_import_with_a_bad_line_shows_it_and_writes_nothing(item, staff_client):

@@ -7,6 +7,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from registrations import selectors
+from tems.identity import user_key
 from tests.registrations.helpers import assert_invariants_clean, make_event
 
 pytestmark = pytest.mark.browser
@@ -47,7 +48,8 @@ def test_a_tap_sends_a_key_made_at_that_moment(ddb, browser, live_server, sessio
     assert UUID4.match(key) and key != rendered
     assert page.locator("#registration-panel svg").count() == 1
     assert "1 / 5 seats taken" in page.locator("#seats").inner_text()
-    assert selectors.claim_get(event_id=event.event_id, user_id="tapper").status == "confirmed"
+    tapper = user_key(User.objects.get(username="tapper"))
+    assert selectors.claim_get(event_id=event.event_id, user_id=tapper).status == "confirmed"
 
 
 def test_a_network_error_is_retried_once_with_the_same_key(ddb, browser, live_server, session_cookie):
@@ -66,7 +68,7 @@ def test_a_network_error_is_retried_once_with_the_same_key(ddb, browser, live_se
     page.get_by_role("button", name="Register").click()
     page.get_by_text("You have a seat.").wait_for()
     assert len(keys) == 2 and keys[0] == keys[1]
-    assert len(selectors.registration_list(user_id="tapper")) == 1
+    assert len(selectors.registration_list(user_id=user_key(User.objects.get(username="tapper")))) == 1
     assert_invariants_clean()
 
 

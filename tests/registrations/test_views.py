@@ -5,6 +5,7 @@ from datetime import UTC, datetime
 import pytest
 
 from registrations import selectors, services
+from tems.identity import user_key
 
 STARTS = datetime(2027, 5, 1, 9, 0, tzinfo=UTC)
 
@@ -108,7 +109,7 @@ def test_event_page_renders_a_fresh_key_into_the_register_form(small_event, stud
     assert "/static/js/tems-idempotency.js" in first and "My registrations" in first
 
 
-def test_plain_post_without_javascript_registers_and_a_resubmission_replays(small_event, student_client):
+def test_plain_post_without_javascript_registers_and_a_resubmission_replays(small_event, student, student_client):
     page = student_client.get(f"/events/{small_event.event_id}/").content.decode()
     key = KEY_INPUT.search(page).group(1)
     url = f"/events/{small_event.event_id}/register/"
@@ -120,7 +121,7 @@ def test_plain_post_without_javascript_registers_and_a_resubmission_replays(smal
     # The browser re-posting the same form (refresh, back button) is the same tap.
     again = student_client.post(url, {"idempotency_key": key})
     assert again.status_code == 302
-    assert len(selectors.registration_list(user_id="student1")) == 1
+    assert len(selectors.registration_list(user_id=user_key(student))) == 1
     assert_invariants_clean()
 
 
@@ -148,21 +149,21 @@ def test_full_event_offers_the_waiting_list(small_event, student_client):
     assert "Join the waiting list" in page
 
 
-def test_post_without_a_key_is_refused_with_a_message(small_event, student_client):
+def test_post_without_a_key_is_refused_with_a_message(small_event, student, student_client):
     response = student_client.post(f"/events/{small_event.event_id}/register/", {}, follow=True)
     assert "Idempotency-Key header is required" in response.content.decode()
-    assert selectors.registration_list(user_id="student1") == []
+    assert selectors.registration_list(user_id=user_key(student)) == []
 
 
-def test_my_registrations_lists_them_with_idempotent_cancel_buttons(small_event, student_client):
-    register(small_event.event_id, "student1")
+def test_my_registrations_lists_them_with_idempotent_cancel_buttons(small_event, student, student_client):
+    register(small_event.event_id, user_key(student))
     page = student_client.get("/me/registrations/").content.decode()
     assert "Robot night" in page and "Confirmed" in page and "Cancel registration" in page
     assert len(KEY_INPUT.findall(page)) == 1
 
 
-def test_cancel_from_the_list_with_htmx_replays_the_same_tap(small_event, student_client):
-    registration_id = register(small_event.event_id, "student1").data["registration_id"]
+def test_cancel_from_the_list_with_htmx_replays_the_same_tap(small_event, student, student_client):
+    registration_id = register(small_event.event_id, user_key(student)).data["registration_id"]
     key = str(uuid.uuid4())
     url = f"/registrations/{registration_id}/cancel/"
     first = student_client.post(url, {"from": "list"}, HTTP_HX_REQUEST="true", HTTP_IDEMPOTENCY_KEY=key)
@@ -170,12 +171,12 @@ def test_cancel_from_the_list_with_htmx_replays_the_same_tap(small_event, studen
     assert first.status_code == 200 and "Cancelled." in page and f'id="registration-{registration_id}"' in page
     again = student_client.post(url, {"from": "list"}, HTTP_HX_REQUEST="true", HTTP_IDEMPOTENCY_KEY=key)
     assert again.content == first.content and again["Idempotent-Replayed"] == "true"
-    assert selectors.registration_list(user_id="student1") == []
+    assert selectors.registration_list(user_id=user_key(student)) == []
     assert_invariants_clean()
 
 
-def test_cancel_without_javascript_redirects_and_promotes(small_event, student_client):
-    registration_id = register(small_event.event_id, "student1").data["registration_id"]
+def test_cancel_without_javascript_redirects_and_promotes(small_event, student, student_client):
+    registration_id = register(small_event.event_id, user_key(student)).data["registration_id"]
     register(small_event.event_id, "next-in-line")
     response = student_client.post(f"/registrations/{registration_id}/cancel/",
                                    {"from": "event", "idempotency_key": str(uuid.uuid4())})
@@ -193,8 +194,8 @@ def test_cancelling_someone_elses_registration_page_is_404(small_event, student_
     assert selectors.claim_get(event_id=small_event.event_id, user_id="someone") is not None
 
 
-def test_a_busy_cancel_is_not_stored_so_the_same_tap_can_retry(small_event, student_client, monkeypatch):
-    registration_id = register(small_event.event_id, "student1").data["registration_id"]
+def test_a_busy_cancel_is_not_stored_so_the_same_tap_can_retry(small_event, student, student_client, monkeypatch):
+    registration_id = register(small_event.event_id, user_key(student)).data["registration_id"]
     key = str(uuid.uuid4())
     url = f"/registrations/{registration_id}/cancel/"
 
@@ -207,4 +208,4 @@ def test_a_busy_cancel_is_not_stored_so_the_same_tap_can_retry(small_event, stud
     monkeypatch.undo()
     retried = student_client.post(url, {"idempotency_key": key})
     assert retried.status_code == 302 and not retried.has_header("Idempotent-Replayed")
-    assert selectors.registration_list(user_id="student1") == []
+    assert selectors.registration_list(user_id=user_key(student)) == []

@@ -21,6 +21,15 @@ from tems.idempotency import (
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
 
+@pytest.fixture(autouse=True)
+def name_is_key(monkeypatch):
+    """These tests are about the decorator, not identities: the unsaved users here are keyed by their name.
+
+    tests/tems/test_identity.py covers the real immutable key end to end.
+    """
+    monkeypatch.setattr("tems.idempotency.user_key", lambda user: user.get_username())
+
+
 class FakeClock:
     def __init__(self, now: datetime = T0):
         self.now = now

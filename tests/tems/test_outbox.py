@@ -10,13 +10,15 @@ from django.contrib.auth.models import User
 from registrations import services
 from tems.accounts import email_address_mark_verified
 from tems.clock import utcnow
+from tems.identity import user_key
 from tems.outbox import LEASE, OutboxMessage, outbox_message, outbox_pending, outbox_relay
 from tests.registrations.helpers import make_event
 
 
 def register(event_id: str, username: str) -> None:
-    services.registration_create(event_id=event_id, user_id=username, idempotency_key=str(uuid.uuid4()),
-                                 fingerprint=f"fp-{username}")
+    # Domain data is keyed by the account's immutable key; the relay finds the recipient by it.
+    services.registration_create(event_id=event_id, user_id=user_key(User.objects.get(username=username)),
+                                 idempotency_key=str(uuid.uuid4()), fingerprint=f"fp-{username}")
 
 
 @pytest.fixture

@@ -1,0 +1,54 @@
+"""Who a person is to the domain: an immutable key, never their username.
+
+Everything TEMS stores about a person in DynamoDB (registrations, claims, idempotency records, write-rate
+counters) is keyed by ``user_key(user)``, a random UUID kept in Django's database next to the account and
+deleted with it. A username is only a display name: Django lets a deleted user's name be taken again, and data
+keyed by the name would pass to whoever takes it (see docs/registrations.md, "Who owns a registration").
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+_CACHE_ATTRIBUTE = "_tems_user_key"
+
+
+class UserIdentity(models.Model):
+    """One row per account, made on first use; its key is never reused, because it is never derived."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tems_identity")
+    key = models.UUIDField(unique=True, default=uuid.uuid4, editable=False)
+
+    class Meta:
+        app_label = "tems"
+
+    def __str__(self) -> str:
+        return f"{self.user_id}: {self.key}"
+
+
+def user_key(user) -> str:
+    """The immutable key of a logged-in ``user`` for every piece of domain data.
+
+    Made on first use (an account created before identities existed, or by any path that creates users, gets
+    one the same way); ``get_or_create`` relies on the unique ``user`` column, so two first requests at once
+    end with one row. Cached on the user object for the rest of the request.
+    """
+    cached = getattr(user, _CACHE_ATTRIBUTE, None)
+    if cached is None:
+        identity, _ = UserIdentity.objects.get_or_create(user=user)
+        cached = str(identity.key)
+        setattr(user, _CACHE_ATTRIBUTE, cached)
+    return cached
+
+
+def user_for_key(key: str):
+    """The account that owns ``key``, or None (deleted, or a synthetic lab/bench student that never had one)."""
+    try:
+        parsed = uuid.UUID(str(key))
+    except ValueError:
+        return None
+    identity = UserIdentity.objects.select_related("user").filter(key=parsed).first()
+    return identity.user if identity else None

@@ -1,0 +1,65 @@
+"""The lab's try-it event: one per person, cleaned on every reset, expiring as a backstop (issue 14, #11)."""
+
+import uuid
+
+import pytest
+from django.test import Client
+
+from registrations import selectors
+from registrations.lab import LAB_EVENT_COLLECTION, registration_race, tryit_event_id
+from registrations.models import Event
+from tems.dynamo import boto3_client, current_config
+from tems.identity import user_key
+from tests.registrations.helpers import assert_invariants_clean
+
+
+def lab_events() -> list[Event]:
+    return list(Event.by_start.query(LAB_EVENT_COLLECTION))
+
+
+@pytest.fixture
+def lab_client(settings, student, ddb):
+    settings.TEMS_DEMO = True  # the lab is open to every logged-in person in demo mode
+    client = Client()
+    client.force_login(student)
+    return client
+
+
+def test_resets_and_new_sessions_reuse_one_event_and_leave_no_registrations(lab_client, student):
+    assert lab_client.get("/lab/").status_code == 200
+    event_id = tryit_event_id(user_id=user_key(student))
+    response = lab_client.post(f"/events/{event_id}/register/", {"idempotency_key": str(uuid.uuid4())})
+    assert response.status_code == 302
+    assert len(selectors.registration_list(user_id=user_key(student))) == 1
+    for _ in range(3):
+        assert lab_client.post("/lab/try-it/reset/").status_code == 302
+    again = Client()
+    again.force_login(student)  # a new session of the same person
+    assert again.get("/lab/").status_code == 200
+    assert [event.event_id for event in lab_events()] == [event_id]
+    assert selectors.registration_list(user_id=user_key(student)) == []  # the reset took it away with the event
+    assert selectors.claim_get(event_id=event_id, user_id=user_key(student)) is None
+    assert_invariants_clean()
+
+
+def test_scratch_events_carry_a_ttl_in_case_the_clean_up_never_runs(lab_client, student, monkeypatch):
+    lab_client.get("/lab/")
+    (tryit,) = lab_events()
+    assert tryit.expires_at is not None
+    made = []
+    monkeypatch.setattr("registrations.lab.scratch_delete", lambda **kwargs: made.extend(lab_events()))
+    registration_race(technique="production", taps=2, same_key=False, latency_ms=0)
+    race_events = [event for event in made if event.event_id != tryit.event_id]
+    assert race_events and all(event.expires_at is not None for event in race_events)
+
+
+def test_an_expired_try_it_event_is_replaced_and_its_leftovers_cleared(lab_client, student):
+    lab_client.get("/lab/")
+    event_id = tryit_event_id(user_id=user_key(student))
+    lab_client.post(f"/events/{event_id}/register/", {"idempotency_key": str(uuid.uuid4())})
+    pk, sk = Event.key_for(event_id)  # what DynamoDB's TTL does: the event item alone goes
+    boto3_client().delete_item(TableName=current_config().table_name, Key={"PK": {"S": pk}, "SK": {"S": sk}})
+    assert lab_client.get("/lab/").status_code == 200
+    assert selectors.registration_list(user_id=user_key(student)) == []
+    assert [event.event_id for event in lab_events()] == [event_id]
+    assert_invariants_clean()
