@@ -13,6 +13,7 @@ from tems.accounts import (
     email_address_mark_verified, email_address_verified, email_verification_token,
     mail_quota_take,
 )
+from tems.identity import user_key
 from tems.models import MailQuota
 from tems.outbox import outbox_pending, outbox_relay
 from tests.registrations.helpers import make_event, register
@@ -109,8 +110,8 @@ def test_the_relay_does_not_mail_an_unverified_address_and_consumes_the_message(
     unverified, verified = students
     email_address_mark_verified(user=verified)
     event = make_event(capacity=5, title="Chess night")
-    register(event.event_id, unverified.username)
-    register(event.event_id, verified.username)
+    register(event.event_id, user_key(unverified))
+    register(event.event_id, user_key(verified))
     report = outbox_relay()
     assert report.delivered == 2 and report.failed == 0
     assert [mail.to for mail in mailoutbox] == [["v1@uni.test"]]
@@ -123,8 +124,8 @@ def test_notification_mails_are_bounded_per_account_per_hour(ddb, students, mail
     email_address_mark_verified(user=student)
     event = make_event(capacity=5)
     for _ in range(3):  # the attack: register and cancel, again and again
-        registration = register(event.event_id, student.username)
-        services.registration_cancel(user_id=student.username, registration_id=registration.data["registration_id"])
+        registration = register(event.event_id, user_key(student))
+        services.registration_cancel(user_id=user_key(student), registration_id=registration.data["registration_id"])
     report = outbox_relay()
     assert report.delivered == 6 and report.failed == 0
     assert len(mailoutbox) == 3
