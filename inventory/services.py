@@ -34,6 +34,7 @@ from inventory.models import InventoryChange, InventoryItem, OperationMetrics
 from inventory.selectors import change_to_dict, item_get, item_history, item_to_dict
 from tems.clock import utcnow
 from tems.dynamo import DynamoMeter, metered
+from tems.ids import ID_HELP, is_valid_id
 from tems.idempotency import (
     StoredResponse, completed_record, fingerprint, record_is_absent_or_expired, replay_from_raw,
 )
@@ -305,6 +306,10 @@ def _parse_counts(csv_text: str) -> list[tuple[int, str, int]]:
         if len(cells) < 2 or not cells[0]:
             problems.append(f"line {line}: expected 'sku,quantity'")
             continue
+        if not is_valid_id(cells[0]):
+            problems.append(f"line {line}: {cells[0][:20]!r}... is not a SKU. {ID_HELP}" if len(cells[0]) > 20
+                            else f"line {line}: {cells[0]!r} is not a SKU. {ID_HELP}")
+            continue
         try:
             counted = int(cells[1])
         except ValueError:
@@ -346,7 +351,7 @@ def item_adjust(*, sku: str, delta: int, reason: str, actor: str, idempotency_ke
     quantity >= -delta), its history entry, and with ``idempotency_key`` the tap's COMPLETED record. A key seen
     before answers the first outcome again (``replayed``) and changes nothing.
 
-    Raises InventoryError: 'invalid' (delta 0); 'not_found'; 'conflict' when the stock cannot cover a
+    Raises InventoryError: 'invalid' (delta 0, or past MAX_QUANTITY in stock); 'not_found'; 'conflict' when the stock cannot cover a
     decrement (``extra['on_hand']``); 'unprocessable' when the key was used for a different request; 'busy'
     when ``policy.attempts`` attempts all lost their race (nothing written; retrying with the key is safe).
     """
@@ -368,7 +373,10 @@ def item_adjust(*, sku: str, delta: int, reason: str, actor: str, idempotency_ke
             if idempotency_key:
                 record = completed_record(user_id=actor, key=idempotency_key, fingerprint=request_fingerprint,
                                           response=response)
-            guard = InventoryItem.quantity >= needed if needed else None
+            # The stock bounds are part of the write's condition: a decrement cannot go below 0, an increment
+            # cannot take the item past MAX_QUANTITY (past which the item could no longer be edited).
+            guard = (InventoryItem.quantity >= needed if needed
+                     else InventoryItem.quantity <= MAX_QUANTITY - delta)
             try:
                 _write_change(item=current, after={**current.snapshot(), "quantity": quantity},
                               kind=InventoryChange.ADJUST, actor=actor, reason=reason, delta=delta,
@@ -394,6 +402,12 @@ def item_adjust(*, sku: str, delta: int, reason: str, actor: str, idempotency_ke
                         raise InventoryError(
                             "conflict", f"Only {on_hand} in stock: cannot take {needed}.",
                             on_hand=on_hand, requested=needed, sku=sku,
+                        ) from None
+                    if delta > 0 and int(stored_item.quantity) + delta > MAX_QUANTITY:
+                        room = MAX_QUANTITY - int(stored_item.quantity)
+                        raise InventoryError(
+                            "invalid", f"At most {MAX_QUANTITY} can be in stock: room for {room} more, not {delta}.",
+                            errors={"delta": [f"At most {room} more fit."], "amount": [f"At most {room} more fit."]},
                         ) from None
                 elif not cancelled.is_conflict:
                     raise
