@@ -111,20 +111,24 @@ def loads_json(raw: bytes) -> Any:
         raise DomainError("invalid", f"The request body is not valid JSON: {error}.") from None
 
 
+def _body(request: HttpRequest) -> bytes:
+    try:
+        return request.body or b""
+    except RequestDataTooBig:
+        raise DomainError("too_large", "The request body is too large.") from None
+
+
 def parse_json_object(request: HttpRequest) -> dict[str, Any]:
     """The request body as a JSON object of storable values, or a DomainError that says what is wrong with it:
     'unsupported_media_type' (415) unless it is sent as application/json, 'too_large' (413) past
     DATA_UPLOAD_MAX_MEMORY_SIZE, 'invalid' (400) for bad JSON, deep nesting, huge numbers, NUL or lone surrogates.
     """
-    # Checked first: a multipart body has already been consumed by the CSRF check, and reading it again raises.
-    if request.content_type != JSON_CONTENT_TYPE:
+    # Checked before reading: a multipart body has already been consumed by the CSRF check, and reading it again
+    # raises. No type and no body at all is a missing body (400), not a wrong type.
+    if request.content_type != JSON_CONTENT_TYPE and (request.content_type or _body(request)):
         raise DomainError("unsupported_media_type",
                           f"Send the body as {JSON_CONTENT_TYPE}, not {request.content_type or 'without a type'}.")
-    try:
-        raw = request.body
-    except RequestDataTooBig:
-        raise DomainError("too_large", "The request body is too large.") from None
-    data = loads_json(raw or b"")
+    data = loads_json(_body(request))
     if not isinstance(data, dict):
         raise DomainError("invalid", "The request body must be a JSON object.")
     if problems := _unsafe_strings(data):
