@@ -8,7 +8,7 @@ from inventory import selectors, services
 from inventory.errors import InventoryError
 from inventory.forms import ItemCreateForm, ItemFieldsForm
 from inventory.models import InventoryItem
-from tems.api import api_view, invalid_form, json_response, parse_json_object
+from tems.api import api_view, json_response, parse_form, parse_json_object
 from tems.idempotency import parse_key
 from tems.identity import user_key
 
@@ -23,9 +23,7 @@ def _with_etag(response: HttpResponse, item: InventoryItem) -> HttpResponse:
 @api_view("GET", "POST", staff=True)
 def items(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
-        form = ItemCreateForm(data=parse_json_object(request))
-        if not form.is_valid():
-            raise invalid_form(form, InventoryError)
+        form = parse_form(request, ItemCreateForm, InventoryError)
         item = services.item_create(**form.cleaned_data, actor=request.user.get_username())
         response = json_response(selectors.item_to_dict(item), status=201)
         response["Location"] = f"/api/inventory/{item.sku}"
@@ -49,9 +47,7 @@ def _item_update(request: HttpRequest, sku: str) -> HttpResponse:
     match = _ETAG.match(if_match)
     if not match:
         raise InventoryError("invalid", f'If-Match must be one ETag as sent by GET, e.g. "3"; got {if_match[:40]!r}.')
-    form = ItemFieldsForm(data=parse_json_object(request))
-    if not form.is_valid():
-        raise invalid_form(form, InventoryError)
+    form = parse_form(request, ItemFieldsForm, InventoryError)
     item = services.item_update(sku=sku, expected_version=int(match.group(1)), actor=request.user.get_username(),
                                 **form.cleaned_data)
     return _with_etag(json_response(selectors.item_to_dict(item)), item)

@@ -1,13 +1,10 @@
 from django import forms
-from django.core.validators import RegexValidator
 
 from inventory.services import MAX_IMPORT_BYTES, MAX_QUANTITY
+from tems.ids import id_validator
 
-# Skus travel in URLs and in keys (ITEM#<sku>): letters, digits and a few separators, nothing to escape.
-SKU_VALIDATOR = RegexValidator(
-    r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$",
-    "Use 1-64 letters, digits, dots, dashes or underscores, starting with a letter or digit.",
-)
+# Skus travel in URLs and in keys (ITEM#<sku>): the shared id shape, nothing to escape.
+SKU_VALIDATOR = id_validator
 
 
 class ItemFieldsForm(forms.Form):

@@ -14,6 +14,7 @@ from pynamodb.models import Model
 
 from tems.clock import utcnow
 from tems.dynamo import CollectionIndex, TableMeta
+from tems.text import TextAttribute, displayable
 
 # Ten digits sort correctly as strings up to version 9,999,999,999: decades of edits at any plausible rate.
 VERSION_DIGITS = 10
@@ -35,10 +36,11 @@ class InventoryItem(Model):
     sk = UnicodeAttribute(range_key=True, attr_name="SK")
     entity = UnicodeAttribute(default="InventoryItem")
     sku = UnicodeAttribute()
-    name = UnicodeAttribute()
-    description = UnicodeAttribute(default="")
+    # What people typed: shown on every page, so read through TextAttribute (see tems.text).
+    name = TextAttribute()
+    description = TextAttribute(default="")
     quantity = NumberAttribute(default=0)
-    location = UnicodeAttribute(default="")
+    location = TextAttribute(default="")
     created_at = UTCDateTimeAttribute(default=utcnow)
     created_by = UnicodeAttribute(default="")
     updated_at = UTCDateTimeAttribute(default=utcnow)
@@ -88,7 +90,7 @@ class InventoryChange(Model):
     kind = UnicodeAttribute()
     changed_by = UnicodeAttribute()
     changed_at = UTCDateTimeAttribute(default=utcnow)
-    reason = UnicodeAttribute(default="")
+    reason = TextAttribute(default="")
     # Adjustments only: the relative change that was asked for.
     delta = NumberAttribute(null=True)
     # Raw maps of TRACKED_FIELDS; ``before`` is absent for the creating change.
@@ -174,5 +176,6 @@ def _plain(value) -> dict:
     if value is None:
         return {}
     raw = value.as_dict() if hasattr(value, "as_dict") else dict(value)
-    # DynamoDB numbers come back as Decimal; quantity is the only number we keep.
-    return {k: int(v) if k == "quantity" and v is not None else v for k, v in raw.items()}
+    # DynamoDB numbers come back as Decimal; quantity is the only number we keep. Text as TextAttribute reads it.
+    return {k: int(v) if k == "quantity" and v is not None else displayable(v) if isinstance(v, str) else v
+            for k, v in raw.items()}

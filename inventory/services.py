@@ -27,7 +27,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.core.exceptions import ValidationError
 
 from pynamodb.exceptions import PynamoDBException
 
@@ -36,6 +35,7 @@ from inventory.models import InventoryChange, InventoryItem, OperationMetrics
 from inventory.selectors import change_to_dict, item_get, item_history, item_to_dict
 from tems.clock import utcnow
 from tems.dynamo import DynamoMeter, metered
+from tems.ids import ID_HELP, is_valid_id
 from tems.idempotency import (
     StoredResponse, completed_record, fingerprint, record_is_absent_or_expired, replay_from_raw,
 )
@@ -367,7 +367,6 @@ def _validated_counts(csv_text: str) -> tuple[list[tuple[int, str, int]], dict[s
 
 
 def _parse_counts(csv_text: str) -> tuple[list[tuple[int, str, int]], list[str]]:
-    from inventory.forms import SKU_VALIDATOR  # the forms import this module; the shape has one home there
 
     rows, problems, first_line = [], [], {}
     for line, record in enumerate(csv.reader(io.StringIO(csv_text)), start=1):
@@ -382,13 +381,11 @@ def _parse_counts(csv_text: str) -> tuple[list[tuple[int, str, int]], list[str]]
         if len(cells) < 2 or not cells[0]:
             problems.append(f"line {line}: expected 'sku,quantity'")
             continue
-        sku = cells[0]
-        try:
-            SKU_VALIDATOR(sku)
-        except ValidationError:
-            problems.append(f"line {line}: {sku[:40]!r}{'…' if len(sku) > 40 else ''} is not a SKU "
-                            "(1-64 letters, digits, dots, dashes or underscores)")
+        if not is_valid_id(cells[0]):
+            problems.append(f"line {line}: {cells[0][:20]!r}... is not a SKU. {ID_HELP}" if len(cells[0]) > 20
+                            else f"line {line}: {cells[0]!r} is not a SKU. {ID_HELP}")
             continue
+        sku = cells[0]
         if sku in first_line:
             problems.append(f"line {line}: {sku} is already counted on line {first_line[sku]}")
             continue
@@ -432,7 +429,7 @@ def item_adjust(*, sku: str, delta: int, reason: str, actor: str, idempotency_ke
     shows; ``user_id`` (``tems.identity.user_key``) scopes the key, so a later account that takes a deleted
     one's name never shares its records. Callers without an account (the lab's writers) fall back to ``actor``.
 
-    Raises InventoryError: 'invalid' (delta 0); 'not_found'; 'conflict' when the stock cannot cover a
+    Raises InventoryError: 'invalid' (delta 0, or past MAX_QUANTITY in stock); 'not_found'; 'conflict' when the stock cannot cover a
     decrement (``extra['on_hand']``); 'unprocessable' when the key was used for a different request; 'busy'
     when ``policy.attempts`` attempts all lost their race (nothing written; retrying with the key is safe).
     """
@@ -455,7 +452,10 @@ def item_adjust(*, sku: str, delta: int, reason: str, actor: str, idempotency_ke
             if idempotency_key:
                 record = completed_record(user_id=scope, key=idempotency_key, fingerprint=request_fingerprint,
                                           response=response)
-            guard = InventoryItem.quantity >= needed if needed else None
+            # The stock bounds are part of the write's condition: a decrement cannot go below 0, an increment
+            # cannot take the item past MAX_QUANTITY (past which the item could no longer be edited).
+            guard = (InventoryItem.quantity >= needed if needed
+                     else InventoryItem.quantity <= MAX_QUANTITY - delta)
             try:
                 _write_change(item=current, after={**current.snapshot(), "quantity": quantity},
                               kind=InventoryChange.ADJUST, actor=actor, reason=reason, delta=delta,
@@ -481,6 +481,12 @@ def item_adjust(*, sku: str, delta: int, reason: str, actor: str, idempotency_ke
                         raise InventoryError(
                             "conflict", f"Only {on_hand} in stock: cannot take {needed}.",
                             on_hand=on_hand, requested=needed, sku=sku,
+                        ) from None
+                    if delta > 0 and int(stored_item.quantity) + delta > MAX_QUANTITY:
+                        room = MAX_QUANTITY - int(stored_item.quantity)
+                        raise InventoryError(
+                            "invalid", f"At most {MAX_QUANTITY} can be in stock: room for {room} more, not {delta}.",
+                            errors={"delta": [f"At most {room} more fit."], "amount": [f"At most {room} more fit."]},
                         ) from None
                 elif not cancelled.is_conflict:
                     raise

@@ -5,7 +5,7 @@ from django.http import HttpRequest, HttpResponse
 from registrations import selectors, services
 from registrations.errors import RegistrationError
 from registrations.forms import EventForm
-from tems.api import api_view, invalid_form, json_response, parse_json_object
+from tems.api import api_view, json_response, parse_form
 from tems.idempotency import fingerprint, idempotent, key_from_request, request_payload
 from tems.identity import user_key
 
@@ -21,9 +21,7 @@ def events(request: HttpRequest) -> HttpResponse:
 def _event_create(request: HttpRequest) -> HttpResponse:
     if not request.user.is_staff:
         raise RegistrationError("forbidden", "Only staff may create events.")
-    form = EventForm(data=parse_json_object(request))
-    if not form.is_valid():
-        raise invalid_form(form, RegistrationError)
+    form = parse_form(request, EventForm, RegistrationError)
     event = services.event_create(**form.cleaned_data, created_by=request.user.get_username())
     response = json_response(selectors.event_to_dict(event), status=201)
     response["Location"] = f"/api/events/{event.event_id}"

@@ -1,5 +1,7 @@
 from django import forms
 
+from tems.forms import UtcDateTimeField
+
 MAX_CAPACITY = 100_000
 
 
@@ -9,7 +11,7 @@ class EventForm(forms.Form):
     title = forms.CharField(max_length=200)
     description = forms.CharField(required=False, max_length=5000, widget=forms.Textarea(attrs={"rows": 4}))
     location = forms.CharField(required=False, max_length=200)
-    starts_at = forms.DateTimeField(
+    starts_at = UtcDateTimeField(
         help_text="Local time, or ISO 8601 with an offset in the API.",
         widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
     )

@@ -11,6 +11,7 @@ from pynamodb.models import Model
 
 from tems.clock import utcnow
 from tems.dynamo import CollectionIndex, TableMeta
+from tems.text import TextAttribute
 
 
 class Event(Model):
@@ -30,9 +31,10 @@ class Event(Model):
     sk = UnicodeAttribute(range_key=True, attr_name="SK")
     entity = UnicodeAttribute(default="Event")
     event_id = UnicodeAttribute()
-    title = UnicodeAttribute()
-    description = UnicodeAttribute(default="")
-    location = UnicodeAttribute(default="")
+    # What people typed: shown on every page, so read through TextAttribute (see tems.text).
+    title = TextAttribute()
+    description = TextAttribute(default="")
+    location = TextAttribute(default="")
     starts_at = UTCDateTimeAttribute()
     capacity = NumberAttribute()
     registered_count = NumberAttribute(default=0)

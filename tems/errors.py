@@ -12,6 +12,8 @@ STATUS_BY_CODE = {
     "conflict": 409,
     "gone": 410,
     "precondition_failed": 412,
+    "too_large": 413,
+    "unsupported_media_type": 415,
     "unprocessable": 422,
     "precondition_required": 428,
     "busy": 503,

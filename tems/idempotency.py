@@ -30,7 +30,7 @@ from pynamodb.exceptions import DeleteError, UpdateError
 from pynamodb.expressions.condition import Condition
 from pynamodb.models import Model
 
-from tems.api import problem_from_error
+from tems.api import JSON_CONTENT_TYPE, loads_json, problem_from_error
 from tems.clock import utcnow
 from tems.dynamo import TableMeta
 from tems.errors import DomainError
@@ -205,10 +205,10 @@ RECORD = "record"
 
 def request_payload(request: HttpRequest) -> Any:
     """What a request asks for, for its fingerprint: the JSON body, or the form fields without the tokens."""
-    if request.content_type == "application/json" and request.body:
+    if request.content_type == JSON_CONTENT_TYPE and request.body:
         try:
-            return json.loads(request.body)
-        except (UnicodeDecodeError, json.JSONDecodeError):
+            return loads_json(request.body)
+        except DomainError:
             return request.body.decode(errors="replace")
     return {name: request.POST.getlist(name) for name in sorted(request.POST)
             if name not in {"csrfmiddlewaretoken", FORM_FIELD}}

@@ -18,7 +18,7 @@ from django.views.decorators.http import require_GET, require_POST
 from inventory import lab as inventory_lab
 from registrations import lab as registration_lab
 from registrations import selectors as registration_selectors
-from tems.api import api_view, invalid_form, json_response, parse_json_object, problem
+from tems.api import api_view, json_response, parse_form, problem
 from tems.errors import DomainError
 from tems.forms import LostUpdateForm, RegistrationRaceForm
 from tems.http import after_save
@@ -69,18 +69,14 @@ def _lost_update_race(data: dict) -> dict:
 
 @_lab_api
 def api_registration_race(request: HttpRequest) -> HttpResponse:
-    form = RegistrationRaceForm(data=parse_json_object(request))
-    if not form.is_valid():
-        raise invalid_form(form)
+    form = parse_form(request, RegistrationRaceForm)
     result = _registration_race(form.cleaned_data)
     return json_response({k: v for k, v in result.items() if k in RegistrationRaceForm.API_FIELDS})
 
 
 @_lab_api
 def api_lost_update(request: HttpRequest) -> HttpResponse:
-    form = LostUpdateForm(data=parse_json_object(request))
-    if not form.is_valid():
-        raise invalid_form(form)
+    form = parse_form(request, LostUpdateForm)
     result = _lost_update_race(form.cleaned_data)
     return json_response({k: v for k, v in result.items() if k in LostUpdateForm.API_FIELDS})
 
