@@ -6,7 +6,7 @@ from registrations import selectors, services
 from registrations.errors import RegistrationError
 from registrations.forms import EventForm
 from tems.api import api_view, invalid_form, json_response, parse_json_object
-from tems.idempotency import fingerprint, idempotent, key_from_request, request_payload
+from tems.idempotency import fingerprint, key_from_request, request_payload
 
 
 @api_view("GET", "POST")
@@ -23,10 +23,14 @@ def _event_create(request: HttpRequest) -> HttpResponse:
     form = EventForm(data=parse_json_object(request))
     if not form.is_valid():
         raise invalid_form(form, RegistrationError)
-    event = services.event_create(**form.cleaned_data, created_by=request.user.get_username())
-    response = json_response(selectors.event_to_dict(event), status=201)
-    response["Location"] = f"/api/events/{event.event_id}"
-    return response
+    key = key_from_request(request)
+    user_id = request.user.get_username()
+    outcome = services.event_create_once(
+        **form.cleaned_data, created_by=user_id, idempotency_key=key,
+        fingerprint=fingerprint(method=request.method, route=request.path, user_id=user_id,
+                                payload=request_payload(request)),
+    )
+    return outcome.response.to_http(replayed=outcome.replayed)
 
 
 @api_view("GET")
@@ -52,8 +56,12 @@ def my_registrations(request: HttpRequest) -> HttpResponse:
 
 
 @api_view("DELETE")
-@idempotent
 def registration_cancel(request: HttpRequest, registration_id: str) -> HttpResponse:
-    """Cancel one of the caller's registrations; someone else's is 404 (registrations are looked up per user)."""
-    return json_response(services.registration_cancel(user_id=request.user.get_username(),
-                                                      registration_id=registration_id))
+    """Cancel one of the caller's registrations once per Idempotency-Key; someone else's is 404."""
+    user_id = request.user.get_username()
+    outcome = services.registration_cancel_once(
+        user_id=user_id, registration_id=registration_id, idempotency_key=key_from_request(request),
+        fingerprint=fingerprint(method=request.method, route=request.path, user_id=user_id,
+                                payload=request_payload(request)),
+    )
+    return outcome.response.to_http(replayed=outcome.replayed)

@@ -112,6 +112,7 @@ OUTBOX_HANDLERS = {
     "RegistrationCreated": "registrations.notifications.registration_created",
     "RegistrationPromoted": "registrations.notifications.registration_promoted",
     "RegistrationCancelled": "registrations.notifications.registration_cancelled",
+    "WaitlistPromotionRequested": "registrations.services.waitlist_promotion_requested",
 }
 # Without DJANGO_EMAIL_HOST, mails are printed where `make run` runs; with it, they go out over SMTP.
 _email_host = os.environ.get("DJANGO_EMAIL_HOST")

@@ -256,7 +256,8 @@ def test_api_cancel_whose_every_answer_is_lost_is_replayed_as_cancelled(ddb, stu
         cancel_via_api(student_client, mine["registration_id"], key)
     again = cancel_via_api(student_client, mine["registration_id"], key)
     assert again.status_code == 200, again.content
-    assert again.json() == {"registration_id": mine["registration_id"], "status": "cancelled"}
+    assert again.json() == {"registration_id": mine["registration_id"], "event_id": event.event_id,
+                            "status": "cancelled"}
     assert selectors.event_get(event_id=event.event_id).registered_count == 0
     assert_invariants_clean()
 
