@@ -287,3 +287,15 @@ def test_page_cancel_answer_lost_then_resubmitted_is_cancelled_once(ddb, student
     assert again.status_code == 200 and "cancelled" in again.content.decode().lower()
     assert again["Idempotent-Replayed"] == "true"
     assert selectors.event_get(event_id=event.event_id).registered_count == 0
+
+
+def test_check_invariants_reports_people_waiting_while_seats_are_free(ddb):
+    from registrations.models import EventSeats
+    from tems.invariants import check_all
+
+    event = make_event(capacity=1)
+    for user in ("ann", "bob"):
+        register(event.event_id, user)
+    # What the old edit left behind when its promotion never ran: capacity raised, nobody moved up.
+    EventSeats(*EventSeats.key_for(event.event_id)).update(actions=[EventSeats.capacity.set(2)])
+    assert check_all()["nobody waits while a seat is free"] == [f"EVENT#{event.event_id}: 1 waiting while 1 seat(s) free"]
