@@ -159,7 +159,8 @@ def _replay_raw(raw_item: dict[str, Any], fingerprint: str) -> StoredResponse:
 class EventUpdate:
     """A saved edit: the event as written, and how far filling freed seats from the waiting list got."""
 
-    event: Event
+    event_id: str
+    version: int  # the version the edit created
     promoted: int = 0
     # True when the promotion after the commit could not finish (throttled, contended, the seats changed
     # under it): the outbox message written with the edit finishes it shortly, nothing is lost.
@@ -189,25 +190,26 @@ def event_update(
     Raises RegistrationError: 'not_found'; 'conflict' (someone saved in between; ``extra['current']`` holds
     the stored event so the page can show theirs next to yours); 'invalid' (capacity below seats taken); 'busy'.
     """
-    event = Event(*Event.key_for(event_id), version=expected_version)
     now = utcnow()
-    actions = [
-        Event.title.set(title),
-        Event.description.set(description),
-        Event.location.set(location),
-        Event.starts_at.set(starts_at),
-        Event.capacity.set(capacity),
-        Event.gsi1sk.set(Event.listing_key(starts_at, event_id)),
-        Event.updated_at.set(now),
-        Event.updated_by.set(updated_by),
-    ]
     # Seats already given cannot be taken back by shrinking the event.
     condition = Event.pk.exists() & (Event.registered_count <= capacity)
 
     def attempt() -> None:
+        # Built afresh per attempt: PynamoDB appends its version action to the list it is given.
+        actions = [
+            Event.title.set(title),
+            Event.description.set(description),
+            Event.location.set(location),
+            Event.starts_at.set(starts_at),
+            Event.capacity.set(capacity),
+            Event.gsi1sk.set(Event.listing_key(starts_at, event_id)),
+            Event.updated_at.set(now),
+            Event.updated_by.set(updated_by),
+        ]
         transaction = LabelledTransaction()
         # PynamoDB adds "version = :expected" and "ADD version 1": the check and the change are one write.
-        transaction.update(EVENT, event, actions=actions, condition=condition, return_old_on_failure=True)
+        transaction.update(EVENT, Event(*Event.key_for(event_id), version=expected_version), actions=actions,
+                           condition=condition, return_old_on_failure=True)
         transaction.save(OUTBOX, outbox_message(message_type=PROMOTION_REQUESTED, now=now,
                                                 payload={"event_id": event_id}))
         transaction.commit()
@@ -239,8 +241,8 @@ def event_update(
         promoted = waitlist_promote(event_id=event_id)
     except Exception:  # noqa: BLE001 - the edit is saved; the outbox message finishes the promotion
         logger.warning("promotion after editing event %s left to the outbox", event_id, exc_info=True)
-        return EventUpdate(event, promotion_pending=True)
-    return EventUpdate(event, promoted=promoted)
+        return EventUpdate(event_id, int(expected_version) + 1, promotion_pending=True)
+    return EventUpdate(event_id, int(expected_version) + 1, promoted=promoted)
 
 
 # --- registrations ------------------------------------------------------------------------------------------
