@@ -11,6 +11,7 @@ Four kinds of fault, chosen per DynamoDB operation and probability, from a seede
   throttling backoff.
 - ``CONFLICT``: for TransactWriteItems only, ``TransactionCanceledException`` with one ``TransactionConflict``
   reason, as DynamoDB answers when another transaction holds an item. The SDK does not retry it: the app must.
+  Only on a first attempt: a retry repeats the first attempt's token and is answered with its outcome.
 
 By default a fault only hits an attempt that the SDK will retry (``amz-sdk-request: attempt=n; max=m`` with
 n < m), so every request finally reaches DynamoDB: the faults are the transient kind the SDK's retries absorb,
@@ -117,6 +118,10 @@ class FaultInjector:
                 if operation not in fault.operations:
                     continue
                 if attempt >= max_attempts and not fault.final_attempt_too:
+                    continue
+                if fault.kind == CONFLICT and attempt > 1:
+                    # A retry carries the first attempt's token: DynamoDB answers it with that attempt's
+                    # outcome (or TransactionInProgress), never with a fresh conflict for a write it applied.
                     continue
                 if fault.times is not None and self._fired_per_fault.get(index, 0) >= fault.times:
                     continue
