@@ -299,3 +299,18 @@ def test_check_invariants_reports_people_waiting_while_seats_are_free(ddb):
     # What the old edit left behind when its promotion never ran: capacity raised, nobody moved up.
     EventSeats(*EventSeats.key_for(event.event_id)).update(actions=[EventSeats.capacity.set(2)])
     assert check_all()["nobody waits while a seat is free"] == [f"EVENT#{event.event_id}: 1 waiting while 1 seat(s) free"]
+
+
+def test_api_cancel_with_promotion_is_three_requests_with_its_record_inside(ddb, student_client, other_student):
+    from tems.dynamo import metered
+
+    event = make_event(capacity=1)
+    mine = register_via_api(student_client, event.event_id, new_key()).json()
+    other = Client()
+    other.force_login(other_student)
+    register_via_api(other, event.event_id, new_key())
+    with metered() as meter:
+        response = cancel_via_api(student_client, mine["registration_id"], new_key())
+    assert response.status_code == 200
+    # Read the registration, read the head, then ONE transaction: cancel, promote, idempotency record.
+    assert dict(meter.requests) == {"GetItem": 1, "Query": 1, "TransactWriteItems": 1}
