@@ -17,7 +17,7 @@ from registrations.errors import RegistrationError
 from registrations.models import (
     CANCELLED, CONFIRMED, WAITLISTED, Event, EventSeats, Registration, RegistrationClaim, WaitlistEntry,
 )
-from registrations.selectors import event_get, event_to_dict
+from registrations.selectors import event_to_dict
 from tems.clock import utcnow
 from tems.errors import DomainError
 from tems.idempotency import (

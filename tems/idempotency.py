@@ -327,7 +327,8 @@ def idempotent(view: Callable[..., HttpResponse] | None = None, *,
        fingerprint is DomainError('unprocessable'); an attempt still in flight is waited for, bounded and with
        backoff, and its response replayed; only past the wait DomainError('conflict') with ``retry_after``.
     4. The view runs. A business outcome (including a DomainError it raises, rendered by ``render_error``,
-       problem+json by default) is stored as COMPLETED; a transient one (5xx, 429, an exception) releases the key so a retry can succeed.
+       problem+json by default) is stored as COMPLETED; a transient answer (5xx, 429) releases the key so a
+       retry can succeed (an exception does too, with ``rerun_after_crash``; see below).
        Either write applies only if the record still names this attempt.
 
     Errors of steps 1-3 propagate as DomainError for the caller's error mapping (``api_view`` for the API).

@@ -194,7 +194,8 @@ def _release(message: OutboxMessage, *, relay_id: str, now: datetime) -> None:
     due = now + min(RETRY_MAX, RETRY_BASE * 2 ** (attempts - 1))
     transaction = LabelledTransaction()
     transaction.update(RELEASE, OutboxMessage(*OutboxMessage.key_for(message.message_id)), actions=[
-        OutboxMessage.lease_until.set(due), OutboxMessage.gsi1sk.set(OutboxMessage.listing_key(due, message.message_id)),
+        OutboxMessage.lease_until.set(due),
+        OutboxMessage.gsi1sk.set(OutboxMessage.listing_key(due, message.message_id)),
     ], condition=_mine(relay_id))
     _commit(transaction, RELEASE)
 

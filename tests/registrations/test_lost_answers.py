@@ -5,7 +5,6 @@ and retries the same request) and asserts the answer and the state after the SDK
 """
 
 import json
-import uuid
 
 import pytest
 from django.test import Client
@@ -13,7 +12,7 @@ from django.test import Client
 from registrations import selectors, services
 from registrations.models import Event, WaitlistEntry
 from tems.faults import CONFLICT, LOST, THROTTLE, WRITE_OPERATIONS, Fault, inject
-from tems.outbox import OutboxMessage, outbox_relay
+from tems.outbox import outbox_relay
 from tests.registrations.helpers import STARTS, assert_invariants_clean, make_event, new_key, register
 
 TRANSACT = {"TransactWriteItems"}
@@ -298,7 +297,8 @@ def test_check_invariants_reports_people_waiting_while_seats_are_free(ddb):
         register(event.event_id, user)
     # What the old edit left behind when its promotion never ran: capacity raised, nobody moved up.
     EventSeats(*EventSeats.key_for(event.event_id)).update(actions=[EventSeats.capacity.set(2)])
-    assert check_all()["nobody waits while a seat is free"] == [f"EVENT#{event.event_id}: 1 waiting while 1 seat(s) free"]
+    assert check_all()["nobody waits while a seat is free"] == [
+        f"EVENT#{event.event_id}: 1 waiting while 1 seat(s) free"]
 
 
 def test_api_cancel_with_promotion_is_three_requests_with_its_record_inside(ddb, student_client, other_student):

@@ -116,7 +116,8 @@ def test_faults_filter_by_operation_and_request(ddb):
     target, other = new_record(response_status=0), new_record(response_status=0)
     target.save()
     other.save()
-    only_target = Fault(LOST, operations={"UpdateItem"}, times=1, when=lambda params: params["Key"]["PK"]["S"] == target.pk)
+    only_target = Fault(LOST, operations={"UpdateItem"}, times=1,
+                        when=lambda params: params["Key"]["PK"]["S"] == target.pk)
     with inject(only_target):
         bump(other)
         bump(target)
