@@ -40,7 +40,7 @@ from tems.idempotency import (
     StoredResponse, completed_record, fingerprint, record_is_absent_or_expired, replay_from_raw,
 )
 from tems.transactions import (
-    CONDITIONAL_CHECK_FAILED, TRANSACTION_CONFLICT, LabelledTransaction, TransactionCancelled,
+    CONDITIONAL_CHECK_FAILED, TRANSACTION_CONFLICT, LabelledTransaction, TransactionCancelled, retry_on_conflict,
 )
 
 logger = logging.getLogger(__name__)
@@ -49,6 +49,9 @@ logger = logging.getLogger(__name__)
 ITEM = "item"
 CHANGE = "change"
 IDEMPOTENCY = "idempotency"
+METRICS = "metrics"
+# Many writers of one item finish at once; their metrics transactions then conflict and retry with jitter.
+METRICS_ATTEMPTS = 12
 
 MAX_QUANTITY = 10_000_000
 
@@ -118,7 +121,7 @@ def _measured(operation: str) -> Iterator[OperationStats]:
 
 
 def metrics_record(*, stats: OperationStats) -> None:
-    """Add one call's numbers to ``OP#<operation>`` with one unconditional ADD (no read, never conflicts).
+    """Add one call's numbers to ``OP#<operation>`` with one unconditional ADD (no read), applied exactly once.
 
     A failure to record is logged and swallowed: losing a metric must never fail the change it describes.
     """
@@ -139,9 +142,17 @@ def metrics_record(*, stats: OperationStats) -> None:
         m.write_capacity.add(meter.write_capacity),
         m.read_capacity.add(meter.read_capacity),
     ]
+    def record() -> None:
+        # A one-item TransactWriteItems rather than an UpdateItem: botocore repeats its ClientRequestToken on
+        # its own retries, so an ADD whose answer was lost is not added a second time (an UpdateItem would be).
+        transaction = LabelledTransaction()
+        transaction.update(METRICS, OperationMetrics(*OperationMetrics.key_for(stats.operation)), actions=actions)
+        transaction.commit()
+
     try:
-        OperationMetrics(*OperationMetrics.key_for(stats.operation)).update(actions=actions)
-    except PynamoDBException:
+        # Concurrent recorders of one operation conflict as transactions do: go again, bounded.
+        retry_on_conflict(record, attempts=METRICS_ATTEMPTS, on_exhausted=lambda last: last)
+    except (PynamoDBException, TransactionCancelled):
         logger.warning("could not record inventory metrics for %s", stats.operation, exc_info=True)
 
 

@@ -6,7 +6,7 @@ from registrations import selectors, services
 from registrations.errors import RegistrationError
 from registrations.forms import EventForm
 from tems.api import api_view, json_response, parse_form
-from tems.idempotency import fingerprint, idempotent, key_from_request, request_payload
+from tems.idempotency import fingerprint, key_from_request, request_payload
 from tems.identity import user_key
 
 
@@ -22,10 +22,14 @@ def _event_create(request: HttpRequest) -> HttpResponse:
     if not request.user.is_staff:
         raise RegistrationError("forbidden", "Only staff may create events.")
     form = parse_form(request, EventForm, RegistrationError)
-    event = services.event_create(**form.cleaned_data, created_by=request.user.get_username())
-    response = json_response(selectors.event_to_dict(event), status=201)
-    response["Location"] = f"/api/events/{event.event_id}"
-    return response
+    key = key_from_request(request)
+    user_id = user_key(request.user)
+    outcome = services.event_create_once(
+        **form.cleaned_data, user_id=user_id, created_by=request.user.get_username(), idempotency_key=key,
+        fingerprint=fingerprint(method=request.method, route=request.path, user_id=user_id,
+                                payload=request_payload(request)),
+    )
+    return outcome.response.to_http(replayed=outcome.replayed)
 
 
 @api_view("GET")
@@ -52,8 +56,12 @@ def my_registrations(request: HttpRequest) -> HttpResponse:
 
 
 @api_view("DELETE")
-@idempotent
 def registration_cancel(request: HttpRequest, registration_id: str) -> HttpResponse:
-    """Cancel one of the caller's registrations; someone else's is 404 (registrations are looked up per user)."""
-    return json_response(services.registration_cancel(user_id=user_key(request.user),
-                                                      registration_id=registration_id))
+    """Cancel one of the caller's registrations once per Idempotency-Key; someone else's is 404."""
+    user_id = user_key(request.user)
+    outcome = services.registration_cancel_once(
+        user_id=user_id, registration_id=registration_id, idempotency_key=key_from_request(request),
+        fingerprint=fingerprint(method=request.method, route=request.path, user_id=user_id,
+                                payload=request_payload(request)),
+    )
+    return outcome.response.to_http(replayed=outcome.replayed)

@@ -179,7 +179,8 @@ def _tems_path_counts() -> list[tuple[str, DynamoMeter]]:
                      _measure(lambda: register(clients[1]))))
         register(clients[2])
         rows.append(("DELETE registration, confirmed, head of waitlist promoted in the same transaction "
-                     "(API, `@idempotent`)", _measure(lambda: cancel(clients[0], first["registration_id"]))))
+                     "(API, record in the cancel transaction)",
+                     _measure(lambda: cancel(clients[0], first["registration_id"]))))
         rows.append(("GET /api/me/registrations (one waitlisted)", _measure(
             lambda: clients[2].get("/api/me/registrations"))))
     finally:

@@ -57,7 +57,16 @@ def claims_match_registrations(snapshot: TableSnapshot) -> Iterator[str]:
         yield f"registration {registration_id} is stored on one side only"
 
 
-@invariant("waitlist entries are unique, in ticket order, and only while the event is full")
+@invariant("nobody waits while a seat is free")
+def nobody_waits_for_a_free_seat(snapshot: TableSnapshot) -> Iterator[str]:
+    for event in snapshot.of_entity("Event"):
+        waiting = len(snapshot.with_sk_prefix(event["PK"], "WAITLIST#"))
+        free = event["capacity"] - event.get("registered_count", 0)
+        if waiting and free > 0:
+            yield f"{event['PK']}: {waiting} waiting while {free} seat(s) free"
+
+
+@invariant("waitlist entries are unique and in ticket order")
 def waitlist_in_order(snapshot: TableSnapshot) -> Iterator[str]:
     waiting = {item["registration_id"]: item for item in snapshot.of_entity("Registration")
                if item["PK"].startswith("EVENT#") and item.get("status") == WAITLISTED}
@@ -74,8 +83,6 @@ def waitlist_in_order(snapshot: TableSnapshot) -> Iterator[str]:
             yield f"{event['PK']}: waitlist keys out of ticket order {tickets}"
         if tickets and max(tickets) > event.get("waitlist_seq", 0):
             yield f"{event['PK']}: ticket {max(tickets)} beyond waitlist_seq={event.get('waitlist_seq', 0)}"
-        if tickets and event.get("registered_count", 0) < event["capacity"]:
-            yield f"{event['PK']}: {len(tickets)} waiting while {event['capacity'] - event['registered_count']} seat(s) free"
         for entry in entries:
             registration = waiting.get(entry["registration_id"])
             seen_registrations.add(entry["registration_id"])

@@ -1,18 +1,19 @@
 """What the outbox relay does with the registrations app's messages: tell the student by e-mail.
 
-Each runs after the change committed (the message exists only if it did). Delivery is at least once, so a rare
-repeat of a message is a repeated e-mail, never a repeated registration. Only a verified address is mailed, within
-a per-account hourly budget (tems.accounts): anyone can sign up with a stranger's address.
+Each runs after the change committed (the message exists only if it did). Delivery is at least once; every
+mail of one outbox message carries the same ``Message-ID`` (derived from the message id), so a receiver keeps
+one and drops the rare repeat: exactly one effect per message, never a repeated registration. Only a verified
+address is mailed, within a per-account hourly budget (tems.accounts): anyone can sign up with a stranger's address.
 """
 
 from django.conf import settings
-from django.core.mail import send_mail
+from django.core.mail import EmailMessage
 
 from registrations import selectors
 from registrations.errors import RegistrationError
 from tems.accounts import notification_recipient
 from tems.identity import user_for_key
-from tems.outbox import OutboxMessage
+from tems.outbox import OutboxMessage, message_id_header
 
 
 def _send(message: OutboxMessage, subject: str, body: str) -> None:
@@ -28,8 +29,8 @@ def _send(message: OutboxMessage, subject: str, body: str) -> None:
         title = selectors.event_get(event_id=data["event_id"], consistent=False).title
     except RegistrationError:
         title = "an event that has since been removed"
-    send_mail(subject.format(title=title), body.format(title=title, **data), settings.DEFAULT_FROM_EMAIL,
-              [recipient])
+    EmailMessage(subject.format(title=title), body.format(title=title, **data), settings.DEFAULT_FROM_EMAIL,
+                 [recipient], headers={"Message-ID": message_id_header(message)}).send()
 
 
 def registration_created(message: OutboxMessage) -> None:

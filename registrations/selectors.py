@@ -99,6 +99,14 @@ def waitlist_head(*, event_id: str) -> WaitlistEntry | None:
     return next(iter(entries), None)
 
 
+def waitlist_heads(*, event_id: str, limit: int) -> list[WaitlistEntry]:
+    """The first ``limit`` entries of the event's waiting list in ticket order, read strongly consistently."""
+    return list(WaitlistEntry.query(
+        Event.pk_for(event_id), WaitlistEntry.sk.startswith(WaitlistEntry.SK_PREFIX),
+        consistent_read=True, limit=limit,
+    ))
+
+
 def waitlist_position(*, event_id: str, ticket: int) -> int:
     """1 for the head of the queue: the number of entries whose ticket is not after ``ticket``."""
     return WaitlistEntry.count(

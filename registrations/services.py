@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import random
 import time
 import uuid
@@ -11,25 +12,70 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from pynamodb.exceptions import PutError, UpdateError
-
 from registrations import selectors
 from registrations.errors import RegistrationError
 from registrations.models import (
     CANCELLED, CONFIRMED, WAITLISTED, Event, EventSeats, Registration, RegistrationClaim, WaitlistEntry,
 )
-from registrations.selectors import event_get, event_to_dict
+from registrations.selectors import event_to_dict
 from tems.clock import utcnow
 from tems.errors import DomainError
-from tems.idempotency import StoredResponse, completed_record, record_is_absent_or_expired, replay_from_raw
-from tems.outbox import outbox_message
+from tems.idempotency import (
+    IdempotencyRecord, StoredResponse, completed_record, record_is_absent_or_expired, replay_from_raw,
+    replay_from_record,
+)
+from tems.outbox import OutboxMessage, outbox_message
 from tems.transactions import LabelledTransaction, TransactionCancelled, retry_on_conflict
 
-CONDITION_FAILED = "ConditionalCheckFailedException"
+logger = logging.getLogger(__name__)
+
+# The outbox message an event edit writes in its own transaction: "fill free seats from the waiting list".
+PROMOTION_REQUESTED = "WaitlistPromotionRequested"
 
 
 def new_event_id() -> str:
     return uuid.uuid4().hex[:12]
+
+
+def waitlist_promotion_requested(message: OutboxMessage) -> None:
+    """Outbox handler of ``WaitlistPromotionRequested``: finish filling the event's free seats (idempotent)."""
+    waitlist_promote(event_id=message.data["event_id"])
+
+
+def _new_event(*, event_id: str | None, title: str, description: str, location: str, starts_at: datetime,
+               capacity: int, created_by: str, collection: str, expires_at: datetime | None = None) -> Event:
+    event_id = event_id or new_event_id()
+    now = utcnow()
+    return Event(
+        *Event.key_for(event_id),
+        event_id=event_id, title=title, description=description, location=location, starts_at=starts_at,
+        capacity=capacity, created_at=now, created_by=created_by, updated_at=now, updated_by=created_by,
+        gsi1pk=collection, gsi1sk=Event.listing_key(starts_at, event_id), expires_at=expires_at,
+    )
+
+
+def _commit_event_create(event: Event, *, record: IdempotencyRecord | None = None) -> None:
+    """The event (and the tap's COMPLETED record) as one TransactWriteItems.
+
+    A transaction and not a PutItem because botocore sends it with a ClientRequestToken and repeats the token
+    on its own retries: after a lost answer DynamoDB answers the retry as a success instead of letting it fail
+    the ``attribute_not_exists`` condition that the first attempt already satisfied (a false "already exists").
+    """
+    def attempt() -> None:
+        transaction = LabelledTransaction()
+        transaction.save(EVENT, event, condition=Event.pk.does_not_exist())
+        if record is not None:
+            transaction.save(IDEMPOTENCY, record, condition=record_is_absent_or_expired(record.created_at),
+                             return_old_on_failure=True)
+        transaction.commit()
+
+    try:
+        retry_on_conflict(attempt, on_exhausted=lambda _: _busy("Events are being changed right now; try again."))
+    except TransactionCancelled as cancelled:
+        if cancelled.failed(EVENT) and not cancelled.failed(IDEMPOTENCY):
+            raise RegistrationError("conflict", f"An event with id {event.event_id!r} already exists.") from None
+        raise
+    event.version = 1
 
 
 def event_create(
@@ -47,34 +93,84 @@ def event_create(
     """Create an event. Raises RegistrationError('conflict') if ``event_id`` is taken (the put is conditional).
 
     ``collection`` is the listing it appears in; the lab's scratch events use their own, off the event list,
-    and an ``expires_at`` after which DynamoDB's TTL deletes the event item.
+    and an ``expires_at`` after which DynamoDB's TTL deletes the event item. For a person's request use
+    ``event_create_once``, which also takes the tap's idempotency key.
     """
-    event_id = event_id or new_event_id()
-    now = utcnow()
-    event = Event(
-        *Event.key_for(event_id),
-        event_id=event_id,
-        title=title,
-        description=description,
-        location=location,
-        starts_at=starts_at,
-        capacity=capacity,
-        created_at=now,
-        created_by=created_by,
-        updated_at=now,
-        updated_by=created_by,
-        gsi1pk=collection,
-        gsi1sk=Event.listing_key(starts_at, event_id),
-        expires_at=expires_at,
-    )
-    try:
-        # The version attribute makes PynamoDB send attribute_not_exists(version): a second create is refused.
-        event.save()
-    except PutError as error:
-        if error.cause_response_code == CONDITION_FAILED:
-            raise RegistrationError("conflict", f"An event with id {event_id!r} already exists.") from None
-        raise
+    event = _new_event(event_id=event_id, title=title, description=description, location=location,
+                       starts_at=starts_at, capacity=capacity, created_by=created_by, collection=collection,
+                       expires_at=expires_at)
+    _commit_event_create(event)
     return event
+
+
+@dataclass(frozen=True)
+class StoredOutcome:
+    """A write's answer as it will be sent (and replayed): the response and whether this is a replay."""
+
+    response: StoredResponse
+    replayed: bool = False
+
+    @property
+    def data(self) -> dict[str, Any]:
+        return json.loads(self.response.body)
+
+
+def event_api_location(event_id: str) -> str:
+    return f"/api/events/{event_id}"
+
+
+def event_create_once(*, user_id: str, idempotency_key: str, fingerprint: str, title: str,
+                      description: str = "", location: str = "", starts_at: datetime, capacity: int,
+                      created_by: str) -> StoredOutcome:
+    """Create an event once per (staff member, idempotency key): the same key answers the first 201 again.
+
+    ``user_id`` (``tems.identity.user_key``) scopes the key; ``created_by`` is the name the event shows.
+
+    The key's record is born COMPLETED inside the creating transaction, holding the response (the event as the
+    API shows it, with its ``Location``), so a retry of the tap, even after the answer was lost or the server
+    died right after the commit, is answered byte for byte and never creates a second event. Raises
+    RegistrationError: 'unprocessable' (the key was used for a different request), 'busy'.
+    """
+    event = _new_event(event_id=None, title=title, description=description, location=location,
+                       starts_at=starts_at, capacity=capacity, created_by=created_by, collection=Event.COLLECTION)
+    # The event as it will be once created, for the stored response. (Its version stays unset until the commit:
+    # PynamoDB turns an unset version into the condition attribute_not_exists(version).)
+    event.version = 1
+    body = event_to_dict(event)
+    del event.attribute_values["version"]
+    response = StoredResponse(201, StoredResponse.json(body, status=201).body,
+                              headers=(("Location", event_api_location(event.event_id)),))
+    record = completed_record(user_id=user_id, key=idempotency_key, fingerprint=fingerprint,
+                              response=response, now=event.created_at)
+    try:
+        _commit_event_create(event, record=record)
+    except TransactionCancelled as cancelled:
+        if not cancelled.failed(IDEMPOTENCY):
+            raise
+        return StoredOutcome(_replay_raw(cancelled.reasons[IDEMPOTENCY].raw_item, fingerprint), replayed=True)
+    return StoredOutcome(response)
+
+
+def _replay_raw(raw_item: dict[str, Any], fingerprint: str) -> StoredResponse:
+    try:
+        stored = replay_from_raw(raw_item, fingerprint=fingerprint)
+    except DomainError as error:
+        raise RegistrationError(error.code, error.detail) from None  # the key was used for another request
+    if stored is None:
+        raise _busy("This request is still being processed; try again in a moment.")
+    return stored
+
+
+@dataclass(frozen=True)
+class EventUpdate:
+    """A saved edit: the event as written, and how far filling freed seats from the waiting list got."""
+
+    event_id: str
+    version: int  # the version the edit created
+    promoted: int = 0
+    # True when the promotion after the commit could not finish (throttled, contended, the seats changed
+    # under it): the outbox message written with the edit finishes it shortly, nothing is lost.
+    promotion_pending: bool = False
 
 
 def event_update(
@@ -87,33 +183,54 @@ def event_update(
     starts_at: datetime,
     capacity: int,
     updated_by: str,
-) -> Event:
-    """Apply an edit only if the event is still at ``expected_version``; one conditional UpdateItem.
+) -> EventUpdate:
+    """Apply an edit only if the event is still at ``expected_version``: one TransactWriteItems.
+
+    The transaction holds the version-checked update and a ``WaitlistPromotionRequested`` outbox message, so
+    "seats freed by a raised capacity go to the waiting list" survives this process dying right after the
+    commit. It is a transaction (not an UpdateItem) for its ClientRequestToken: after a lost answer, botocore's
+    retry is answered as a success instead of failing the version check the first attempt already passed (a
+    false "someone else saved"). After the commit the promotion runs here too, best effort; a failure there is
+    reported in the result, never raised: the edit is saved.
 
     Raises RegistrationError: 'not_found'; 'conflict' (someone saved in between; ``extra['current']`` holds
-    the stored event so the page can show theirs next to yours); 'invalid' (capacity below seats taken).
-    A raised capacity then promotes from the waiting list (``waitlist_promote``), one transaction per seat.
+    the stored event so the page can show theirs next to yours); 'invalid' (capacity below seats taken); 'busy'.
     """
-    event = Event(*Event.key_for(event_id), version=expected_version)
-    actions = [
-        Event.title.set(title),
-        Event.description.set(description),
-        Event.location.set(location),
-        Event.starts_at.set(starts_at),
-        Event.capacity.set(capacity),
-        Event.gsi1sk.set(Event.listing_key(starts_at, event_id)),
-        Event.updated_at.set(utcnow()),
-        Event.updated_by.set(updated_by),
-    ]
+    now = utcnow()
     # Seats already given cannot be taken back by shrinking the event.
     condition = Event.pk.exists() & (Event.registered_count <= capacity)
+
+    def attempt() -> None:
+        # Built afresh per attempt: PynamoDB appends its version action to the list it is given.
+        actions = [
+            Event.title.set(title),
+            Event.description.set(description),
+            Event.location.set(location),
+            Event.starts_at.set(starts_at),
+            Event.capacity.set(capacity),
+            Event.gsi1sk.set(Event.listing_key(starts_at, event_id)),
+            Event.updated_at.set(now),
+            Event.updated_by.set(updated_by),
+        ]
+        transaction = LabelledTransaction()
+        # PynamoDB adds "version = :expected" and "ADD version 1": the check and the change are one write.
+        transaction.update(EVENT, Event(*Event.key_for(event_id), version=expected_version), actions=actions,
+                           condition=condition, return_old_on_failure=True)
+        transaction.save(OUTBOX, outbox_message(message_type=PROMOTION_REQUESTED, now=now,
+                                                payload={"event_id": event_id}))
+        transaction.commit()
+
     try:
-        event.update(actions=actions, condition=condition)
-    except UpdateError as error:
-        if error.cause_response_code != CONDITION_FAILED:
+        retry_on_conflict(attempt, on_exhausted=lambda _: _busy(
+            "This event is being changed right now; nothing was saved. Try again."))
+    except TransactionCancelled as cancelled:
+        if not cancelled.failed(EVENT):
             raise
-        # The write was refused; this read only explains why, it decides nothing.
-        current = event_get(event_id=event_id)
+        raw = cancelled.reasons[EVENT].raw_item
+        if not raw:
+            raise RegistrationError("not_found", f"There is no event with id {event_id!r}.") from None
+        # The failed write's own ALL_OLD image says why; no read.
+        current = Event.from_raw_data(raw)
         if current.version != expected_version:
             raise RegistrationError(
                 "conflict",
@@ -126,9 +243,12 @@ def event_update(
             f"Capacity cannot go below the {current.registered_count} seats already taken.",
             errors={"capacity": [f"Must be at least {current.registered_count}."]},
         ) from None
-    # More seats may let people in from the waiting list; a separate transaction per promotion, right away.
-    waitlist_promote(event_id=event_id)
-    return event
+    try:
+        promoted = waitlist_promote(event_id=event_id)
+    except Exception:  # noqa: BLE001 - the edit is saved; the outbox message finishes the promotion
+        logger.warning("promotion after editing event %s left to the outbox", event_id, exc_info=True)
+        return EventUpdate(event_id, int(expected_version) + 1, promotion_pending=True)
+    return EventUpdate(event_id, int(expected_version) + 1, promoted=promoted)
 
 
 # --- registrations ------------------------------------------------------------------------------------------
@@ -148,6 +268,7 @@ USER_REGISTRATION = "user_registration"
 EVENT_REGISTRATION = "event_registration"
 WAITLIST_ENTRY = "waitlist_entry"
 EVENT_SEATS = "event"
+EVENT = EVENT_SEATS  # the event item, in an edit's or a creation's transaction
 OUTBOX = "outbox"
 
 # Each round is one request. Losing the waitlist ticket to another joiner costs a round, so a burst of N
@@ -226,6 +347,7 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
     )
     seats: dict[str, Any] | None = None  # the event as the last failed seat condition saw it (ALL_OLD)
     conflicts = 0
+    healed = False
     for _ in range(MAX_ROUNDS):
         waitlist = seats is not None and not _has_free_seat(seats)
         transaction, response = (_waitlist_transaction(attempt, seats) if waitlist
@@ -240,6 +362,13 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
                 return _already_registered(claim, attempt, sleep=sleep)
             if cancelled.failed(EVENT_SEATS):
                 seats = _event_image(cancelled.reasons[EVENT_SEATS].raw_item, event_id)
+                if not healed and _seats_free_while_waiting(seats):
+                    # A promotion that did not finish (its process died, it was throttled): finish it before
+                    # this newcomer, who must not overtake the people waiting, then look again.
+                    healed = True
+                    _promote_best_effort(event_id)
+                    seats = None
+                    continue
                 if waitlist:
                     sleep(random.uniform(0, TICKET_MAX_DELAY))
                 continue
@@ -263,6 +392,17 @@ def _event_image(raw_item: dict[str, Any] | None, event_id: str) -> dict[str, An
         "waitlist_count": int(seats.waitlist_count or 0),
         "waitlist_seq": None if seats.waitlist_seq is None else int(seats.waitlist_seq),
     }
+
+
+def _seats_free_while_waiting(seats: dict[str, Any]) -> bool:
+    return seats["registered_count"] < seats["capacity"] and seats["waitlist_count"] > 0
+
+
+def _promote_best_effort(event_id: str) -> None:
+    try:
+        waitlist_promote(event_id=event_id)
+    except Exception:  # noqa: BLE001 - the outbox message of the edit that freed the seats will finish it
+        logger.warning("could not finish the promotion of event %s", event_id, exc_info=True)
 
 
 def _has_free_seat(seats: dict[str, Any]) -> bool:
@@ -397,29 +537,42 @@ HEAD_WAITLIST_ENTRY = "head_waitlist_entry"
 OUTBOX_PROMOTED = "outbox_promoted"
 
 CANCEL_MAX_ROUNDS = 16
+# Items per promotion in a transaction: claim, two registration copies, waitlist entry, outbox message. With
+# the event's counters that is 5 * 15 + 1 = 76 of DynamoDB's 100 items per transaction.
+PROMOTION_BATCH = 15
+# Rounds in a row that promote nobody (another promoter, canceller or editor got in between each time) before
+# a promotion gives up for now; progress resets it, so a long waiting list is never cut short.
+PROMOTION_STALE_ROUNDS = 16
 
 
-def _add_promotion(transaction: LabelledTransaction, head: WaitlistEntry, *, now: datetime) -> None:
+def _add_promotion(transaction: LabelledTransaction, head: WaitlistEntry, *, now: datetime,
+                   suffix: str = "") -> None:
     """Move the waitlist head to confirmed: its claim, both registration items and its entry, in ``transaction``."""
     is_waiting = Registration.status == WAITLISTED
     for label, model in (
         (HEAD_USER_REGISTRATION, Registration(*Registration.user_key_for(head.user_id, head.registration_id))),
         (HEAD_EVENT_REGISTRATION, Registration(*Registration.event_key_for(head.event_id, head.registration_id))),
     ):
-        transaction.update(label, model, actions=[
+        transaction.update(label + suffix, model, actions=[
             Registration.status.set(CONFIRMED), Registration.ticket.remove(), Registration.promoted_at.set(now),
         ], condition=Registration.pk.exists() & is_waiting)
     transaction.update(
-        HEAD_CLAIM, RegistrationClaim(*RegistrationClaim.key_for(head.event_id, head.user_id)),
+        HEAD_CLAIM + suffix, RegistrationClaim(*RegistrationClaim.key_for(head.event_id, head.user_id)),
         actions=[RegistrationClaim.status.set(CONFIRMED), RegistrationClaim.ticket.remove()],
         condition=RegistrationClaim.registration_id == head.registration_id,
     )
-    transaction.delete(HEAD_WAITLIST_ENTRY, WaitlistEntry(*WaitlistEntry.key_for(head.event_id, int(head.ticket))),
+    transaction.delete(HEAD_WAITLIST_ENTRY + suffix,
+                       WaitlistEntry(*WaitlistEntry.key_for(head.event_id, int(head.ticket))),
                        condition=WaitlistEntry.registration_id == head.registration_id)
-    transaction.save(OUTBOX_PROMOTED, outbox_message(message_type="RegistrationPromoted", now=now, payload={
+    transaction.save(OUTBOX_PROMOTED + suffix, outbox_message(message_type="RegistrationPromoted", now=now, payload={
         "registration_id": head.registration_id, "event_id": head.event_id, "user": head.user_id,
         "status": CONFIRMED,
     }))
+
+
+def cancel_response(*, registration_id: str, event_id: str) -> StoredResponse:
+    return StoredResponse.json({"registration_id": registration_id, "event_id": event_id, "status": CANCELLED},
+                               status=200)
 
 
 def registration_cancel(*, user_id: str, registration_id: str, now: datetime | None = None,
@@ -429,35 +582,102 @@ def registration_cancel(*, user_id: str, registration_id: str, now: datetime | N
     Deletes the claim and both registration items (and the waitlist entry of a waitlisted one), moves the
     counters and writes ``RegistrationCancelled`` to the outbox; a freed seat goes to the head of the waiting
     list in the same transaction, so the event is never over capacity and no seat sits free while someone waits.
-    Returns ``{registration_id, status: "cancelled"}``. Raises RegistrationError: 'not_found' (no such
+    Returns ``{registration_id, event_id, status: "cancelled"}``. Raises RegistrationError: 'not_found' (no such
     registration of this user), 'busy' (contention did not clear in time; nothing was written).
+    For a person's tap use ``registration_cancel_once``.
     """
-    now = now or utcnow()
-    seen = False
+    return _cancel(user_id=user_id, registration_id=registration_id, now=now or utcnow(), sleep=sleep).data
+
+
+def registration_cancel_once(*, user_id: str, registration_id: str, idempotency_key: str, fingerprint: str,
+                             now: datetime | None = None,
+                             sleep: Callable[[float], None] = time.sleep) -> StoredOutcome:
+    """``registration_cancel`` once per (user, idempotency key), the key's record inside the cancel's transaction.
+
+    The record is born COMPLETED with the 200 it answers, in the same TransactWriteItems as the cancellation:
+    a retry of the tap (lost answer, dead server, double tap) replays those bytes, never a 404 for the
+    registration this very tap removed. Raises RegistrationError: 'not_found' (no such registration of this
+    user, and this key cancelled nothing), 'unprocessable' (key used for another request), 'busy'.
+    """
+    return _cancel(user_id=user_id, registration_id=registration_id, now=now or utcnow(), sleep=sleep,
+                   key=(idempotency_key, fingerprint))
+
+
+def _cancel(*, user_id: str, registration_id: str, now: datetime, sleep: Callable[[float], None],
+            key: tuple[str, str] | None = None) -> StoredOutcome:
+    seen: Registration | None = None
     conflicts = 0
     for _ in range(CANCEL_MAX_ROUNDS):
         try:
             registration = selectors.registration_get(user_id=user_id, registration_id=registration_id)
         except RegistrationError:
-            if seen:
-                break  # a concurrent cancel of the same registration won: what was asked for is done
-            raise
-        seen = True
+            if key is not None:
+                # A read only to explain the refusal: did this very key cancel it already?
+                replay = _stored_outcome(user_id=user_id, key=key)
+                if replay is not None:
+                    return replay
+            if seen is None:
+                raise
+            # A concurrent cancel of the same registration won: what was asked for is done.
+            response = cancel_response(registration_id=registration_id, event_id=seen.event_id)
+            return _remember(user_id=user_id, key=key, response=response, now=now, sleep=sleep)
+        seen = registration
         head = selectors.waitlist_head(event_id=registration.event_id) if registration.status == CONFIRMED else None
         transaction = _cancel_transaction(registration, head, now=now)
+        response = cancel_response(registration_id=registration_id, event_id=registration.event_id)
+        if key is not None:
+            transaction.save(IDEMPOTENCY, completed_record(user_id=user_id, key=key[0], fingerprint=key[1],
+                                                           response=response, now=now),
+                             condition=record_is_absent_or_expired(now), return_old_on_failure=True)
         try:
             transaction.commit()
         except TransactionCancelled as cancelled:
+            if cancelled.failed(IDEMPOTENCY):
+                return StoredOutcome(_replay_raw(cancelled.reasons[IDEMPOTENCY].raw_item, key[1]), replayed=True)
             if cancelled.is_conflict and not any(cancelled.failed(label) for label in cancelled.reasons):
                 conflicts += 1
                 _conflict_pause(conflicts, sleep)
             # Any failed condition means a read above is stale (a promotion, a new joiner, a concurrent cancel):
             # read again and rebuild; the loop is bounded.
             continue
-        break
-    else:
-        raise _busy("This registration is changing right now; please try again in a moment.")
-    return {"registration_id": registration_id, "status": CANCELLED}
+        return StoredOutcome(response)
+    raise _busy("This registration is changing right now; please try again in a moment.")
+
+
+def _stored_outcome(*, user_id: str, key: tuple[str, str]) -> StoredOutcome | None:
+    try:
+        record = IdempotencyRecord.get(*IdempotencyRecord.key_for(user_id, key[0]), consistent_read=True)
+    except IdempotencyRecord.DoesNotExist:
+        return None
+    if record.expires_at is not None and record.expires_at < utcnow():
+        return None
+    try:
+        stored = replay_from_record(record, fingerprint=key[1])
+    except DomainError as error:
+        raise RegistrationError(error.code, error.detail) from None
+    return StoredOutcome(stored, replayed=True) if stored is not None else None
+
+
+def _remember(*, user_id: str, key: tuple[str, str] | None, response: StoredResponse, now: datetime,
+              sleep: Callable[[float], None]) -> StoredOutcome:
+    """Store ``response`` under the key in a transaction of its own (nothing else to change with it)."""
+    if key is None:
+        return StoredOutcome(response)
+    record = completed_record(user_id=user_id, key=key[0], fingerprint=key[1], response=response, now=now)
+
+    def store() -> None:
+        transaction = LabelledTransaction()
+        transaction.save(IDEMPOTENCY, record, condition=record_is_absent_or_expired(now), return_old_on_failure=True)
+        transaction.commit()
+
+    try:
+        retry_on_conflict(store, sleep=sleep, on_exhausted=lambda _: _busy(
+            "This request is being answered by another attempt right now; try again in a moment."))
+    except TransactionCancelled as cancelled:
+        if not cancelled.failed(IDEMPOTENCY):
+            raise
+        return StoredOutcome(_replay_raw(cancelled.reasons[IDEMPOTENCY].raw_item, key[1]), replayed=True)
+    return StoredOutcome(response)
 
 
 def _cancel_transaction(registration: Registration, head: WaitlistEntry | None, *,
@@ -495,32 +715,49 @@ def _cancel_transaction(registration: Registration, head: WaitlistEntry | None, 
 
 def waitlist_promote(*, event_id: str, now: datetime | None = None,
                      sleep: Callable[[float], None] = time.sleep) -> int:
-    """Fill the event's free seats from the head of its waiting list, one transaction per promotion.
+    """Fill the event's free seats from the head of its waiting list until no seat is free or nobody waits.
 
-    Used after staff raise the capacity. Each promotion takes a seat under the seat condition, so it can never
-    overbook, however many promoters run at once. Returns how many registrations this call promoted.
+    Idempotent and safe to run anywhere at any time (after an edit, from the outbox relay, from a registration
+    that saw free seats while people wait, several at once): each round reads the counters and the first
+    waiting entries, then promotes up to ``PROMOTION_BATCH`` of them in one transaction under the conditions
+    that the capacity is still what was read and that the seats are still free, and that each entry is still
+    waiting. So it can never overbook or skip the queue, and a crash between two rounds leaves a consistent
+    state that the next run continues from. No cap on how many it promotes; it gives up only after
+    ``PROMOTION_STALE_ROUNDS`` rounds in a row without progress (RegistrationError 'busy'). Returns how many
+    registrations this call promoted.
     """
     now = now or utcnow()
-    promoted = conflicts = 0
-    for _ in range(MAX_ROUNDS):
-        head = selectors.waitlist_head(event_id=event_id)
-        if head is None:
+    promoted = conflicts = stale = 0
+    while True:
+        try:
+            seats = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
+        except EventSeats.DoesNotExist:
+            return promoted
+        capacity, taken = int(seats.capacity), int(seats.registered_count or 0)
+        free = capacity - taken
+        if free <= 0 or not int(seats.waitlist_count or 0):
+            return promoted
+        heads = selectors.waitlist_heads(event_id=event_id, limit=min(free, PROMOTION_BATCH))
+        if not heads:
             return promoted
         transaction = LabelledTransaction()
-        _add_promotion(transaction, head, now=now)
+        for n, head in enumerate(heads):
+            _add_promotion(transaction, head, now=now, suffix=f"_{n}")
         transaction.update(
             EVENT_SEATS, EventSeats(*EventSeats.key_for(event_id)),
-            actions=[EventSeats.registered_count.add(1), EventSeats.waitlist_count.add(-1)],
-            condition=EventSeats.registered_count < EventSeats.capacity,
+            actions=[EventSeats.registered_count.add(len(heads)), EventSeats.waitlist_count.add(-len(heads))],
+            condition=(EventSeats.capacity == capacity) & (EventSeats.registered_count <= capacity - len(heads)),
         )
         try:
             transaction.commit()
         except TransactionCancelled as cancelled:
-            if cancelled.failed(EVENT_SEATS):
-                return promoted  # no free seat left
             if cancelled.is_conflict and not any(cancelled.failed(label) for label in cancelled.reasons):
                 conflicts += 1
                 _conflict_pause(conflicts, sleep)
-            continue  # the head moved (cancelled or promoted by someone else): look again
-        promoted += 1
-    return promoted
+            else:
+                stale += 1  # the counters or the queue moved since the read: look again
+                if stale >= PROMOTION_STALE_ROUNDS:
+                    raise _busy("The waiting list of this event is changing fast; promotion will finish later.")
+            continue
+        promoted += len(heads)
+        stale = 0

@@ -19,7 +19,7 @@ from tems.decorators import staff_required
 from tems.http import after_save, conflict_status
 from tems.errors import DomainError
 from tems.identity import user_key
-from tems.idempotency import REPLAYED_HEADER, TRANSIENT_STATUSES, fingerprint, idempotent, key_from_request, request_payload
+from tems.idempotency import REPLAYED_HEADER, fingerprint, key_from_request, request_payload
 
 
 def _event_or_404(event_id: str):
@@ -126,31 +126,30 @@ def my_registrations(request: HttpRequest) -> HttpResponse:
     return render(request, "registrations/my_registrations.html", {"registrations": registrations})
 
 
-def _cancel_error(request: HttpRequest, error: DomainError) -> HttpResponse:
-    # Rendered inside @idempotent, so this answer is what a retry of the same tap will see again. A transient
-    # refusal ("busy") must not be: raising releases the key, and _page_errors still shows the message.
-    if error.status in TRANSIENT_STATUSES:
-        raise error
-    return _error_redirect(request, error, reverse("registrations:my_registrations"))
-
-
 @require_POST
 @login_required
 @_page_errors
-@idempotent(render_error=_cancel_error)
 def registration_cancel(request: HttpRequest, registration_id: str) -> HttpResponse:
     user_id = user_key(request.user)
-    registration = selectors.registration_get(user_id=user_id, registration_id=registration_id)
-    services.registration_cancel(user_id=user_id, registration_id=registration_id)
-    event = _event_or_404(registration.event_id)
+    # The key's record is written in the cancel's own transaction: a retried tap replays this outcome.
+    outcome = services.registration_cancel_once(
+        user_id=user_id, registration_id=registration_id, idempotency_key=key_from_request(request),
+        fingerprint=fingerprint(method=request.method, route=request.path, user_id=user_id,
+                                payload=request_payload(request)),
+    )
+    event = _event_or_404(outcome.data["event_id"])
     notice = f"Your registration for “{event.title}” is cancelled."
     from_event_page = request.POST.get("from") == "event"
     if request.htmx:
         if from_event_page:
             context = _panel_context(request, event, notice=("success", notice), lookup=False)
-            return render(request, PANEL, {**context, "seats_oob": True})
-        return render(request, ROW, {"row": {"registration_id": registration_id, "status": "cancelled",
-                                             "event_id": event.event_id, "event_title": event.title}})
+            response = render(request, PANEL, {**context, "seats_oob": True})
+        else:
+            response = render(request, ROW, {"row": {"registration_id": registration_id, "status": "cancelled",
+                                                     "event_id": event.event_id, "event_title": event.title}})
+        if outcome.replayed:
+            response[REPLAYED_HEADER] = "true"
+        return response
     messages.success(request, notice)
     if from_event_page:
         return redirect("registrations:event_detail", event_id=event.event_id)
@@ -162,10 +161,24 @@ def registration_cancel(request: HttpRequest, registration_id: str) -> HttpRespo
 def event_create(request: HttpRequest) -> HttpResponse:
     form = EventForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        event = services.event_create(**form.cleaned_data, created_by=request.user.get_username())
-        messages.success(request, f"Created “{event.title}”.")
-        return redirect("registrations:event_detail", event_id=event.event_id)
-    return render(request, "registrations/event_form.html", {"form": form, "creating": True})
+        user_id = user_key(request.user)
+        try:
+            outcome = services.event_create_once(
+                **form.cleaned_data, user_id=user_id, created_by=request.user.get_username(),
+                idempotency_key=key_from_request(request),
+                fingerprint=fingerprint(method=request.method, route=request.path, user_id=user_id,
+                                        payload=request_payload(request)),
+            )
+        except DomainError as error:
+            form.add_error(None, error.detail)
+        else:
+            event = outcome.data
+            if not outcome.replayed:
+                messages.success(request, f"Created “{event['title']}”.")
+            return redirect("registrations:event_detail", event_id=event["id"])
+    # One key per form shown: each press of "Create event" on this page is the same tap until it succeeds.
+    return render(request, "registrations/event_form.html",
+                  {"form": form, "creating": True, "fresh_key": str(uuid.uuid4())})
 
 
 @require_http_methods(["GET", "POST"])
@@ -183,7 +196,7 @@ def event_edit(request: HttpRequest, event_id: str) -> HttpResponse:
         data = dict(form.cleaned_data)
         expected_version = data.pop("version")
         try:
-            services.event_update(
+            saved = services.event_update(
                 event_id=event_id, expected_version=expected_version, updated_by=request.user.get_username(), **data
             )
         except RegistrationError as error:
@@ -198,11 +211,20 @@ def event_edit(request: HttpRequest, event_id: str) -> HttpResponse:
                     for problem in problems:
                         form.add_error(field if field in form.fields else None, problem)
         else:
-            messages.success(request, "Saved.")
+            messages.success(request, _saved_notice(saved))
             return after_save(request, reverse("registrations:event_detail", kwargs={"event_id": event_id}))
     event = _event_or_404(event_id)
     return render(request, template, {"form": form, "event": event, "conflict": conflict},
                   status=conflict_status(request, conflict))
+
+
+def _saved_notice(saved: services.EventUpdate) -> str:
+    if saved.promotion_pending:
+        return ("Saved. Filling the free seats from the waiting list is still being done; "
+                "it finishes within a minute.")
+    if saved.promoted:
+        return f"Saved. {saved.promoted} moved up from the waiting list."
+    return "Saved."
 
 
 def _initial(event) -> dict:

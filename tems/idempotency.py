@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import logging
 import time
 import uuid
 from collections.abc import Callable
@@ -26,7 +27,6 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 from pynamodb.attributes import NumberAttribute, TTLAttribute, UnicodeAttribute, UTCDateTimeAttribute
-from pynamodb.exceptions import DeleteError, UpdateError
 from pynamodb.expressions.condition import Condition
 from pynamodb.models import Model
 
@@ -36,6 +36,8 @@ from tems.dynamo import TableMeta
 from tems.errors import DomainError
 from tems.identity import user_key
 from tems.transactions import LabelledTransaction, TransactionCancelled
+
+logger = logging.getLogger(__name__)
 
 HEADER = "Idempotency-Key"
 FORM_FIELD = "idempotency_key"
@@ -239,11 +241,13 @@ def _conditional_put(record: IdempotencyRecord, condition: Condition) -> Idempot
     return None
 
 
-def _acquire(*, user_id: str, key: str, fp: str, attempt_id: str, policy: IdempotencyPolicy) -> StoredResponse | None:
+def _acquire(*, user_id: str, key: str, fp: str, attempt_id: str, policy: IdempotencyPolicy,
+             rerun_after_crash: bool = True) -> StoredResponse | None:
     """Take the key for this attempt (None), or the first attempt's stored response to replay.
 
     Raises DomainError: 'unprocessable' (key used for another request), 'conflict' (still in flight after
-    the bounded wait; carries ``retry_after``).
+    the bounded wait, carrying ``retry_after``; or, when ``rerun_after_crash`` is False, the first attempt
+    stopped without recording its outcome, which is then unknown and must not be guessed by running again).
     """
     waited, delay = 0.0, policy.first_delay
     while True:
@@ -256,7 +260,8 @@ def _acquire(*, user_id: str, key: str, fp: str, attempt_id: str, policy: Idempo
         # Free, expired, or held by an attempt of the same request whose lease ran out (taken over).
         stale = ((IdempotencyRecord.status == IN_PROGRESS) & (IdempotencyRecord.lease_expires_at < now)
                  & (IdempotencyRecord.fingerprint == fp))
-        holder = _conditional_put(mine, record_is_absent_or_expired(now) | stale)
+        condition = record_is_absent_or_expired(now) | stale if rerun_after_crash else record_is_absent_or_expired(now)
+        holder = _conditional_put(mine, condition)
         if holder is None:
             return None
         if holder is not mine:
@@ -264,6 +269,11 @@ def _acquire(*, user_id: str, key: str, fp: str, attempt_id: str, policy: Idempo
             if stored is not None:
                 return stored
             if holder.lease_expires_at is not None and holder.lease_expires_at < policy.clock():
+                if not rerun_after_crash:
+                    raise DomainError(
+                        "conflict", "The first request with this Idempotency-Key stopped before recording its "
+                        "outcome, so whether it applied is unknown. Check the current state; to act again, "
+                        "send a new key.")
                 continue  # the holder's lease ran out while we looked: take over now
         if waited >= policy.max_wait:
             retry_after = max(1, int(policy.lease.total_seconds()))
@@ -281,21 +291,24 @@ def _finish(*, user_id: str, key: str, attempt_id: str, response: StoredResponse
     """
     record = IdempotencyRecord(*IdempotencyRecord.key_for(user_id, key))
     still_mine = (IdempotencyRecord.attempt_id == attempt_id) & (IdempotencyRecord.status == IN_PROGRESS)
+    # A one-item transaction: its ClientRequestToken makes the SDK's retry after a lost answer a success.
+    transaction = LabelledTransaction()
+    if response is None:
+        transaction.delete(RECORD, record, condition=still_mine)
+    else:
+        transaction.update(RECORD, record, actions=[
+            IdempotencyRecord.status.set(COMPLETED),
+            IdempotencyRecord.response_status.set(response.status),
+            IdempotencyRecord.response_body.set(response.body),
+            IdempotencyRecord.response_content_type.set(response.content_type),
+            (IdempotencyRecord.response_headers.set(json.dumps(response.headers)) if response.headers
+             else IdempotencyRecord.response_headers.remove()),
+            IdempotencyRecord.lease_expires_at.remove(),
+        ], condition=still_mine)
     try:
-        if response is None:
-            record.delete(condition=still_mine)
-        else:
-            record.update(actions=[
-                IdempotencyRecord.status.set(COMPLETED),
-                IdempotencyRecord.response_status.set(response.status),
-                IdempotencyRecord.response_body.set(response.body),
-                IdempotencyRecord.response_content_type.set(response.content_type),
-                (IdempotencyRecord.response_headers.set(json.dumps(response.headers)) if response.headers
-                 else IdempotencyRecord.response_headers.remove()),
-                IdempotencyRecord.lease_expires_at.remove(),
-            ], condition=still_mine)
-    except (DeleteError, UpdateError) as error:
-        if error.cause_response_code != "ConditionalCheckFailedException":
+        transaction.commit()
+    except TransactionCancelled as cancelled:
+        if not cancelled.failed(RECORD):
             raise
 
 
@@ -305,7 +318,7 @@ def _problem(request: HttpRequest, error: DomainError) -> HttpResponse:
 
 def idempotent(view: Callable[..., HttpResponse] | None = None, *,
                render_error: Callable[[HttpRequest, DomainError], HttpResponse] | None = None,
-               policy: IdempotencyPolicy | None = None) -> Callable:
+               policy: IdempotencyPolicy | None = None, rerun_after_crash: bool = False) -> Callable:
     """Apply an unsafe view once per (user, Idempotency-Key); repeat its first response to every retry.
 
     1. The key (header, or the form field) must be a UUID: otherwise DomainError('invalid').
@@ -315,10 +328,20 @@ def idempotent(view: Callable[..., HttpResponse] | None = None, *,
        fingerprint is DomainError('unprocessable'); an attempt still in flight is waited for, bounded and with
        backoff, and its response replayed; only past the wait DomainError('conflict') with ``retry_after``.
     4. The view runs. A business outcome (including a DomainError it raises, rendered by ``render_error``,
-       problem+json by default) is stored as COMPLETED; a transient one (5xx, 429, an exception) releases the key so a retry can succeed.
+       problem+json by default) is stored as COMPLETED; a transient answer (5xx, 429) releases the key so a
+       retry can succeed (an exception does too, with ``rerun_after_crash``; see below).
        Either write applies only if the record still names this attempt.
 
     Errors of steps 1-3 propagate as DomainError for the caller's error mapping (``api_view`` for the API).
+
+    Use it only where the change cannot be one transaction with its record (then fold the record into that
+    transaction, as registrations and event creation do). A crash between the view's change and step 4 leaves
+    the outcome unknown: by default a retry is then told so (409), never answered by running the view again,
+    because a second run sees the first one's effect and would answer something else (a 404 for what it
+    cancelled itself). ``rerun_after_crash=True`` is for views idempotent by design, whose second run gives
+    the first run's answer: a stale attempt is then taken over and run again. Likewise an exception from the
+    view releases the key only for those; otherwise the key stays with the attempt, whose outcome is unknown.
+    If storing the outcome fails, the response is still answered (it is right); the key then stays unknown.
     """
     policy = policy or DEFAULT_POLICY
     render_error = render_error or _problem
@@ -330,7 +353,7 @@ def idempotent(view: Callable[..., HttpResponse] | None = None, *,
             user_id = user_key(request.user)
             attempt_id = uuid.uuid4().hex
             stored = _acquire(user_id=user_id, key=key, fp=request_fingerprint(request), attempt_id=attempt_id,
-                              policy=policy)
+                              policy=policy, rerun_after_crash=rerun_after_crash)
             if stored is not None:
                 return stored.to_http(replayed=True)
             try:
@@ -339,10 +362,15 @@ def idempotent(view: Callable[..., HttpResponse] | None = None, *,
                 except DomainError as error:
                     response = render_error(request, error)
             except BaseException:
-                _finish(user_id=user_id, key=key, attempt_id=attempt_id, response=None)
+                if rerun_after_crash:
+                    _finish(user_id=user_id, key=key, attempt_id=attempt_id, response=None)
                 raise
+            # A transient answer says "nothing was done, try again": the key is released for the retry.
             outcome = None if response.status_code in TRANSIENT_STATUSES else StoredResponse.from_http(response)
-            _finish(user_id=user_id, key=key, attempt_id=attempt_id, response=outcome)
+            try:
+                _finish(user_id=user_id, key=key, attempt_id=attempt_id, response=outcome)
+            except Exception:  # noqa: BLE001 - the answer is right; only its record is missing (outcome unknown)
+                logger.warning("could not record the outcome of idempotency key %s", key, exc_info=True)
             return response
 
         return wrapper

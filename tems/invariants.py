@@ -14,6 +14,7 @@ from boto3.dynamodb.types import TypeDeserializer
 from django.utils.module_loading import autodiscover_modules
 
 from tems.dynamo import boto3_client, current_config
+from tems.outbox import STALE_AFTER, outbox_stale
 
 Item = dict[str, Any]
 Check = Callable[["TableSnapshot"], Iterable[str]]
@@ -65,3 +66,8 @@ def check_all(snapshot: TableSnapshot | None = None) -> dict[str, list[str]]:
     """Every registered check's list of problems (empty lists when all is well)."""
     snapshot = snapshot or scan_table()
     return {name: list(check(snapshot)) for name, check in sorted(registered_checks().items())}
+
+
+@invariant(f"outbox messages are delivered within {int(STALE_AFTER.total_seconds() // 60)} minutes")
+def outbox_not_stale(snapshot: TableSnapshot) -> Iterable[str]:
+    return outbox_stale(items=snapshot.of_entity("OutboxMessage"))

@@ -1,12 +1,21 @@
 """The transactional outbox: side effects leave DynamoDB only as messages written in the same transaction.
 
-A change that must tell the outside world (send a confirmation e-mail, notify the promoted student, ...) adds an
-``OutboxMessage`` to its own TransactWriteItems, so the message exists if and only if the change happened. 
-``outbox_relay`` (run by ``manage.py relay_outbox``, and in the background by ``make run``) polls the ``OUTBOX``
-collection in GSI1, claims each message with a conditional lease, hands it to the handler named for its type in
-``settings.OUTBOX_HANDLERS`` and deletes it once handled. A handler that fails leaves the message for a later
-pass once the lease runs out. Delivery is at least once (a relay that dies after the side effect but before the
-delete leaves it to be redone after the lease), so handlers must tolerate a repeat of the same ``message_id``.
+A change that must tell the outside world (send a confirmation e-mail, notify the promoted student, finish a
+promotion, ...) adds an ``OutboxMessage`` to its own TransactWriteItems, so the message exists if and only if
+the change happened. ``outbox_relay`` (run by ``manage.py relay_outbox``, and in the background by ``make run``)
+queries the ``OUTBOX`` collection in GSI1 for messages that are *due*, claims each with a conditional lease,
+hands it to the handler named for its type in ``settings.OUTBOX_HANDLERS`` and deletes it once handled.
+
+GSI1SK is the time a message is next due (then its id): a new message is due at once; a claim moves it to the
+end of its lease; a failed handler moves it on by a per-message backoff. So a message whose handler keeps
+failing waits its turn behind everything else and a backlog of them never blocks the rest.
+
+Delivery is at least once (a relay that dies after the side effect but before the delete leaves the message to
+be handled again after the lease). Exactly one *effect* per message is the receiver's part, keyed by the
+message id: mails carry ``Message-ID`` derived from it (``message_id_header``), so a mail client or list
+drops the repeat, and every other handler is idempotent by the message id or by design.
+Claim, release and delete are one-item transactions: their ClientRequestToken makes a retry after a lost
+answer a success instead of a refused condition.
 """
 
 from __future__ import annotations
@@ -16,17 +25,18 @@ import logging
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+from email.utils import parseaddr
 from typing import Any
 
 from django.conf import settings
 from django.utils.module_loading import import_string
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute, UTCDateTimeAttribute
-from pynamodb.exceptions import DeleteError, UpdateError
 from pynamodb.models import Model
 
 from tems.clock import utcnow
 from tems.dynamo import CollectionIndex, TableMeta
+from tems.transactions import LabelledTransaction, TransactionCancelled
 
 
 class OutboxMessage(Model):
@@ -59,8 +69,9 @@ class OutboxMessage(Model):
         return f"OUTBOX#{message_id}", cls.SK
 
     @staticmethod
-    def listing_key(created_at: datetime, message_id: str) -> str:
-        return f"{created_at.isoformat()}#{message_id}"
+    def listing_key(due: datetime, message_id: str) -> str:
+        # Fixed-width UTC so that string order is time order (isoformat drops zero microseconds).
+        return f"{due.astimezone(UTC).strftime('%Y-%m-%dT%H:%M:%S.%fZ')}#{message_id}"
 
     @property
     def data(self) -> dict[str, Any]:
@@ -80,12 +91,24 @@ def outbox_message(*, message_type: str, payload: dict[str, Any], now: datetime 
 
 
 logger = logging.getLogger(__name__)
-CONDITION_FAILED = "ConditionalCheckFailedException"
 # Longer than any handler should take (an SMTP round trip); short enough that a crashed relay's messages go out
 # again within a minute.
 LEASE = timedelta(seconds=60)
+# After a failed attempt a message waits 30 s, then twice as long each time, up to an hour: a receiver that is
+# down for a while is not hammered, and one that is back gets the message within the hour.
+RETRY_BASE = timedelta(seconds=30)
+RETRY_MAX = timedelta(hours=1)
+# A message still undelivered this long after it was written means a receiver or the relay is stuck:
+# ``check_invariants`` reports it.
+STALE_AFTER = timedelta(minutes=15)
+# ISO timestamps sort before this character, so "<due key> <= <now>#~" means "due by now, any id".
+_AFTER_ANY_ID = "#~"
 
 Handler = Callable[[OutboxMessage], None]
+
+CLAIM = "claim"
+RELEASE = "release"
+DELETE = "delete"
 
 
 @dataclass
@@ -95,9 +118,18 @@ class RelayReport:
     skipped: int = 0  # claimed by another relay, or of a type no handler is configured for
 
 
-def outbox_pending(*, limit: int = 100) -> list[OutboxMessage]:
-    """The oldest undelivered messages (the index is eventually consistent; a late one waits for the next pass)."""
-    return list(OutboxMessage.pending.query(OutboxMessage.COLLECTION, limit=limit))
+def message_id_header(message: OutboxMessage) -> str:
+    """The RFC 5322 Message-ID of the mail a message produces: the same for every delivery of that message."""
+    _, address = parseaddr(settings.DEFAULT_FROM_EMAIL)
+    domain = address.rpartition("@")[2] or "tems.invalid"
+    return f"<outbox.{message.message_id}@{domain}>"
+
+
+def outbox_pending(*, limit: int = 100, now: datetime | None = None) -> list[OutboxMessage]:
+    """The messages due by ``now``, the longest due first (the index is eventually consistent: a message that
+    just became due may wait for the next pass)."""
+    due_by = OutboxMessage.listing_key(now or utcnow(), "")[:-1] + _AFTER_ANY_ID
+    return list(OutboxMessage.pending.query(OutboxMessage.COLLECTION, OutboxMessage.gsi1sk <= due_by, limit=limit))
 
 
 def configured_handlers() -> dict[str, Handler]:
@@ -106,41 +138,82 @@ def configured_handlers() -> dict[str, Handler]:
 
 def outbox_relay(*, handlers: Mapping[str, Handler] | None = None, limit: int = 100, relay_id: str | None = None,
                  now: Callable[[], datetime] = utcnow) -> RelayReport:
-    """One pass over the pending messages: claim, handle, delete. Returns what happened to each."""
+    """One pass over the due messages: claim, handle, delete (or put back with a backoff). Returns the tally."""
     handlers = configured_handlers() if handlers is None else handlers
     relay_id = relay_id or uuid.uuid4().hex
     report = RelayReport()
-    for message in outbox_pending(limit=limit):
+    for message in outbox_pending(limit=limit, now=now()):
         handler = handlers.get(message.message_type)
         if handler is None or not _claim(message, relay_id=relay_id, now=now()):
             report.skipped += 1
             continue
         try:
             handler(message)
-        except Exception:  # noqa: BLE001 - one bad message must not stop the others; it is retried after its lease
+        except Exception:  # noqa: BLE001 - one bad message must not stop the others; it is retried after a backoff
             logger.exception("outbox message %s (%s) failed", message.message_id, message.message_type)
             report.failed += 1
+            _release(message, relay_id=relay_id, now=now())
             continue
-        try:
-            message.delete(condition=OutboxMessage.claimed_by == relay_id)
-        except DeleteError as error:
-            if error.cause_response_code != CONDITION_FAILED:
-                raise
-            # Our lease ran out and another relay took the message over: it will delete it.
+        _delete(message, relay_id=relay_id)
         report.delivered += 1
     return report
 
 
-def _claim(message: OutboxMessage, *, relay_id: str, now: datetime) -> bool:
+def _mine(relay_id: str):
+    return OutboxMessage.claimed_by == relay_id
+
+
+def _commit(transaction: LabelledTransaction, label: str) -> bool:
+    """Commit a one-item transaction; False when its condition failed (the message moved on without us)."""
     try:
-        message.update(
-            actions=[OutboxMessage.claimed_by.set(relay_id), OutboxMessage.lease_until.set(now + LEASE),
-                     OutboxMessage.attempts.add(1)],
-            condition=OutboxMessage.pk.exists()
-            & (OutboxMessage.lease_until.does_not_exist() | (OutboxMessage.lease_until < now)),
-        )
-    except UpdateError as error:
-        if error.cause_response_code != CONDITION_FAILED:
-            raise
-        return False  # delivered and deleted already, or another relay holds it
+        transaction.commit()
+    except TransactionCancelled as cancelled:
+        if cancelled.failed(label):
+            return False
+        if cancelled.is_conflict:
+            return False  # another relay is writing this message this very moment: it is theirs
+        raise
     return True
+
+
+def _claim(message: OutboxMessage, *, relay_id: str, now: datetime) -> bool:
+    until = now + LEASE
+    transaction = LabelledTransaction()
+    transaction.update(CLAIM, OutboxMessage(*OutboxMessage.key_for(message.message_id)), actions=[
+        OutboxMessage.claimed_by.set(relay_id), OutboxMessage.lease_until.set(until),
+        OutboxMessage.attempts.add(1), OutboxMessage.gsi1sk.set(OutboxMessage.listing_key(until, message.message_id)),
+    ], condition=OutboxMessage.pk.exists()
+        & (OutboxMessage.lease_until.does_not_exist() | (OutboxMessage.lease_until < now)))
+    # False: delivered and deleted already, or another relay holds it.
+    return _commit(transaction, CLAIM)
+
+
+def _release(message: OutboxMessage, *, relay_id: str, now: datetime) -> None:
+    """Put a failed message back, due again after its own backoff, behind everything already due."""
+    attempts = int(message.attempts or 0) + 1  # the claim just added one
+    due = now + min(RETRY_MAX, RETRY_BASE * 2 ** (attempts - 1))
+    transaction = LabelledTransaction()
+    transaction.update(RELEASE, OutboxMessage(*OutboxMessage.key_for(message.message_id)), actions=[
+        OutboxMessage.lease_until.set(due),
+        OutboxMessage.gsi1sk.set(OutboxMessage.listing_key(due, message.message_id)),
+    ], condition=_mine(relay_id))
+    _commit(transaction, RELEASE)
+
+
+def _delete(message: OutboxMessage, *, relay_id: str) -> None:
+    transaction = LabelledTransaction()
+    transaction.delete(DELETE, OutboxMessage(*OutboxMessage.key_for(message.message_id)), condition=_mine(relay_id))
+    # False: our lease ran out and another relay took the message over; it will delete it.
+    _commit(transaction, DELETE)
+
+
+def outbox_stale(*, items: list[dict[str, Any]], now: datetime | None = None) -> list[str]:
+    """Messages (raw scanned items) written more than ``STALE_AFTER`` ago and still not delivered."""
+    cutoff = (now or utcnow()) - STALE_AFTER
+    found = []
+    for item in items:
+        created = UTCDateTimeAttribute().deserialize(item["created_at"]) if "created_at" in item else None
+        if created is not None and created < cutoff:
+            found.append(f"{item['PK']}: {item.get('message_type')} written {created.isoformat()}, "
+                         f"{int(item.get('attempts', 0))} attempt(s), still undelivered")
+    return found

@@ -204,6 +204,7 @@ OUTBOX_HANDLERS = {
     "RegistrationCreated": "registrations.notifications.registration_created",
     "RegistrationPromoted": "registrations.notifications.registration_promoted",
     "RegistrationCancelled": "registrations.notifications.registration_cancelled",
+    "WaitlistPromotionRequested": "registrations.services.waitlist_promotion_requested",
 }
 # Without DJANGO_EMAIL_HOST, mails are printed where `make run` runs; with it, they go out over SMTP (STARTTLS and
 # a log-in when DJANGO_EMAIL_USE_TLS / DJANGO_EMAIL_HOST_USER are set, as Amazon SES and most relays require).

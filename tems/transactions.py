@@ -104,7 +104,7 @@ class LabelledTransaction:
                     for _, apply in self._ops[kind]:
                         apply(transaction)
         except TransactWriteError as error:
-            if error.cause_response_code != "TransactionCanceledException":
+            if _response_code(error) != "TransactionCanceledException":
                 raise
             reasons = {
                 label: Reason(reason.code, reason.message, reason.raw_item)
@@ -112,6 +112,14 @@ class LabelledTransaction:
                 if reason is not None
             }
             raise TransactionCancelled(reasons, error) from error
+
+
+def _response_code(error: TransactWriteError) -> str | None:
+    # A transport failure (the SDK's retries ran out on timeouts) has no response, so no code to read.
+    try:
+        return error.cause_response_code
+    except AttributeError:
+        return None
 
 
 def retry_on_conflict(attempt: Callable[[], T], *, attempts: int = 6, base_delay: float = 0.01,

@@ -301,7 +301,9 @@ def test_adjustment_is_one_transaction_with_the_version_check_and_stock_guard(it
         services.item_adjust(sku="TSHIRT-M", delta=-2, reason="sold", actor="bo", idempotency_key=KEY)
     finally:
         events.unregister("provide-client-params.dynamodb.TransactWriteItems", capture)
-    [request] = sent
+    # The adjustment's transaction; the operation's metrics follow in a one-item transaction of their own.
+    request, metrics = sent
+    assert [entry["Update"]["Key"]["PK"]["S"] for entry in metrics["TransactItems"]] == ["METRICS#inventory"]
     puts = [entry["Put"] for entry in request["TransactItems"] if "Put" in entry]
     [update] = [entry["Update"] for entry in request["TransactItems"] if "Update" in entry]
 

@@ -26,7 +26,7 @@ def post_json(client, url, body, **headers):
 
 @pytest.fixture
 def created(moto_ddb, staff_client):
-    response = post_json(staff_client, "/api/events", VALID)
+    response = post_json(staff_client, "/api/events", VALID, HTTP_IDEMPOTENCY_KEY=str(uuid.uuid4()))
     assert response.status_code == 201, response.content
     return response.json()
 
@@ -101,7 +101,8 @@ def test_csrf_is_enforced_for_api_writes(moto_ddb, csrf_staff_client):
     assert "CSRF" in body["detail"]
     csrf_staff_client.get("/events/")  # a page sets the csrftoken cookie, as in a browser
     token = csrf_staff_client.cookies["csrftoken"].value
-    response = post_json(csrf_staff_client, "/api/events", VALID, HTTP_X_CSRFTOKEN=token)
+    response = post_json(csrf_staff_client, "/api/events", VALID, HTTP_X_CSRFTOKEN=token,
+                         HTTP_IDEMPOTENCY_KEY=str(uuid.uuid4()))
     assert response.status_code == 201
 
 
@@ -220,7 +221,8 @@ def test_cancel_is_200_replayable_and_promotes(open_event, student_client, other
     key = str(uuid.uuid4())
     response = cancel_via_api(student_client, mine["registration_id"], key)
     assert response.status_code == 200
-    assert response.json() == {"registration_id": mine["registration_id"], "status": "cancelled"}
+    assert response.json() == {"registration_id": mine["registration_id"], "event_id": open_event.event_id,
+                               "status": "cancelled"}
     again = cancel_via_api(student_client, mine["registration_id"], key)
     assert again.status_code == 200 and again.content == response.content
     assert again["Idempotent-Replayed"] == "true"

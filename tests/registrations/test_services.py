@@ -325,7 +325,8 @@ def test_cancellations_promote_the_waitlist_in_order(ddb):
 
     with metered() as meter:
         result = services.registration_cancel(user_id="ann", registration_id=confirmed[0]["registration_id"])
-    assert result == {"registration_id": confirmed[0]["registration_id"], "status": "cancelled"}
+    assert result == {"registration_id": confirmed[0]["registration_id"], "event_id": event.event_id,
+                      "status": "cancelled"}
     # Read the registration, read the head, then ONE transaction cancels and promotes.
     assert meter.requests["TransactWriteItems"] == 1
     assert selectors.claim_get(event_id=event.event_id, user_id="ann") is None

@@ -126,7 +126,7 @@ def test_transient_failures_are_not_stored_so_a_retry_can_succeed(ddb):
             raise outcome
         return outcome
 
-    wrapped = idempotent(view)
+    wrapped = idempotent(view, rerun_after_crash=True)
     key = str(uuid.uuid4())
     with pytest.raises(RuntimeError):
         wrapped(make_request(key))
@@ -206,7 +206,8 @@ def test_stale_in_progress_is_taken_over_after_its_lease(ddb):
     put_in_progress(key, lease_until=T0 + timedelta(seconds=15))
     clock = FakeClock(T0 + timedelta(seconds=16))  # the holder's worker died a while ago
     view, calls = counting_view({"taken_over": True})
-    response = idempotent(view, policy=IdempotencyPolicy(clock=clock, sleep=pytest.fail))(make_request(key))
+    response = idempotent(view, policy=IdempotencyPolicy(clock=clock, sleep=pytest.fail),
+                          rerun_after_crash=True)(make_request(key))
     assert response.status_code == 200 and len(calls) == 1
     stored = record("ann", key)
     assert stored.status == "COMPLETED" and stored.attempt_id != "someone-else"
@@ -230,11 +231,45 @@ def test_a_timed_out_attempt_does_not_overwrite_the_one_that_took_over(ddb):
     def slow_first(request):
         # While this attempt is still running its lease runs out and a retry takes over and completes.
         clock.advance(seconds=20)
-        inner["response"] = idempotent(lambda r: HttpResponse("second"), policy=policy)(make_request(key))
+        inner["response"] = idempotent(lambda r: HttpResponse("second"), policy=policy,
+                                       rerun_after_crash=True)(make_request(key))
         return HttpResponse("first")
 
-    first = idempotent(slow_first, policy=policy)(make_request(key))
+    first = idempotent(slow_first, policy=policy, rerun_after_crash=True)(make_request(key))
     assert first.content == b"first" and inner["response"].content == b"second"
     assert record("ann", key).response_body == "second"  # the late "first" did not overwrite it
     replay = idempotent(lambda r: pytest.fail("must not run"), policy=policy)(make_request(key))
     assert replay.content == b"second"
+
+
+def test_after_a_crash_the_outcome_is_unknown_not_guessed_by_running_again(ddb):
+    key = str(uuid.uuid4())
+    put_in_progress(key, lease_until=T0 + timedelta(seconds=15))  # the worker died after its change, say
+    clock = FakeClock(T0 + timedelta(seconds=16))
+    view, calls = counting_view({"second run": True})
+    with pytest.raises(DomainError) as caught:
+        idempotent(view, policy=IdempotencyPolicy(clock=clock, sleep=pytest.fail))(make_request(key))
+    assert caught.value.status == 409 and "unknown" in caught.value.detail
+    assert calls == []  # a second run would see the first one's effect and answer something else
+
+
+def test_an_exception_after_the_change_keeps_the_key_instead_of_releasing_it(ddb):
+    def view(request):
+        raise RuntimeError("crashed after its change, maybe")
+
+    key = str(uuid.uuid4())
+    with pytest.raises(RuntimeError):
+        idempotent(view)(make_request(key))
+    assert record("ann", key).status == IN_PROGRESS
+
+
+def test_a_lost_answer_of_the_outcome_record_still_replays(ddb):
+    from tems.faults import LOST, Fault, inject
+
+    view, calls = counting_view({"ok": True})
+    key = str(uuid.uuid4())
+    with inject(Fault(LOST, operations={"TransactWriteItems"}, final_attempt_too=False)) as faults:
+        first = idempotent(view)(make_request(key))
+    assert faults.fired(LOST)
+    again = idempotent(view)(make_request(key))
+    assert again.content == first.content and again["Idempotent-Replayed"] == "true" and len(calls) == 1

@@ -1,0 +1,222 @@
+"""A randomized concurrent history on DynamoDB Local with faults on every kind of write.
+
+Students register (fresh taps, double taps, retries of old keys) and cancel; staff edit the capacity at the
+same time; 30 % of write attempts meet a fault (answer lost after the write applied, 500, throttle, transaction
+conflict). Afterwards: every invariant holds (after one relay pass, which finishes any promotion left to the
+outbox), every answer to one key is byte-identical, nobody still waiting was overtaken by a later ticket, and
+no staff member was told "someone else saved" about their own edit. Seeded: a failing seed reproduces (thread
+scheduling aside), and is printed.
+
+``test_history_catches_the_old_plain_update_edit`` runs the same history with the event edit as it was before
+issue 8 (a plain UpdateItem, promotion as a separate step) and must find problems, or the checks prove nothing.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import pytest
+from pynamodb.exceptions import UpdateError
+
+from registrations import selectors, services
+from registrations.errors import RegistrationError
+from registrations.models import Event, WaitlistEntry
+from registrations.techniques import registration_fingerprint
+from tems.faults import CONFLICT, ERROR, LOST, THROTTLE, Fault, inject
+from tems.invariants import check_all
+from tems.outbox import OutboxMessage, outbox_relay
+from tests.registrations.helpers import make_event
+
+STUDENTS = 6
+STUDENT_STEPS = 7
+STAFF = 2
+STAFF_EDITS = 5
+
+# 30 % of write attempts in all, spread over the four kinds (each retryable attempt draws once per kind).
+FAULTS = (
+    Fault(LOST, probability=0.12),
+    Fault(ERROR, probability=0.06),
+    Fault(THROTTLE, probability=0.06),
+    Fault(CONFLICT, operations={"TransactWriteItems"}, probability=0.06),
+)
+
+
+@dataclass
+class History:
+    answers: dict[tuple[str, str], list[tuple[int, str]]] = field(default_factory=lambda: defaultdict(list))
+    tickets: dict[str, int] = field(default_factory=dict)  # registration id -> the ticket it committed with
+    false_conflicts: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def answered(self, user: str, key: str, status: int, body: str) -> None:
+        with self.lock:
+            self.answers[(user, key)].append((status, body))
+
+
+def student(history: History, event_id: str, name: str, seed: int) -> None:
+    rng = random.Random(f"{seed}:{name}")
+    used_keys: list[str] = []
+    mine: str | None = None  # my live registration id, as last answered
+
+    def register(key: str) -> None:
+        nonlocal mine
+        outcome = services.registration_create(
+            event_id=event_id, user_id=name, idempotency_key=key,
+            fingerprint=registration_fingerprint(event_id=event_id, user_id=name))
+        history.answered(name, key, outcome.response.status, outcome.response.body)
+        if outcome.kind != "replayed":
+            mine = outcome.data["registration_id"]
+
+    for _ in range(STUDENT_STEPS):
+        action = rng.choice(["tap", "tap", "double_tap", "old_key", "cancel", "cancel_retry"])
+        try:
+            if action in ("tap", "double_tap"):
+                key = str(uuid.uuid4())
+                used_keys.append(key)
+                if action == "double_tap":
+                    # Two requests with one key at once, as a double tap whose first answer is still in flight.
+                    twin = threading.Thread(target=_guarded, args=(history, register, key), name=f"{name}-twin")
+                    twin.start()
+                    register(key)
+                    twin.join()
+                else:
+                    register(key)
+            elif action == "old_key" and used_keys:
+                register(rng.choice(used_keys))
+            elif action.startswith("cancel") and mine:
+                key = str(uuid.uuid4())
+                for _ in range(2 if action == "cancel_retry" else 1):
+                    outcome = services.registration_cancel_once(
+                        user_id=name, registration_id=mine, idempotency_key=key, fingerprint=f"cancel:{mine}")
+                    history.answered(name, key, outcome.response.status, outcome.response.body)
+                mine = None
+        except RegistrationError as error:
+            if error.code not in {"busy", "not_found"}:
+                history.errors.append(f"{name} {action}: {error.code} {error.detail}")
+
+
+def _guarded(history: History, call, *args) -> None:
+    try:
+        call(*args)
+    except RegistrationError as error:
+        if error.code != "busy":
+            history.errors.append(f"{error.code} {error.detail}")
+    except Exception as error:  # noqa: BLE001 - anything else is a failure of the history, reported with it
+        history.errors.append(f"{threading.current_thread().name}: {error!r}")
+
+
+def _reporting(history: History, target):
+    def run(*args) -> None:
+        _guarded(history, target, history, *args)
+    return run
+
+
+def staff(history: History, event_id: str, name: str, seed: int) -> None:
+    rng = random.Random(f"{seed}:{name}")
+    for n in range(STAFF_EDITS):
+        mark = f"{name}-edit-{n}"
+        for _ in range(10):
+            event = selectors.event_get(event_id=event_id)
+            capacity = max(int(event.registered_count), rng.randint(1, 6))
+            try:
+                services.event_update(event_id=event_id, expected_version=int(event.version), title=event.title,
+                                      description=mark, location=event.location, starts_at=event.starts_at,
+                                      capacity=capacity, updated_by=name)
+            except RegistrationError as error:
+                if error.code == "conflict" and error.extra["current"]["description"] == mark:
+                    # "Someone else saved this event first": the stored edit is this very one.
+                    history.false_conflicts.append(f"{mark}: told 409 for its own saved edit")
+                    break
+                if error.code in {"conflict", "invalid", "busy"}:
+                    continue  # someone saved (or took seats) in between: read again, as a person would
+                raise
+            break
+
+
+def run_history(seed: int, *, extra_faults: tuple[Fault, ...] = ()) -> tuple[History, dict[str, list[str]]]:
+    history = History()
+    event = make_event(capacity=2, title=f"History {seed}")
+    ticket_of = services._waitlist_transaction
+
+    def recording(attempt, seats):
+        transaction, response = ticket_of(attempt, seats)
+        with history.lock:
+            # The last ticket tried for a registration id is the one it committed with (attempts are sequential).
+            history.tickets[attempt.registration_id] = (seats["waitlist_seq"] or 0) + 1
+        return transaction, response
+
+    services._waitlist_transaction = recording
+    threads = [threading.Thread(target=_reporting(history, student), args=(event.event_id, f"student-{n}", seed),
+                                name=f"student-{n}") for n in range(STUDENTS)]
+    threads += [threading.Thread(target=_reporting(history, staff), args=(event.event_id, f"staff-{n}", seed),
+                                 name=f"staff-{n}") for n in range(STAFF)]
+    try:
+        with inject(*FAULTS, *extra_faults, seed=seed) as faults:
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+    finally:
+        services._waitlist_transaction = ticket_of
+    assert faults.fired(LOST) and faults.fired(THROTTLE), "the faults must actually have hit the history"
+    return history, check_history(history, event.event_id)
+
+
+def check_history(history: History, event_id: str) -> dict[str, list[str]]:
+    problems: dict[str, list[str]] = {}
+    problems["unexpected errors"] = list(history.errors)
+    problems["false conflicts"] = list(history.false_conflicts)
+    problems["replays differ"] = [f"{user} key {key[:8]}: {len(set(answers))} different answers"
+                                  for (user, key), answers in history.answers.items() if len(set(answers)) > 1]
+    # FIFO: nobody still waiting holds a smaller ticket than someone promoted (read before the relay runs).
+    promoted = [message.data["registration_id"] for message in OutboxMessage.scan()
+                if message.message_type == "RegistrationPromoted"]
+    waiting = [int(entry.ticket) for entry in WaitlistEntry.query(Event.pk_for(event_id))
+               if entry.sk.startswith(WaitlistEntry.SK_PREFIX)]
+    overtaken = [f"ticket {ticket} still waits behind promoted ticket {history.tickets[rid]}"
+                 for rid in promoted if rid in history.tickets
+                 for ticket in waiting if ticket < history.tickets[rid]]
+    problems["FIFO"] = overtaken
+    # The relay finishes any promotion that an edit left to its outbox message; then everything must hold.
+    outbox_relay(handlers={services.PROMOTION_REQUESTED: services.waitlist_promotion_requested})
+    problems.update(check_all())
+    return {name: found for name, found in problems.items() if found}
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_random_history_with_faults_keeps_every_promise(ddb, seed):
+    history, problems = run_history(seed)
+    assert problems == {}, f"seed {seed}"
+    assert sum(len(answers) for answers in history.answers.values()) > STUDENTS * 2
+
+
+def plain_update_edit(*, event_id, expected_version, title, description, location, starts_at, capacity,
+                      updated_by):
+    """The edit before issue 8, deliberately: a plain conditional UpdateItem, then promotion as a second step."""
+    event = Event(*Event.key_for(event_id), version=expected_version)
+    try:
+        event.update(actions=[Event.title.set(title), Event.description.set(description),
+                              Event.location.set(location), Event.starts_at.set(starts_at),
+                              Event.capacity.set(capacity), Event.updated_by.set(updated_by)],
+                     condition=Event.pk.exists() & (Event.registered_count <= capacity))
+    except UpdateError as error:
+        if error.cause_response_code != "ConditionalCheckFailedException":
+            raise
+        current = selectors.event_get(event_id=event_id)
+        if current.version != expected_version:
+            raise RegistrationError("conflict", "Someone else saved first.",
+                                    current=selectors.event_to_dict(current)) from None
+        raise RegistrationError("invalid", "Capacity below seats taken.") from None
+    services.waitlist_promote(event_id=event_id)
+
+
+def test_history_catches_the_old_plain_update_edit(ddb, monkeypatch):
+    monkeypatch.setattr(services, "event_update", plain_update_edit)
+    _, problems = run_history(5, extra_faults=(Fault(LOST, operations={"UpdateItem"}, probability=0.5),))
+    print(sorted((name, len(found)) for name, found in problems.items()))
+    assert "false conflicts" in problems, problems
