@@ -12,6 +12,7 @@ urlpatterns = [
     path("accounts/signup/", views.signup, name="signup"),
     path("admin/", admin.site.urls),
     path("", include("registrations.urls")),
+    path("", include("registrations.checkins.urls")),
     path("", include("inventory.urls")),
     path("", include("tems.lab_urls")),
 ]
