@@ -1,0 +1,127 @@
+"""The door page in Chromium on a phone's viewport (DynamoDB Local): QR photo, the three screens, the offline queue."""
+
+from __future__ import annotations
+
+import io
+import re
+import uuid
+from datetime import UTC, datetime
+
+import pytest
+import segno
+from django.contrib.auth.models import User
+from django.test import Client
+
+from registrations.checkins import selectors, services
+from tests.registrations.helpers import make_event, register
+
+pytestmark = pytest.mark.browser
+
+PHONE = {"width": 390, "height": 844}
+
+
+@pytest.fixture
+def door(ddb, browser, live_server, transactional_db):
+    """Open an event's door page as a logged-in doorkeeper on a phone-sized screen; returns (page, context)."""
+    staff = User.objects.create_user("staff2", "staff2@uni.test", "pw-staff-2", is_staff=True)
+    client = Client()
+    client.force_login(staff)
+    contexts = []
+
+    def open_door(event):
+        context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True, timezone_id="UTC")
+        contexts.append(context)
+        context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": live_server.url}])
+        page = context.new_page()
+        page.goto(f"{live_server.url}/events/{event.event_id}/door/")
+        page.locator("#door-name").fill("B")
+        page.locator("#door-name").dispatch_event("change")
+        return page, context
+
+    yield open_door
+    for context in contexts:
+        context.close()
+
+
+def qr_png(text: str) -> bytes:
+    buffer = io.BytesIO()
+    segno.make(text, error="m").save(buffer, kind="png", scale=8, border=4)
+    return buffer.getvalue()
+
+
+def type_ticket(page, ticket: str) -> None:
+    page.locator("#ticket-code").fill(ticket)
+    page.get_by_role("button", name="Check in", exact=True).click()
+
+
+def feedback(page, kind: str):
+    screen = page.locator(f"#feedback.{kind}")
+    screen.wait_for(state="visible")
+    return screen
+
+
+def test_a_qr_photo_checks_in_green_then_red_then_yellow(door):
+    event = make_event(capacity=1, title="Gala")
+    ticket = register(event.event_id, "ann").data["ticket_url"]
+    waitlisted = register(event.event_id, "bob").data["ticket_url"]
+    page, _ = door(event)
+
+    page.locator("#photo").set_input_files({"name": "ticket.png", "mimeType": "image/png", "buffer": qr_png(ticket)})
+    green = feedback(page, "ok")
+    assert green.locator(".door-feedback-title").inner_text() == "Checked in"
+    assert green.locator(".door-feedback-detail").inner_text() == "ann"
+    page.locator("#checked-in-count").filter(has_text="1").wait_for()
+    assert page.locator("#confirmed-count").inner_text() == "1"
+    green.click()
+
+    first = selectors.checkin_list(event_id=event.event_id)[0]
+    assert (first.door, first.checked_in_by) == ("B", "staff2")
+    type_ticket(page, ticket)
+    red = feedback(page, "already")
+    expected = f"Already checked in at {first.checked_in_at.astimezone(UTC):%H:%M} at door B by staff2"
+    assert red.locator(".door-feedback-detail").inner_text() == expected
+    red.click()
+
+    type_ticket(page, waitlisted)
+    yellow = feedback(page, "refused")
+    assert yellow.locator(".door-feedback-title").inner_text() == "Not admissible"
+    assert "waiting list" in yellow.locator(".door-feedback-detail").inner_text()
+    yellow.click()
+
+    type_ticket(page, "not-a-ticket")
+    assert "not genuine" in feedback(page, "refused").locator(".door-feedback-detail").inner_text()
+    assert selectors.checkin_stats(event_id=event.event_id) == {"confirmed": 1, "checked_in": 1}
+
+
+def test_offline_scans_are_queued_survive_a_reload_and_resolve_to_the_true_answer(door):
+    event = make_event(capacity=5, title="Concert")
+    tickets = [register(event.event_id, student).data["ticket_url"] for student in ("ann", "bob", "cat")]
+    page, context = door(event)
+    page.wait_for_function("navigator.serviceWorker && navigator.serviceWorker.controller !== null")
+
+    context.set_offline(True)
+    for ticket in tickets:
+        type_ticket(page, ticket)
+        screen = feedback(page, "pending")
+        assert "provisional" in screen.inner_text()
+        screen.click()
+    assert page.locator("#offline-note").is_visible()
+    assert page.locator("#scans li[data-state=pending]").count() == 3
+
+    # Meanwhile another door admits bob's ticket through the API.
+    elsewhere = services.checkin_create(event_id=event.event_id, ticket_text=tickets[1], door="C", staff_id="staff3",
+                                        idempotency_key=str(uuid.uuid4()), fingerprint="door C")
+    assert elsewhere.response.status == 201
+
+    page.reload()  # still offline: the service worker serves the page, IndexedDB still holds the queue
+    assert page.locator("#scans li[data-state=pending]").count() == 3
+
+    context.set_offline(False)
+    page.evaluate("window.dispatchEvent(new Event('online'))")
+    page.locator("#scans li[data-state=done]").nth(2).wait_for()
+    states = page.locator("#scans li .scan-state").all_inner_texts()
+    assert sorted(states) == ["Already checked in", "Checked in", "Checked in"]
+    already = page.locator("#scans li.already .scan-detail").inner_text()
+    assert re.search(r"Already checked in at \d\d:\d\d at door C by staff3", already)
+    assert selectors.checkin_stats(event_id=event.event_id) == {"confirmed": 3, "checked_in": 3}
+    page.locator("#checked-in-count").filter(has_text="3").wait_for()
