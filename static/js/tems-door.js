@@ -23,7 +23,8 @@
   var STORE = "scans";
   var FLUSH_EVERY_MS = 5000;
   var STATS_EVERY_MS = 5000;
-  var SAME_CODE_PAUSE_MS = 3000; // a ticket held in front of the camera is one scan, not thirty
+  // A ticket held in front of the camera is one scan, not thirty; scanning it again on purpose takes a moment.
+  var SAME_CODE_PAUSE_MS = 10000;
   var FEEDBACK_MS = 4000;
   var SHOWN_SCANS = 30;
   // Statuses that say "not now" rather than "this is the answer": the scan stays pending and is sent again.
@@ -308,7 +309,8 @@
       return video.play().then(function () {
         var busy = false;
         (function tick() {
-          if (!busy && video.readyState >= 2) {
+          // While an answer is on screen the doorkeeper is reading it, not scanning.
+          if (!busy && feedback.hidden && video.readyState >= 2) {
             busy = true;
             decode(video, video.videoWidth, video.videoHeight).then(onCode).catch(function () {}).then(function () { busy = false; });
           }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import re
 import uuid
 from datetime import UTC, datetime
@@ -18,6 +19,7 @@ from tests.registrations.helpers import make_event, register
 pytestmark = pytest.mark.browser
 
 PHONE = {"width": 390, "height": 844}
+CHROMIUM = os.environ.get("TEMS_CHROMIUM", "/usr/bin/chromium")
 
 
 @pytest.fixture
@@ -125,3 +127,49 @@ def test_offline_scans_are_queued_survive_a_reload_and_resolve_to_the_true_answe
     assert re.search(r"Already checked in at \d\d:\d\d at door C by staff3", already)
     assert selectors.checkin_stats(event_id=event.event_id) == {"confirmed": 3, "checked_in": 3}
     page.locator("#checked-in-count").filter(has_text="3").wait_for()
+
+
+def qr_y4m(text: str, path, *, width: int = 640, height: int = 480) -> None:
+    """A two-frame Y4M video of the QR code, for Chromium's fake camera (grey levels in Y, neutral chroma)."""
+    matrix = [list(row) for row in segno.make(text, error="m").matrix_iter(scale=7, border=4)]
+    size = len(matrix)
+    top, left = (height - size) // 2, (width - size) // 2
+    luma = bytearray(b"\xeb" * (width * height))
+    for y, row in enumerate(matrix):
+        for x, dark in enumerate(row):
+            if dark:
+                luma[(top + y) * width + left + x] = 0x10
+    chroma = b"\x80" * (width // 2 * height // 2)
+    frame = b"FRAME\n" + bytes(luma) + chroma + chroma
+    path.write_bytes(f"YUV4MPEG2 W{width} H{height} F10:1 Ip A1:1 C420jpeg\n".encode() + frame * 2)
+
+
+def test_the_camera_reads_a_ticket(ddb, browser, live_server, transactional_db, tmp_path):
+    """Chromium's fake camera plays a QR code video; the page finds the code in the frames and checks it in."""
+    event = make_event(capacity=5, title="Camera night")
+    ticket = register(event.event_id, "ann").data["ticket_url"]
+    video = tmp_path / "ticket.y4m"
+    qr_y4m(ticket, video)
+    staff = User.objects.create_user("staff2", "staff2@uni.test", "pw-staff-2", is_staff=True)
+    client = Client()
+    client.force_login(staff)
+    # A browser of its own (same Playwright instance): the fake camera is a launch flag.
+    camera_browser = browser.browser_type.launch(
+        executable_path=CHROMIUM,
+        args=["--no-sandbox", "--disable-gpu", "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
+              f"--use-file-for-fake-video-capture={video}"],
+    )
+    try:
+        context = camera_browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True, timezone_id="UTC")
+        context.grant_permissions(["camera"], origin=live_server.url)
+        context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": live_server.url}])
+        page = context.new_page()
+        page.goto(f"{live_server.url}/events/{event.event_id}/door/")
+        page.get_by_role("button", name="Scan with camera").click()
+        green = feedback(page, "ok")
+        assert green.locator(".door-feedback-detail").inner_text() == "ann"
+        page.wait_for_timeout(1500)  # the code stays in view: it must not be sent again as a new scan
+        assert page.locator("#scans li").count() == 1
+    finally:
+        camera_browser.close()
+    assert selectors.checkin_stats(event_id=event.event_id)["checked_in"] == 1
