@@ -93,6 +93,7 @@
                detail: "Not sent yet: provisional. It is sent when the network returns." };
     }
     var body = scan.body || {};
+    if (scan.undone) return { kind: "pending", title: "Undone", detail: (body.user || "") + ": check-in taken back" };
     if (scan.status === 201) return { kind: "ok", title: "Checked in", detail: body.user || "" };
     if (scan.status === 200 && body.status === "already_checked_in") {
       var where = body.door ? " at door " + body.door : "";
@@ -162,6 +163,15 @@
         detail.textContent = " · " + said.detail + " · scanned " + hhmm(new Date(scan.scannedAt).toISOString());
         item.appendChild(state);
         item.appendChild(detail);
+        if (scan.status === 201 && !scan.undone) {
+          var undo = document.createElement("button");
+          undo.type = "button";
+          undo.className = "link-button scan-undo";
+          undo.dataset.key = scan.key;
+          undo.textContent = "Undo check-in";
+          item.appendChild(document.createTextNode(" "));
+          item.appendChild(undo);
+        }
         scansList.appendChild(item);
       });
     });
@@ -220,6 +230,29 @@
     // Stored before it is sent: a reload or a crash between the two loses nothing.
     return saveScan(scan).then(render).then(function () { return send(scan, true); });
   }
+
+  // A doorkeeper's mistake is taken back with its own key per tap; the server logs who did it.
+  scansList.addEventListener("click", function (event) {
+    var button = event.target.closest(".scan-undo");
+    if (!button) return;
+    button.disabled = true;
+    eventScans().then(function (scans) {
+      var scan = scans.filter(function (s) { return s.key === button.dataset.key; })[0];
+      if (!scan) return;
+      return fetch(CHECKIN_URL + "/" + encodeURIComponent(scan.body.registration_id), {
+        method: "DELETE",
+        credentials: "same-origin",
+        headers: { "Idempotency-Key": uuid4(), "X-CSRFToken": CSRF },
+      }).then(function (response) {
+        if (!response.ok) throw new Error("undo refused: " + response.status);
+        scan.undone = true;
+        return saveScan(scan);
+      });
+    }).then(render).then(refreshStats).catch(function () {
+      button.disabled = false;
+      alert("The undo did not go through; try again when online.");
+    });
+  });
 
   // --- live counts and the connection banner --------------------------------------------------------------
 

@@ -6,7 +6,7 @@ import io
 import os
 import re
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC
 
 import pytest
 import segno
@@ -93,6 +93,12 @@ def test_a_qr_photo_checks_in_green_then_red_then_yellow(door):
     type_ticket(page, "not-a-ticket")
     assert "not genuine" in feedback(page, "refused").locator(".door-feedback-detail").inner_text()
     assert selectors.checkin_stats(event_id=event.event_id) == {"confirmed": 1, "checked_in": 1}
+
+    page.locator("#feedback").click()
+    page.get_by_role("button", name="Undo check-in").click()
+    page.locator("#scans li .scan-state", has_text="Undone").wait_for()
+    page.locator("#checked-in-count").filter(has_text="0").wait_for()
+    assert [e.action for e in selectors.checkin_history(event_id=event.event_id)] == ["checked_in", "undone"]
 
 
 def test_offline_scans_are_queued_survive_a_reload_and_resolve_to_the_true_answer(door):
