@@ -109,6 +109,11 @@ def clean_door(door: Any) -> str:
         raise RegistrationError("invalid", "The door must be a text, such as \"B\" or \"North entrance\".",
                                 errors={"door": ["Must be a string."]})
     door = " ".join(door.split())
+    try:
+        door.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (JSON "\\ud800") is not text: refuse it, never store it
+        raise RegistrationError("invalid", "The door label is not valid text.",
+                                errors={"door": ["Not valid Unicode."]}) from None
     if len(door) > MAX_DOOR_LENGTH:
         raise RegistrationError("invalid", f"The door label is longer than {MAX_DOOR_LENGTH} characters.",
                                 errors={"door": [f"At most {MAX_DOOR_LENGTH} characters."]})
