@@ -268,4 +268,6 @@ class CheckInLogEntry(Model):
 
     @classmethod
     def key_for(cls, event_id: str, at: datetime, entry_id: str) -> tuple[str, str]:
-        return Event.pk_for(event_id), f"{cls.SK_PREFIX}{at.astimezone(UTC).strftime('%Y-%m-%dT%H:%M:%S.%fZ')}#{entry_id}"
+        # ISO-8601 in UTC sorts chronologically as a string; the id keeps two entries of one instant apart.
+        stamp = at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        return Event.pk_for(event_id), f"{cls.SK_PREFIX}{stamp}#{entry_id}"

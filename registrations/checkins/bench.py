@@ -91,7 +91,8 @@ def _request_counts() -> list[tuple[str, object]]:
     try:
         rows = [
             ("first check-in (201)", _measure(lambda: scan(ticket, key, 201))),
-            ("replay: the same scan's key again (201, `Idempotent-Replayed`)", _measure(lambda: scan(ticket, key, 201))),
+            ("replay: the same scan's key again (201, `Idempotent-Replayed`)",
+             _measure(lambda: scan(ticket, key, 201))),
             ("already checked in: another scan, new key (200)",
              _measure(lambda: scan(ticket, str(uuid.uuid4()), 200))),
             ("GET `/checkins/stats`", _measure(lambda: client.get(f"/api/events/{event_id}/checkins/stats"))),

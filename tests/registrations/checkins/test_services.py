@@ -22,7 +22,8 @@ DOORS = 20
 
 
 def outbox_of(message_type: str) -> list[dict]:
-    return [m.data for m in OutboxMessage.scan(OutboxMessage.entity == "OutboxMessage") if m.message_type == message_type]
+    messages = OutboxMessage.scan(OutboxMessage.entity == "OutboxMessage")
+    return [m.data for m in messages if m.message_type == message_type]
 
 
 def test_a_first_check_in_is_one_request_and_records_everything(ddb):
