@@ -107,6 +107,14 @@
   // --- feedback: full screen, a sound, a vibration --------------------------------------------------------
 
   var audio = null;
+  // Browsers only let a page make sound after a tap: every scanning gesture unlocks it for the answer to come.
+  function unlockAudio() {
+    try {
+      audio = audio || new (window.AudioContext || window.webkitAudioContext)();
+      if (audio.state === "suspended") audio.resume();
+    } catch (error) { /* no audio on this device */ }
+  }
+
   function beep(kind) {
     var patterns = { ok: [[880, 0.12], [1320, 0.18]], already: [[220, 0.6]], refused: [[440, 0.2], [330, 0.3]], pending: [[660, 0.1]] };
     var vibrations = { ok: [120], already: [400, 100, 400], refused: [200, 100, 200], pending: [60] };
@@ -289,6 +297,7 @@
 
   document.getElementById("typed").addEventListener("submit", function (event) {
     event.preventDefault();
+    unlockAudio();
     var text = typedInput.value;
     typedInput.value = "";
     scanTicket(text);
@@ -331,7 +340,7 @@
 
   var video = document.getElementById("camera");
   document.getElementById("camera-start").addEventListener("click", function () {
-    beep("pending"); // unlocks audio on this tap, so later answers can be heard
+    unlockAudio();
     if (!navigator.mediaDevices || !navigator.mediaDevices.getUserMedia) {
       alert("This browser cannot use the camera here; scan a photo or type the ticket code.");
       return;
@@ -356,6 +365,7 @@
   });
 
   document.getElementById("photo").addEventListener("change", function (event) {
+    unlockAudio();
     var file = event.target.files && event.target.files[0];
     event.target.value = "";
     if (!file) return;

@@ -67,6 +67,10 @@ def test_a_qr_photo_checks_in_green_then_red_then_yellow(door):
     ticket = register(event.event_id, "ann").data["ticket_url"]
     waitlisted = register(event.event_id, "bob").data["ticket_url"]
     page, _ = door(event)
+    # Each answer is also felt: record the vibration patterns the page asks for (one per kind of answer).
+    page.evaluate("""() => {
+        navigator.vibrate = (pattern) => { (window.__buzz = window.__buzz || []).push(pattern); return true; };
+    }""")
 
     page.locator("#photo").set_input_files({"name": "ticket.png", "mimeType": "image/png", "buffer": qr_png(ticket)})
     green = feedback(page, "ok")
@@ -93,6 +97,7 @@ def test_a_qr_photo_checks_in_green_then_red_then_yellow(door):
     type_ticket(page, "not-a-ticket")
     assert "not genuine" in feedback(page, "refused").locator(".door-feedback-detail").inner_text()
     assert selectors.checkin_stats(event_id=event.event_id) == {"confirmed": 1, "checked_in": 1}
+    assert page.evaluate("window.__buzz") == [[120], [400, 100, 400], [200, 100, 200], [200, 100, 200]]
 
     page.locator("#feedback").click()
     page.get_by_role("button", name="Undo check-in").click()
