@@ -233,7 +233,7 @@ class _HttpClient:
                                                              "Content-Type": "application/json", **headers})
 
 
-def _start_gunicorn(ctx, port: int, log: Path) -> subprocess.Popen:
+def _start_gunicorn(ctx, port: int, log: Path, *, secret_key: str | None = None) -> subprocess.Popen:
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "registrations.bench_settings",
@@ -241,7 +241,7 @@ def _start_gunicorn(ctx, port: int, log: Path) -> subprocess.Popen:
         "DYNAMODB_TABLE": ctx.table_name,
         "AWS_REGION": ctx.region,
         "DJANGO_DEBUG": "0",  # production settings: no query log, no debug pages
-        "DJANGO_SECRET_KEY": secrets.token_urlsafe(50),
+        "DJANGO_SECRET_KEY": secret_key or secrets.token_urlsafe(50),
         "DJANGO_HTTPS": "0",  # plain HTTP on one machine: no redirect to HTTPS, cookies sent without TLS
         "TEMS_LOG_LEVEL": "WARNING",
     }

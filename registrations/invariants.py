@@ -93,3 +93,11 @@ def waitlist_in_order(snapshot: TableSnapshot) -> Iterator[str]:
     for registration_id, registration in waiting.items():
         if registration_id not in seen_registrations:
             yield f"waitlisted registration {registration['PK']}/{registration['SK']} has no waitlist entry"
+
+
+@invariant("each event's checked-in count matches its check-ins")
+def checkins_match(snapshot: TableSnapshot) -> Iterator[str]:
+    for event in snapshot.of_entity("Event"):
+        checkins = snapshot.with_sk_prefix(event["PK"], "CHECKIN#")
+        if int(event.get("checked_in_count", 0)) != len(checkins):
+            yield f"{event['PK']}: checked_in_count={event.get('checked_in_count', 0)} but {len(checkins)} check-ins"

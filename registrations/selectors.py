@@ -7,6 +7,7 @@ from typing import Any
 
 import segno
 
+from registrations.checkins.tickets import ticket_url
 from registrations.errors import RegistrationError
 from registrations.models import WAITLISTED, Event, Registration, RegistrationClaim, WaitlistEntry
 from tems.clock import utcnow
@@ -45,15 +46,10 @@ def event_to_dict(event: Event) -> dict:
 
 # --- registrations ------------------------------------------------------------------------------------------
 
-# What the QR code encodes: derived from the registration id only, so every replay shows the same code and a
-# door scanner can look the registration up without anything else.
-QR_PREFIX = "TEMS-REGISTRATION:"
-
-
-def registration_qr_svg(*, registration_id: str) -> str:
-    """An inline SVG QR code for the registration (deterministic: the same id always draws the same code)."""
-    code = segno.make(QR_PREFIX + registration_id, error="m")
-    return code.svg_inline(scale=4, omitsize=True, title="Registration QR code", svgclass="qr")
+def registration_qr_svg(*, ticket_url: str) -> str:
+    """An inline SVG QR code of the registration's ticket URL (deterministic: same ticket, same drawing)."""
+    code = segno.make(ticket_url, error="m")
+    return code.svg_inline(scale=4, omitsize=True, title="Ticket QR code", svgclass="qr")
 
 
 def registration_to_dict(*, registration_id: str, event_id: str, user_id: str, status: str,
@@ -61,15 +57,18 @@ def registration_to_dict(*, registration_id: str, event_id: str, user_id: str, s
     """The API's representation of a registration (also what the idempotency record stores and replays).
 
     ``user`` shows the display name; the immutable ``user_id`` stays internal (synthetic lab and bench students
-    have no name, and show their id).
+    have no name, and show their id). ``ticket_url`` is signed from the registration's stable facts only, so a
+    replay shows the same ticket.
     """
+    url = ticket_url(event_id=event_id, registration_id=registration_id, user_id=user_id)
     return {
         "registration_id": registration_id,
         "event_id": event_id,
         "user": user_name or user_id,
         "status": status,
         "position": position,
-        "qr_svg": registration_qr_svg(registration_id=registration_id),
+        "ticket_url": url,
+        "qr_svg": registration_qr_svg(ticket_url=url),
         "created_at": created_at.isoformat(),
     }
 

@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from registrations import selectors, services
+from registrations.checkins import selectors as checkin_selectors
 from registrations.errors import RegistrationError
 from registrations.forms import EventEditForm, EventForm
 from tems.decorators import staff_required
@@ -40,7 +41,10 @@ def event_list(request: HttpRequest) -> HttpResponse:
 @login_required
 def event_detail(request: HttpRequest, event_id: str) -> HttpResponse:
     event = _event_or_404(event_id)
-    return render(request, "registrations/event_detail.html", _panel_context(request, event))
+    context = _panel_context(request, event)
+    if request.user.is_staff:
+        context["checkins"] = checkin_selectors.checkin_list(event_id=event_id)
+    return render(request, "registrations/event_detail.html", context)
 
 
 # --- registration pages -------------------------------------------------------------------------------------

@@ -52,3 +52,15 @@ def user_for_key(key: str):
         return None
     identity = UserIdentity.objects.select_related("user").filter(key=parsed).first()
     return identity.user if identity else None
+
+
+def user_names_for_keys(keys: list[str]) -> dict[str, str]:
+    """Usernames by key for the keys that still have an account, in one query (for lists staff read)."""
+    parsed = set()
+    for key in keys:
+        try:
+            parsed.add(uuid.UUID(str(key)))
+        except ValueError:
+            continue
+    identities = UserIdentity.objects.select_related("user").filter(key__in=parsed)
+    return {str(identity.key): identity.user.get_username() for identity in identities}

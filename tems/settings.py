@@ -191,7 +191,9 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+# jsQR (the door page's QR decoder where the browser has no BarcodeDetector) is vendored by `npm ci` and served
+# from node_modules as it was installed, never from a CDN.
+STATICFILES_DIRS = [BASE_DIR / "static", ("vendor/jsqr", BASE_DIR / "node_modules" / "jsqr" / "dist")]
 STATIC_ROOT = BASE_DIR / "staticfiles"
 
 # DynamoDB: an unset endpoint means real AWS with credentials from the usual AWS chain.
@@ -199,12 +201,17 @@ DYNAMODB_ENDPOINT_URL = os.environ.get("DYNAMODB_ENDPOINT_URL") or None
 DYNAMODB_TABLE = os.environ.get("DYNAMODB_TABLE", "tems")
 AWS_REGION = os.environ.get("AWS_REGION", os.environ.get("AWS_DEFAULT_REGION", "eu-west-1"))
 
+# Where the app is reached from outside: ticket QR codes encode an absolute URL under it.
+TEMS_PUBLIC_URL = os.environ.get("TEMS_PUBLIC_URL", "http://localhost:8000").rstrip("/")
+
 # Side effects leave DynamoDB only through the outbox; the relay hands each message type to one of these.
 OUTBOX_HANDLERS = {
     "RegistrationCreated": "registrations.notifications.registration_created",
     "RegistrationPromoted": "registrations.notifications.registration_promoted",
     "RegistrationCancelled": "registrations.notifications.registration_cancelled",
     "WaitlistPromotionRequested": "registrations.services.waitlist_promotion_requested",
+    "CheckInRecorded": "registrations.checkins.notifications.checkin_recorded",
+    "CheckInUndone": "registrations.checkins.notifications.checkin_undone",
 }
 # Without DJANGO_EMAIL_HOST, mails are printed where `make run` runs; with it, they go out over SMTP (STARTTLS and
 # a log-in when DJANGO_EMAIL_USE_TLS / DJANGO_EMAIL_HOST_USER are set, as Amazon SES and most relays require).

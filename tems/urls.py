@@ -14,6 +14,7 @@ urlpatterns = [
     path("accounts/verify-email/<str:token>/", views.verify_email_confirm, name="verify_email_confirm"),
     path("admin/", admin.site.urls),
     path("", include("registrations.urls")),
+    path("", include("registrations.checkins.urls")),
     path("", include("inventory.urls")),
     path("", include("tems.lab_urls")),
 ]

@@ -125,7 +125,8 @@ def test_registration_is_201_and_the_same_key_replays_it_exactly(open_event, stu
     first = register_via_api(student_client, open_event.event_id, key)
     assert first.status_code == 201, first.content
     body = first.json()
-    assert set(body) == {"registration_id", "event_id", "user", "status", "position", "qr_svg", "created_at"}
+    assert set(body) == {"registration_id", "event_id", "user", "status", "position", "ticket_url", "qr_svg",
+                         "created_at"}
     assert (body["event_id"], body["user"], body["status"], body["position"]) == (
         open_event.event_id, "student1", "confirmed", None)
     assert body["qr_svg"].startswith("<svg") and "Idempotent-Replayed" not in first

@@ -7,6 +7,7 @@ from threading import Barrier
 import pytest
 
 from registrations import selectors, services
+from registrations.checkins.tickets import ticket_url
 from registrations.errors import RegistrationError
 from registrations.models import EventSeats
 from tems.outbox import OutboxMessage
@@ -136,7 +137,9 @@ def test_first_registration_is_one_request_holding_everything(ddb, cancellations
     assert outcome.kind == "created" and outcome.response.status == 201
     body = outcome.data
     assert body["status"] == "confirmed" and body["position"] is None and body["user"] == "ann"
-    assert body["qr_svg"] == selectors.registration_qr_svg(registration_id=body["registration_id"])
+    assert body["ticket_url"] == ticket_url(event_id=event.event_id, registration_id=body["registration_id"],
+                                            user_id="ann")
+    assert body["qr_svg"] == selectors.registration_qr_svg(ticket_url=body["ticket_url"])
     claim, user_side = stored_items(event.event_id, "ann")
     assert claim.registration_id == body["registration_id"] and claim.status == "confirmed"
     assert [r.registration_id for r in user_side] == [body["registration_id"]]

@@ -1,0 +1,61 @@
+"""Reads of the door: counts, who is checked in, and the one read that explains a refused check-in."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from registrations.errors import RegistrationError
+from registrations.models import CheckIn, CheckInLogEntry, Event, EventCheckins, Registration
+from tems.identity import user_for_key, user_names_for_keys
+
+
+def checkin_to_dict(*, registration_id: str, user_id: str, status: str, checked_in_at: datetime,
+                    checked_in_by: str, door: str) -> dict[str, Any]:
+    """The API's answer to a scan (also what the scan's idempotency record stores and replays).
+
+    ``user`` is the holder's name for the doorkeeper; the ticket carries only the immutable key, and an account
+    that no longer exists (or a synthetic lab student) shows that key.
+    """
+    holder = user_for_key(user_id)
+    return {
+        "registration_id": registration_id,
+        "user": holder.get_username() if holder else user_id,
+        "status": status,
+        "checked_in_at": checked_in_at.isoformat(),
+        "checked_in_by": checked_in_by,
+        "door": door,
+    }
+
+
+def checkin_stats(*, event_id: str) -> dict[str, int]:
+    """``{confirmed, checked_in}`` of the event: one strongly consistent GetItem of its counters."""
+    try:
+        counters = EventCheckins.get(*EventCheckins.key_for(event_id), consistent_read=True)
+    except EventCheckins.DoesNotExist:
+        raise RegistrationError("not_found", f"There is no event with id {event_id!r}.") from None
+    return {"confirmed": int(counters.registered_count or 0), "checked_in": int(counters.checked_in_count or 0)}
+
+
+def checkin_list(*, event_id: str) -> list[CheckIn]:
+    """Everyone checked in to the event, earliest first, each with ``holder_name`` (the name staff see)."""
+    checkins = CheckIn.query(Event.pk_for(event_id), CheckIn.sk.startswith(CheckIn.SK_PREFIX), consistent_read=True)
+    checkins = sorted(checkins, key=lambda checkin: checkin.checked_in_at)
+    names = user_names_for_keys([checkin.user_id for checkin in checkins])
+    for checkin in checkins:
+        checkin.holder_name = names.get(checkin.user_id, checkin.user_id)
+    return checkins
+
+
+def checkin_history(*, event_id: str) -> list[CheckInLogEntry]:
+    """The door's history of the event (check-ins and undos), oldest first."""
+    return list(CheckInLogEntry.query(Event.pk_for(event_id), CheckInLogEntry.sk.startswith(CheckInLogEntry.SK_PREFIX),
+                                      consistent_read=True))
+
+
+def registration_at_door(*, event_id: str, registration_id: str) -> Registration | None:
+    """The event-side registration item, to explain a refused check-in (never to decide one)."""
+    try:
+        return Registration.get(*Registration.event_key_for(event_id, registration_id), consistent_read=True)
+    except Registration.DoesNotExist:
+        return None

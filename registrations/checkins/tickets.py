@@ -1,0 +1,71 @@
+"""Tickets that cannot be forged: a registration's QR code is a URL of the app holding a signed token.
+
+The token is Django's ``Signer`` (HMAC with SECRET_KEY and a salt of its own) over the registration's stable
+facts: its event, its id and its student. No timestamp, so the same registration always has the same token,
+the same URL and the same QR code: a replayed registration response stays byte for byte, and a ticket stays
+valid for as long as the registration does (whether it is admissible is the database's decision at the door).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import quote, unquote, urlsplit
+
+from django.conf import settings
+from django.core import signing
+from django.urls import reverse
+
+from registrations.errors import RegistrationError
+
+# A salt of its own: no other signed value of the app (sessions, password resets...) can pass as a ticket.
+TICKET_SALT = "tems.registrations.checkins.ticket"
+TICKET_PATH_MARKER = "/tickets/"
+# A scanned text longer than this is not one of our tickets (and is not worth an HMAC).
+MAX_TICKET_TEXT = 2000
+
+
+@dataclass(frozen=True)
+class Ticket:
+    event_id: str
+    registration_id: str
+    user_id: str
+
+
+def _signer() -> signing.Signer:
+    return signing.Signer(salt=TICKET_SALT)
+
+
+def ticket_token(*, event_id: str, registration_id: str, user_id: str) -> str:
+    """The signed token of a registration (deterministic: same registration, same token)."""
+    return _signer().sign_object([event_id, registration_id, user_id])
+
+
+def ticket_url(*, event_id: str, registration_id: str, user_id: str) -> str:
+    """The absolute URL a ticket's QR code encodes: ``TEMS_PUBLIC_URL/tickets/<token>/``."""
+    token = ticket_token(event_id=event_id, registration_id=registration_id, user_id=user_id)
+    path = reverse("checkins:ticket", kwargs={"token": "TOKEN"}).replace("TOKEN", quote(token, safe=":"))
+    return settings.TEMS_PUBLIC_URL + path
+
+
+def token_from_text(text: str) -> str:
+    """The token inside what a door scanned or typed: a whole ticket URL, or the token alone."""
+    text = text.strip()
+    if TICKET_PATH_MARKER in text:
+        path = urlsplit(text).path if "://" in text else text.split("?", 1)[0].split("#", 1)[0]
+        text = path.split(TICKET_PATH_MARKER, 1)[1].strip("/")
+    return unquote(text)
+
+
+def ticket_read(*, text: str) -> Ticket:
+    """The ticket a scanned text carries. Raises RegistrationError('invalid') if it is unreadable or forged."""
+    if not isinstance(text, str) or not text.strip() or len(text) > MAX_TICKET_TEXT:
+        raise RegistrationError("invalid", "This is not a TEMS ticket: scan the QR code or type the ticket code.",
+                                reason="unreadable")
+    try:
+        value = _signer().unsign_object(token_from_text(text))
+    except (signing.BadSignature, ValueError, UnicodeDecodeError):
+        raise RegistrationError("invalid", "This ticket is not genuine: its signature does not match.",
+                                reason="forged") from None
+    if not (isinstance(value, list) and len(value) == 3 and all(isinstance(part, str) and part for part in value)):
+        raise RegistrationError("invalid", "This ticket is not genuine.", reason="forged")
+    return Ticket(*value)
