@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django.contrib.staticfiles import finders
 
+from tems.identity import user_key
+
 from tests.registrations.checkins.helpers import confirmed_ticket, scan
 from tests.registrations.helpers import make_event
 
@@ -40,5 +42,5 @@ def test_event_page_shows_staff_who_is_checked_in(ddb, staff_client, student_cli
 
 def test_registration_page_links_the_ticket(ddb, student_client, student):
     event = make_event(capacity=5)
-    ticket = confirmed_ticket(event.event_id, student.get_username())
+    ticket = confirmed_ticket(event.event_id, user_key(student))
     assert f'href="{ticket}"' in student_client.get(f"/events/{event.event_id}/").content.decode()
