@@ -20,7 +20,6 @@ Whoever loses learns why from the cancellation reasons, in this precedence:
 
 from __future__ import annotations
 
-import json
 import random
 import time
 import uuid
@@ -33,6 +32,7 @@ from registrations.checkins import selectors
 from registrations.checkins.tickets import Ticket, ticket_read
 from registrations.errors import RegistrationError
 from registrations.models import CONFIRMED, CheckIn, CheckInLogEntry, EventCheckins, Registration
+from registrations.services import RegistrationOutcome
 from tems.clock import utcnow
 from tems.errors import DomainError
 from tems.idempotency import StoredResponse, completed_record, record_is_absent_or_expired, replay_from_raw
@@ -63,20 +63,8 @@ MAX_ROUNDS = 4
 BUSY_RETRY_AFTER_SECONDS = 1
 
 
-@dataclass(frozen=True)
-class CheckInOutcome:
-    """What ``checkin_create`` answered: the response to send and how it came about."""
-
-    response: StoredResponse
-    kind: str  # "checked_in" | "already_checked_in" | "replayed"
-
-    @property
-    def replayed(self) -> bool:
-        return self.kind == "replayed"
-
-    @property
-    def data(self) -> dict[str, Any]:
-        return json.loads(self.response.body)
+class CheckInOutcome(RegistrationOutcome):
+    """What ``checkin_create`` answered; ``kind`` is "checked_in" | "already_checked_in" | "replayed"."""
 
 
 @dataclass(frozen=True)
