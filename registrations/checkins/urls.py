@@ -4,10 +4,10 @@ from registrations.checkins import api, views
 
 app_name = "checkins"
 urlpatterns = [
-    path("events/<str:event_id>/door/", views.door, name="door"),
-    path("events/<str:event_id>/door/sw.js", views.door_service_worker, name="door_service_worker"),
+    path("events/<id:event_id>/door/", views.door, name="door"),
+    path("events/<id:event_id>/door/sw.js", views.door_service_worker, name="door_service_worker"),
     path("tickets/<str:token>/", views.ticket, name="ticket"),
-    path("api/events/<str:event_id>/checkins", api.checkin_create, name="api_checkin_create"),
-    path("api/events/<str:event_id>/checkins/stats", api.checkin_stats, name="api_checkin_stats"),
-    path("api/events/<str:event_id>/checkins/<str:registration_id>", api.checkin_undo, name="api_checkin_undo"),
+    path("api/events/<id:event_id>/checkins", api.checkin_create, name="api_checkin_create"),
+    path("api/events/<id:event_id>/checkins/stats", api.checkin_stats, name="api_checkin_stats"),
+    path("api/events/<id:event_id>/checkins/<id:registration_id>", api.checkin_undo, name="api_checkin_undo"),
 ]

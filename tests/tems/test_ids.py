@@ -45,6 +45,9 @@ def test_other_values_do_not(value):
     ("put", f"/api/inventory/{LONG_SKU}"),
     ("post", f"/api/inventory/{LONG_SKU}/adjustments"),
     ("get", f"/api/inventory/{LONG_SKU}/history"),
+    ("post", f"/api/events/{LONG_EVENT_ID}/checkins"),
+    ("get", f"/api/events/{LONG_EVENT_ID}/checkins/stats"),
+    ("delete", f"/api/events/0a1b2c3d4e5f/checkins/{LONG_REGISTRATION_ID}"),
     ("get", "/api/events/a%23b"),
     ("get", "/api/inventory/%E2%80%AEevil"),
 ])
@@ -63,6 +66,7 @@ def test_malformed_path_ids_in_the_api_are_problem_404(moto_ddb, staff_client, n
     ("get", f"/inventory/{LONG_SKU}/edit/"),
     ("post", f"/inventory/{LONG_SKU}/adjust/"),
     ("get", f"/inventory/{LONG_SKU}/history/"),
+    ("get", f"/events/{LONG_EVENT_ID}/door/"),
 ])
 def test_malformed_path_ids_on_pages_are_404(moto_ddb, staff_client, no_dynamodb, method, url):
     assert getattr(staff_client, method)(url, {"idempotency_key": KEY}).status_code == 404
