@@ -8,10 +8,11 @@ keyed by the name would pass to whoever takes it (see docs/registrations.md, "Wh
 
 from __future__ import annotations
 
+import time
 import uuid
 
 from django.conf import settings
-from django.db import models
+from django.db import DatabaseError, models
 
 _CACHE_ATTRIBUTE = "_tems_user_key"
 
@@ -38,7 +39,7 @@ def user_key(user) -> str:
     """
     cached = getattr(user, _CACHE_ATTRIBUTE, None)
     if cached is None:
-        identity, _ = UserIdentity.objects.get_or_create(user=user)
+        identity = _identity_for(user)
         cached = str(identity.key)
         setattr(user, _CACHE_ATTRIBUTE, cached)
     return cached
@@ -64,3 +65,17 @@ def user_names_for_keys(keys: list[str]) -> dict[str, str]:
             continue
     identities = UserIdentity.objects.select_related("user").filter(key__in=parsed)
     return {str(identity.key): identity.user.get_username() for identity in identities}
+
+
+def _identity_for(user) -> "UserIdentity":
+    # A new account's first taps arrive together (a double click): two get_or_create calls race to insert the
+    # row, and the loser's insert fails (IntegrityError, or SQLite's "database is locked"). The row exists by
+    # then, or a moment later, so read it again instead of answering 500.
+    for attempt in range(5):
+        try:
+            return UserIdentity.objects.get_or_create(user=user)[0]
+        except DatabaseError:
+            if attempt == 4:
+                raise
+            time.sleep(0.05 * (attempt + 1))
+    raise AssertionError("unreachable")
