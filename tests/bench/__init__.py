@@ -1,0 +1,1 @@
+"""Benchmarks: run by ``make bench``; measurements written to docs/, never timed assertions."""
