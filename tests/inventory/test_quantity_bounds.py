@@ -7,6 +7,7 @@ import pytest
 from inventory import selectors, services
 from inventory.errors import InventoryError
 from inventory.services import MAX_QUANTITY
+from inventory.services import adjustments as adjustments_module
 from tests.helpers import assert_problem
 
 
@@ -30,7 +31,7 @@ def test_the_bound_is_the_writes_condition_not_a_prior_read(ddb, monkeypatch):
         item.quantity = 0
         return item
 
-    monkeypatch.setattr(services, "item_get", stale_get)
+    monkeypatch.setattr(adjustments_module, "item_get", stale_get)
     with pytest.raises(InventoryError) as refused:
         services.item_adjust(sku="RACE", delta=2, reason="delivery", actor="ana")
     assert refused.value.code == "invalid"

@@ -9,6 +9,7 @@ import pytest
 from inventory import selectors, services, techniques
 from inventory.errors import InventoryError
 from inventory.models import InventoryChange, InventoryItem
+from inventory.services import adjustments as adjustments_module
 from tems.errors import DomainError
 from tems.invariants import check_all
 
@@ -161,7 +162,7 @@ def test_adjustment_that_loses_a_race_retries_from_a_fresh_read(item, fake_time,
             services.item_adjust(sku="TSHIRT-M", delta=50, reason="received", actor="cy")
         return stored
 
-    monkeypatch.setattr(services, "item_get", get_then_race)
+    monkeypatch.setattr(adjustments_module, "item_get", get_then_race)
     policy = services.RetryPolicy(sleep=fake_time.sleep, uniform=fake_time.uniform)
     result = services.item_adjust(sku="TSHIRT-M", delta=-2, reason="sold", actor="bo", policy=policy)
     assert (result.quantity, result.version) == (58, 3)

@@ -7,6 +7,7 @@ import pytest
 from inventory import selectors, services
 from inventory.errors import InventoryError
 from inventory.models import InventoryItem
+from inventory.services import stock_import as stock_import_module
 
 
 def quantity(sku: str) -> int:
@@ -70,13 +71,13 @@ def test_a_thousand_rows_apply_in_bounded_time(ddb):
 
 def test_an_item_changed_after_the_check_is_retried_alone_and_nothing_is_lost(item, monkeypatch):
     services.item_create(sku="MUG", name="Mug", quantity=4, actor="ana")
-    original = services._import_chunk
+    original = stock_import_module._import_chunk
 
     def someone_sells_first(chunk, stored, **kwargs):
         services.item_adjust(sku="MUG", delta=-1, reason="sold", actor="cy")  # MUG moves to version 2
         return original(chunk, stored, **kwargs)
 
-    monkeypatch.setattr(services, "_import_chunk", someone_sells_first)
+    monkeypatch.setattr(stock_import_module, "_import_chunk", someone_sells_first)
     report = services.stock_import(csv_text="TSHIRT-M,7\nMUG,9\n", actor="bo")
     assert [(r.sku, r.outcome, r.before) for r in report] == [("TSHIRT-M", "updated", 10), ("MUG", "updated", 3)]
     assert (quantity("TSHIRT-M"), quantity("MUG")) == (7, 9)

@@ -25,6 +25,7 @@ from pynamodb.exceptions import UpdateError
 from registrations import selectors, services
 from registrations.errors import RegistrationError
 from registrations.models import Event, WaitlistEntry
+from registrations.services import registration as registration_module
 from registrations.techniques import registration_fingerprint
 from tems.faults import CONFLICT, ERROR, LOST, THROTTLE, Fault, inject
 from tems.invariants import check_all
@@ -141,7 +142,7 @@ def staff(history: History, event_id: str, name: str, seed: int) -> None:
 def run_history(seed: int, *, extra_faults: tuple[Fault, ...] = ()) -> tuple[History, dict[str, list[str]]]:
     history = History()
     event = make_event(capacity=2, title=f"History {seed}")
-    ticket_of = services._waitlist_transaction
+    ticket_of = registration_module._waitlist_transaction
 
     def recording(attempt, seats):
         transaction, response = ticket_of(attempt, seats)
@@ -150,7 +151,7 @@ def run_history(seed: int, *, extra_faults: tuple[Fault, ...] = ()) -> tuple[His
             history.tickets[attempt.registration_id] = (seats["waitlist_seq"] or 0) + 1
         return transaction, response
 
-    services._waitlist_transaction = recording
+    registration_module._waitlist_transaction = recording
     threads = [threading.Thread(target=_reporting(history, student), args=(event.event_id, f"student-{n}", seed),
                                 name=f"student-{n}") for n in range(STUDENTS)]
     threads += [threading.Thread(target=_reporting(history, staff), args=(event.event_id, f"staff-{n}", seed),
@@ -162,7 +163,7 @@ def run_history(seed: int, *, extra_faults: tuple[Fault, ...] = ()) -> tuple[His
             for thread in threads:
                 thread.join()
     finally:
-        services._waitlist_transaction = ticket_of
+        registration_module._waitlist_transaction = ticket_of
     assert faults.fired(LOST) and faults.fired(THROTTLE), "the faults must actually have hit the history"
     return history, check_history(history, event.event_id)
 

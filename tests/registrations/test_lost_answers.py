@@ -11,6 +11,7 @@ from django.test import Client
 
 from registrations import selectors, services
 from registrations.models import Event, WaitlistEntry
+from registrations.services import events as events_module
 from tems.faults import CONFLICT, LOST, THROTTLE, WRITE_OPERATIONS, Fault, inject
 from tems.outbox import outbox_relay
 from tests.registrations.helpers import STARTS, assert_invariants_clean, make_event, new_key, register
@@ -199,7 +200,7 @@ def test_edit_process_dying_right_after_commit_is_healed_by_the_outbox(ddb, monk
     def die(**_):
         raise Crash
 
-    monkeypatch.setattr(services, "waitlist_promote", die)
+    monkeypatch.setattr(events_module, "waitlist_promote", die)
     with pytest.raises(Crash):
         edit(event.event_id, 1, capacity=3)
     monkeypatch.undo()
@@ -213,7 +214,7 @@ def test_a_registration_that_sees_free_seats_and_a_waitlist_finishes_the_promoti
     event = make_event(capacity=1)
     for user in ("ann", "bob", "cat"):
         register(event.event_id, user)
-    monkeypatch.setattr(services, "waitlist_promote", lambda **_: (_ for _ in ()).throw(Crash()))
+    monkeypatch.setattr(events_module, "waitlist_promote", lambda **_: (_ for _ in ()).throw(Crash()))
     with pytest.raises(Crash):
         edit(event.event_id, 1, capacity=4)
     monkeypatch.undo()

@@ -1,0 +1,139 @@
+"""Create, versioned edit and programmatic read-modify-write of an item."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from inventory.errors import InventoryError
+from inventory.models import InventoryChange, InventoryItem
+from inventory.selectors import item_get
+from inventory.services.common import (
+    CHANGE,
+    DEFAULT_POLICY,
+    ITEM,
+    RetryPolicy,
+    _busy,
+    _change,
+    _check_quantity,
+    _item_from_failure,
+    _not_found,
+    _stale,
+    _write_change,
+)
+from inventory.services.metrics import _measured
+from tems.clock import utcnow
+from tems.transactions import (
+    LabelledTransaction,
+    TransactionCancelled,
+)
+
+# --- create -----------------------------------------------------------------------------------------------
+
+def item_create(*, sku: str, name: str, description: str = "", quantity: int = 0, location: str = "",
+                actor: str) -> InventoryItem:
+    """Create an item and its first history entry (version 1) in one transaction.
+
+    Raises InventoryError('conflict') if the sku exists: the put is conditional, nothing is read first.
+    """
+    _check_quantity(quantity)
+    with _measured("create") as stats:
+        now = utcnow()
+        item = InventoryItem(
+            *InventoryItem.key_for(sku), sku=sku, name=name, description=description, quantity=quantity,
+            location=location, created_at=now, created_by=actor, updated_at=now, updated_by=actor, gsi1sk=sku,
+        )
+        change = _change(sku=sku, version=1, kind=InventoryChange.CREATE, actor=actor, at=now, before=None,
+                         after=item.snapshot())
+        transaction = LabelledTransaction()
+        # The version attribute adds attribute_not_exists(version); the key condition says what we mean.
+        transaction.save(ITEM, item, condition=InventoryItem.pk.does_not_exist())
+        transaction.save(CHANGE, change, condition=InventoryChange.sk.does_not_exist())
+        try:
+            transaction.commit()
+        except TransactionCancelled as cancelled:
+            stats.count_cancellation(cancelled)
+            if cancelled.failed(ITEM):
+                raise InventoryError("conflict", f"An item with sku {sku!r} already exists.", sku=sku) from None
+            raise
+        item.version = 1
+        return item
+
+
+# --- versioned edit (a person's form or an API PUT with If-Match) -----------------------------------------
+
+def item_update(*, sku: str, expected_version: int, name: str, description: str, quantity: int, location: str,
+                actor: str, policy: RetryPolicy = DEFAULT_POLICY) -> InventoryItem:
+    """Apply an edit only if the item is still at ``expected_version``: one conditional write with its history.
+
+    Raises InventoryError: 'not_found'; 'precondition_failed' when someone changed the item since
+    ``expected_version`` (``extra`` holds ``current``, the stored item, and ``changes``, what happened in
+    between, newest first, so the person can compare and choose); 'invalid' for a negative quantity.
+    Nothing is written in any of these cases.
+    """
+    _check_quantity(quantity)
+    wanted = {"name": name, "description": description, "quantity": quantity, "location": location}
+    with _measured("edit") as stats:
+        for attempt in range(policy.attempts):
+            # This read supplies the "before" of the history entry. It cannot let a stale edit through:
+            # versions only grow, and the write below is conditioned on the version anyway.
+            current = item_get(sku=sku)
+            if int(current.version) != expected_version:
+                raise _stale(sku=sku, expected_version=expected_version, current=current)
+            if current.snapshot() == wanted:
+                return current  # saving an unchanged form is not a change: no version, no history
+            try:
+                return _write_change(item=current, after=wanted, kind=InventoryChange.EDIT, actor=actor)
+            except TransactionCancelled as cancelled:
+                stats.count_cancellation(cancelled)
+                if cancelled.failed(ITEM):
+                    raise _stale(sku=sku, expected_version=expected_version,
+                                 current=_item_from_failure(cancelled, sku)) from None
+                if not cancelled.is_conflict:
+                    raise
+            # Another transaction held the item for a moment; our condition may well still hold.
+            stats.retries += 1
+            policy.backoff(attempt)
+        stats.exhausted = True
+        raise _busy(sku, policy.attempts)
+
+
+# --- programmatic read-modify-write -----------------------------------------------------------------------
+
+def item_modify(*, sku: str, change: Callable[[dict], dict], actor: str, reason: str = "",
+                kind: str = InventoryChange.EDIT, policy: RetryPolicy = DEFAULT_POLICY,
+                operation: str = "modify") -> InventoryItem:
+    """Compute new values from the stored ones and write them, retrying until no one else got in between.
+
+    ``change(snapshot)`` gets the tracked fields as stored and returns the fields to change; it may be called
+    more than once, so it must be pure. Each attempt: strongly consistent read, compute, one conditional
+    transaction (version = the version read). On a lost race: backoff with full jitter, re-read, recompute.
+    Returns the item as written (or as stored when the change alters nothing: no write, no history).
+
+    Raises InventoryError: 'not_found'; 'invalid' (the change would make the item invalid); 'conflict' when
+    ``policy.attempts`` attempts all lost their race. Never overwrites a change it did not see.
+    """
+    with _measured(operation) as stats:
+        for attempt in range(policy.attempts):
+            current = item_get(sku=sku)
+            before = current.snapshot()
+            after = {**before, **change(dict(before))}
+            _check_quantity(after["quantity"])
+            if after == before:
+                return current
+            try:
+                return _write_change(item=current, after=after, kind=kind, actor=actor, reason=reason)
+            except TransactionCancelled as cancelled:
+                stats.count_cancellation(cancelled)
+                if cancelled.failed(ITEM) and cancelled.reasons[ITEM].raw_item is None:
+                    raise _not_found(sku) from None
+                if not (cancelled.failed(ITEM) or cancelled.is_conflict):
+                    raise
+            stats.retries += 1
+            policy.backoff(attempt)
+        stats.exhausted = True
+        raise InventoryError(
+            "conflict",
+            f"Gave up on {sku!r} after {policy.attempts} attempts: others kept changing it in between. "
+            "Nothing was written; try again.",
+            sku=sku, attempts=policy.attempts,
+        )

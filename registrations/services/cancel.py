@@ -1,0 +1,190 @@
+"""Cancelling a registration, passing a freed seat straight to the head of the waiting list."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from registrations import selectors
+from registrations.errors import RegistrationError
+from registrations.models import (
+    CANCELLED,
+    CONFIRMED,
+    WAITLISTED,
+    EventSeats,
+    Registration,
+    RegistrationClaim,
+    WaitlistEntry,
+)
+from registrations.services.common import (
+    CLAIM,
+    EVENT_REGISTRATION,
+    EVENT_SEATS,
+    IDEMPOTENCY,
+    OUTBOX,
+    USER_REGISTRATION,
+    WAITLIST_ENTRY,
+    StoredOutcome,
+    _busy,
+    _conflict_pause,
+    _replay_raw,
+)
+from registrations.services.waitlist import _add_promotion
+from tems.clock import utcnow
+from tems.errors import DomainError
+from tems.idempotency import (
+    IdempotencyRecord,
+    StoredResponse,
+    completed_record,
+    record_is_absent_or_expired,
+    replay_from_record,
+)
+from tems.outbox import outbox_message
+from tems.transactions import LabelledTransaction, TransactionCancelled, retry_on_conflict
+
+CANCEL_MAX_ROUNDS = 16
+
+
+def cancel_response(*, registration_id: str, event_id: str) -> StoredResponse:
+    return StoredResponse.json({"registration_id": registration_id, "event_id": event_id, "status": CANCELLED},
+                               status=200)
+
+
+def registration_cancel(*, user_id: str, registration_id: str, now: datetime | None = None,
+                        sleep: Callable[[float], None] = time.sleep) -> dict[str, Any]:
+    """Cancel the caller's registration in one transaction, promoting the waitlist head into a freed seat.
+
+    Deletes the claim and both registration items (and the waitlist entry of a waitlisted one), moves the
+    counters and writes ``RegistrationCancelled`` to the outbox; a freed seat goes to the head of the waiting
+    list in the same transaction, so the event is never over capacity and no seat sits free while someone waits.
+    Returns ``{registration_id, event_id, status: "cancelled"}``. Raises RegistrationError: 'not_found' (no such
+    registration of this user), 'busy' (contention did not clear in time; nothing was written).
+    For a person's tap use ``registration_cancel_once``.
+    """
+    return _cancel(user_id=user_id, registration_id=registration_id, now=now or utcnow(), sleep=sleep).data
+
+
+def registration_cancel_once(*, user_id: str, registration_id: str, idempotency_key: str, fingerprint: str,
+                             now: datetime | None = None,
+                             sleep: Callable[[float], None] = time.sleep) -> StoredOutcome:
+    """``registration_cancel`` once per (user, idempotency key), the key's record inside the cancel's transaction.
+
+    The record is born COMPLETED with the 200 it answers, in the same TransactWriteItems as the cancellation:
+    a retry of the tap (lost answer, dead server, double tap) replays those bytes, never a 404 for the
+    registration this very tap removed. Raises RegistrationError: 'not_found' (no such registration of this
+    user, and this key cancelled nothing), 'unprocessable' (key used for another request), 'busy'.
+    """
+    return _cancel(user_id=user_id, registration_id=registration_id, now=now or utcnow(), sleep=sleep,
+                   key=(idempotency_key, fingerprint))
+
+
+def _cancel(*, user_id: str, registration_id: str, now: datetime, sleep: Callable[[float], None],
+            key: tuple[str, str] | None = None) -> StoredOutcome:
+    seen: Registration | None = None
+    conflicts = 0
+    for _ in range(CANCEL_MAX_ROUNDS):
+        try:
+            registration = selectors.registration_get(user_id=user_id, registration_id=registration_id)
+        except RegistrationError:
+            if key is not None:
+                # A read only to explain the refusal: did this very key cancel it already?
+                replay = _stored_outcome(user_id=user_id, key=key)
+                if replay is not None:
+                    return replay
+            if seen is None:
+                raise
+            # A concurrent cancel of the same registration won: what was asked for is done.
+            response = cancel_response(registration_id=registration_id, event_id=seen.event_id)
+            return _remember(user_id=user_id, key=key, response=response, now=now, sleep=sleep)
+        seen = registration
+        head = selectors.waitlist_head(event_id=registration.event_id) if registration.status == CONFIRMED else None
+        transaction = _cancel_transaction(registration, head, now=now)
+        response = cancel_response(registration_id=registration_id, event_id=registration.event_id)
+        if key is not None:
+            transaction.save(IDEMPOTENCY, completed_record(user_id=user_id, key=key[0], fingerprint=key[1],
+                                                           response=response, now=now),
+                             condition=record_is_absent_or_expired(now), return_old_on_failure=True)
+        try:
+            transaction.commit()
+        except TransactionCancelled as cancelled:
+            if cancelled.failed(IDEMPOTENCY):
+                return StoredOutcome(_replay_raw(cancelled.reasons[IDEMPOTENCY].raw_item, key[1]), replayed=True)
+            if cancelled.is_conflict and not any(cancelled.failed(label) for label in cancelled.reasons):
+                conflicts += 1
+                _conflict_pause(conflicts, sleep)
+            # Any failed condition means a read above is stale (a promotion, a new joiner, a concurrent cancel):
+            # read again and rebuild; the loop is bounded.
+            continue
+        return StoredOutcome(response)
+    raise _busy("This registration is changing right now; please try again in a moment.")
+
+
+def _stored_outcome(*, user_id: str, key: tuple[str, str]) -> StoredOutcome | None:
+    try:
+        record = IdempotencyRecord.get(*IdempotencyRecord.key_for(user_id, key[0]), consistent_read=True)
+    except IdempotencyRecord.DoesNotExist:
+        return None
+    if record.expires_at is not None and record.expires_at < utcnow():
+        return None
+    try:
+        stored = replay_from_record(record, fingerprint=key[1])
+    except DomainError as error:
+        raise RegistrationError(error.code, error.detail) from None
+    return StoredOutcome(stored, replayed=True) if stored is not None else None
+
+
+def _remember(*, user_id: str, key: tuple[str, str] | None, response: StoredResponse, now: datetime,
+              sleep: Callable[[float], None]) -> StoredOutcome:
+    """Store ``response`` under the key in a transaction of its own (nothing else to change with it)."""
+    if key is None:
+        return StoredOutcome(response)
+    record = completed_record(user_id=user_id, key=key[0], fingerprint=key[1], response=response, now=now)
+
+    def store() -> None:
+        transaction = LabelledTransaction()
+        transaction.save(IDEMPOTENCY, record, condition=record_is_absent_or_expired(now), return_old_on_failure=True)
+        transaction.commit()
+
+    try:
+        retry_on_conflict(store, sleep=sleep, on_exhausted=lambda _: _busy(
+            "This request is being answered by another attempt right now; try again in a moment."))
+    except TransactionCancelled as cancelled:
+        if not cancelled.failed(IDEMPOTENCY):
+            raise
+        return StoredOutcome(_replay_raw(cancelled.reasons[IDEMPOTENCY].raw_item, key[1]), replayed=True)
+    return StoredOutcome(response)
+
+
+def _cancel_transaction(registration: Registration, head: WaitlistEntry | None, *,
+                        now: datetime) -> LabelledTransaction:
+    event_id, user_id, registration_id = registration.event_id, registration.user_id, registration.registration_id
+    transaction = LabelledTransaction()
+    transaction.delete(CLAIM, RegistrationClaim(*RegistrationClaim.key_for(event_id, user_id)),
+                       condition=RegistrationClaim.registration_id == registration_id)
+    # The status we read decides which counter moves, so the delete only applies if it is still that status.
+    transaction.delete(USER_REGISTRATION, Registration(*Registration.user_key_for(user_id, registration_id)),
+                       condition=Registration.status == registration.status)
+    transaction.delete(EVENT_REGISTRATION, Registration(*Registration.event_key_for(event_id, registration_id)),
+                       condition=Registration.status == registration.status)
+    transaction.save(OUTBOX, outbox_message(message_type="RegistrationCancelled", now=now, payload={
+        "registration_id": registration_id, "event_id": event_id, "user": user_id,
+        "previous_status": registration.status,
+    }))
+    seats = EventSeats(*EventSeats.key_for(event_id))
+    if registration.status == WAITLISTED:
+        transaction.delete(WAITLIST_ENTRY, WaitlistEntry(*WaitlistEntry.key_for(event_id, int(registration.ticket))),
+                           condition=WaitlistEntry.registration_id == registration_id)
+        transaction.update(EVENT_SEATS, seats, actions=[EventSeats.waitlist_count.add(-1)],
+                           condition=EventSeats.pk.exists())
+    elif head is not None:
+        # The freed seat passes straight to the head: registered_count stays, the waiting list shrinks.
+        _add_promotion(transaction, head, now=now)
+        transaction.update(EVENT_SEATS, seats, actions=[EventSeats.waitlist_count.add(-1)],
+                           condition=EventSeats.waitlist_count > 0)
+    else:
+        # Nobody was waiting when we looked; the condition makes sure nobody joined since.
+        transaction.update(EVENT_SEATS, seats, actions=[EventSeats.registered_count.add(-1)],
+                           condition=(EventSeats.waitlist_count == 0) & (EventSeats.registered_count > 0))
+    return transaction

@@ -1,0 +1,72 @@
+"""What every registrations write shares: the labels of transaction items, the bounds of retrying, the
+stored answer of a tap and the app's "busy" error."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from registrations.errors import RegistrationError
+from tems.errors import DomainError
+from tems.idempotency import (
+    StoredResponse,
+    replay_from_raw,
+)
+
+# Labels of the items in a registration's transaction; the loser paths are decided by these, never by position.
+IDEMPOTENCY = "idempotency"
+CLAIM = "claim"
+USER_REGISTRATION = "user_registration"
+EVENT_REGISTRATION = "event_registration"
+WAITLIST_ENTRY = "waitlist_entry"
+EVENT_SEATS = "event"
+EVENT = EVENT_SEATS  # the event item, in an edit's or a creation's transaction
+OUTBOX = "outbox"
+
+# Each round is one request. Losing the waitlist ticket to another joiner costs a round, so a burst of N
+# waitlisters needs up to N rounds for the last of them; 64 covers a burst far above a real event's and still
+# answers within about a second.
+MAX_ROUNDS = 64
+# TransactionConflict means another transaction was touching the same item just then: retrying is right, but
+# past this many in one request the table is too hot and the student should be told to try again.
+MAX_CONFLICTS = 12
+CONFLICT_BASE_DELAY = 0.01
+CONFLICT_MAX_DELAY = 0.25
+# Losing the waitlist ticket is not a conflict but many joiners retry at once; a little spread avoids a herd.
+TICKET_MAX_DELAY = 0.02
+BUSY_RETRY_AFTER_SECONDS = 1
+
+
+@dataclass(frozen=True)
+class StoredOutcome:
+    """A write's answer as it will be sent (and replayed): the response and whether this is a replay."""
+
+    response: StoredResponse
+    replayed: bool = False
+
+    @property
+    def data(self) -> dict[str, Any]:
+        return json.loads(self.response.body)
+
+
+def _replay_raw(raw_item: dict[str, Any], fingerprint: str) -> StoredResponse:
+    try:
+        stored = replay_from_raw(raw_item, fingerprint=fingerprint)
+    except DomainError as error:
+        raise RegistrationError(error.code, error.detail) from None  # the key was used for another request
+    if stored is None:
+        raise _busy("This request is still being processed; try again in a moment.")
+    return stored
+
+
+def _busy(detail: str) -> RegistrationError:
+    return RegistrationError("busy", detail, retry_after=BUSY_RETRY_AFTER_SECONDS)
+
+
+def _conflict_pause(conflicts: int, sleep: Callable[[float], None]) -> None:
+    if conflicts > MAX_CONFLICTS:
+        raise _busy("Many people are registering for this event right now; please try again in a moment.")
+    sleep(random.uniform(0, min(CONFLICT_MAX_DELAY, CONFLICT_BASE_DELAY * 2 ** conflicts)))

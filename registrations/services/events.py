@@ -1,0 +1,226 @@
+"""Event writes: create (once per tap) and the version-checked edit that hands freed seats to the waiting list."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+from registrations.errors import RegistrationError
+from registrations.models import (
+    Event,
+)
+from registrations.selectors import event_to_dict
+from registrations.services.common import EVENT, IDEMPOTENCY, OUTBOX, StoredOutcome, _busy, _replay_raw
+from registrations.services.waitlist import waitlist_promote
+from tems.clock import utcnow
+from tems.idempotency import (
+    IdempotencyRecord,
+    StoredResponse,
+    completed_record,
+    record_is_absent_or_expired,
+)
+from tems.outbox import OutboxMessage, outbox_message
+from tems.transactions import LabelledTransaction, TransactionCancelled, retry_on_conflict
+
+logger = logging.getLogger(__name__)
+
+# The outbox message an event edit writes in its own transaction: "fill free seats from the waiting list".
+PROMOTION_REQUESTED = "WaitlistPromotionRequested"
+
+
+def new_event_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+def waitlist_promotion_requested(message: OutboxMessage) -> None:
+    """Outbox handler of ``WaitlistPromotionRequested``: finish filling the event's free seats (idempotent)."""
+    waitlist_promote(event_id=message.data["event_id"])
+
+
+def _new_event(*, event_id: str | None, title: str, description: str, location: str, starts_at: datetime,
+               capacity: int, created_by: str, collection: str, expires_at: datetime | None = None) -> Event:
+    event_id = event_id or new_event_id()
+    now = utcnow()
+    return Event(
+        *Event.key_for(event_id),
+        event_id=event_id, title=title, description=description, location=location, starts_at=starts_at,
+        capacity=capacity, created_at=now, created_by=created_by, updated_at=now, updated_by=created_by,
+        gsi1pk=collection, gsi1sk=Event.listing_key(starts_at, event_id), expires_at=expires_at,
+    )
+
+
+def _commit_event_create(event: Event, *, record: IdempotencyRecord | None = None) -> None:
+    """The event (and the tap's COMPLETED record) as one TransactWriteItems.
+
+    A transaction and not a PutItem because botocore sends it with a ClientRequestToken and repeats the token
+    on its own retries: after a lost answer DynamoDB answers the retry as a success instead of letting it fail
+    the ``attribute_not_exists`` condition that the first attempt already satisfied (a false "already exists").
+    """
+    def attempt() -> None:
+        transaction = LabelledTransaction()
+        transaction.save(EVENT, event, condition=Event.pk.does_not_exist())
+        if record is not None:
+            transaction.save(IDEMPOTENCY, record, condition=record_is_absent_or_expired(record.created_at),
+                             return_old_on_failure=True)
+        transaction.commit()
+
+    try:
+        retry_on_conflict(attempt, on_exhausted=lambda _: _busy("Events are being changed right now; try again."))
+    except TransactionCancelled as cancelled:
+        if cancelled.failed(EVENT) and not cancelled.failed(IDEMPOTENCY):
+            raise RegistrationError("conflict", f"An event with id {event.event_id!r} already exists.") from None
+        raise
+    event.version = 1
+
+
+def event_create(
+    *,
+    title: str,
+    description: str = "",
+    location: str = "",
+    starts_at: datetime,
+    capacity: int,
+    created_by: str,
+    event_id: str | None = None,
+    collection: str = Event.COLLECTION,
+    expires_at: datetime | None = None,
+) -> Event:
+    """Create an event. Raises RegistrationError('conflict') if ``event_id`` is taken (the put is conditional).
+
+    ``collection`` is the listing it appears in; the lab's scratch events use their own, off the event list,
+    and an ``expires_at`` after which DynamoDB's TTL deletes the event item. For a person's request use
+    ``event_create_once``, which also takes the tap's idempotency key.
+    """
+    event = _new_event(event_id=event_id, title=title, description=description, location=location,
+                       starts_at=starts_at, capacity=capacity, created_by=created_by, collection=collection,
+                       expires_at=expires_at)
+    _commit_event_create(event)
+    return event
+
+
+def event_api_location(event_id: str) -> str:
+    return f"/api/events/{event_id}"
+
+
+def event_create_once(*, user_id: str, idempotency_key: str, fingerprint: str, title: str,
+                      description: str = "", location: str = "", starts_at: datetime, capacity: int,
+                      created_by: str) -> StoredOutcome:
+    """Create an event once per (staff member, idempotency key): the same key answers the first 201 again.
+
+    ``user_id`` (``tems.identity.user_key``) scopes the key; ``created_by`` is the name the event shows.
+
+    The key's record is born COMPLETED inside the creating transaction, holding the response (the event as the
+    API shows it, with its ``Location``), so a retry of the tap, even after the answer was lost or the server
+    died right after the commit, is answered byte for byte and never creates a second event. Raises
+    RegistrationError: 'unprocessable' (the key was used for a different request), 'busy'.
+    """
+    event = _new_event(event_id=None, title=title, description=description, location=location,
+                       starts_at=starts_at, capacity=capacity, created_by=created_by, collection=Event.COLLECTION)
+    # The event as it will be once created, for the stored response. (Its version stays unset until the commit:
+    # PynamoDB turns an unset version into the condition attribute_not_exists(version).)
+    event.version = 1
+    body = event_to_dict(event)
+    del event.attribute_values["version"]
+    response = StoredResponse(201, StoredResponse.json(body, status=201).body,
+                              headers=(("Location", event_api_location(event.event_id)),))
+    record = completed_record(user_id=user_id, key=idempotency_key, fingerprint=fingerprint,
+                              response=response, now=event.created_at)
+    try:
+        _commit_event_create(event, record=record)
+    except TransactionCancelled as cancelled:
+        if not cancelled.failed(IDEMPOTENCY):
+            raise
+        return StoredOutcome(_replay_raw(cancelled.reasons[IDEMPOTENCY].raw_item, fingerprint), replayed=True)
+    return StoredOutcome(response)
+
+
+@dataclass(frozen=True)
+class EventUpdate:
+    """A saved edit: the event as written, and how far filling freed seats from the waiting list got."""
+
+    event_id: str
+    version: int  # the version the edit created
+    promoted: int = 0
+    # True when the promotion after the commit could not finish (throttled, contended, the seats changed
+    # under it): the outbox message written with the edit finishes it shortly, nothing is lost.
+    promotion_pending: bool = False
+
+
+def event_update(
+    *,
+    event_id: str,
+    expected_version: int,
+    title: str,
+    description: str,
+    location: str,
+    starts_at: datetime,
+    capacity: int,
+    updated_by: str,
+) -> EventUpdate:
+    """Apply an edit only if the event is still at ``expected_version``: one TransactWriteItems.
+
+    The transaction holds the version-checked update and a ``WaitlistPromotionRequested`` outbox message, so
+    "seats freed by a raised capacity go to the waiting list" survives this process dying right after the
+    commit. It is a transaction (not an UpdateItem) for its ClientRequestToken: after a lost answer, botocore's
+    retry is answered as a success instead of failing the version check the first attempt already passed (a
+    false "someone else saved"). After the commit the promotion runs here too, best effort; a failure there is
+    reported in the result, never raised: the edit is saved.
+
+    Raises RegistrationError: 'not_found'; 'conflict' (someone saved in between; ``extra['current']`` holds
+    the stored event so the page can show theirs next to yours); 'invalid' (capacity below seats taken); 'busy'.
+    """
+    now = utcnow()
+    # Seats already given cannot be taken back by shrinking the event.
+    condition = Event.pk.exists() & (Event.registered_count <= capacity)
+
+    def attempt() -> None:
+        # Built afresh per attempt: PynamoDB appends its version action to the list it is given.
+        actions = [
+            Event.title.set(title),
+            Event.description.set(description),
+            Event.location.set(location),
+            Event.starts_at.set(starts_at),
+            Event.capacity.set(capacity),
+            Event.gsi1sk.set(Event.listing_key(starts_at, event_id)),
+            Event.updated_at.set(now),
+            Event.updated_by.set(updated_by),
+        ]
+        transaction = LabelledTransaction()
+        # PynamoDB adds "version = :expected" and "ADD version 1": the check and the change are one write.
+        transaction.update(EVENT, Event(*Event.key_for(event_id), version=expected_version), actions=actions,
+                           condition=condition, return_old_on_failure=True)
+        transaction.save(OUTBOX, outbox_message(message_type=PROMOTION_REQUESTED, now=now,
+                                                payload={"event_id": event_id}))
+        transaction.commit()
+
+    try:
+        retry_on_conflict(attempt, on_exhausted=lambda _: _busy(
+            "This event is being changed right now; nothing was saved. Try again."))
+    except TransactionCancelled as cancelled:
+        if not cancelled.failed(EVENT):
+            raise
+        raw = cancelled.reasons[EVENT].raw_item
+        if not raw:
+            raise RegistrationError("not_found", f"There is no event with id {event_id!r}.") from None
+        # The failed write's own ALL_OLD image says why; no read.
+        current = Event.from_raw_data(raw)
+        if current.version != expected_version:
+            raise RegistrationError(
+                "conflict",
+                f"{current.updated_by or 'Someone'} changed this event after you opened it "
+                f"(version {expected_version} -> {current.version}). Nothing of yours was saved.",
+                current=event_to_dict(current),
+            ) from None
+        raise RegistrationError(
+            "invalid",
+            f"Capacity cannot go below the {current.registered_count} seats already taken.",
+            errors={"capacity": [f"Must be at least {current.registered_count}."]},
+        ) from None
+    try:
+        promoted = waitlist_promote(event_id=event_id)
+    except Exception:  # noqa: BLE001 - the edit is saved; the outbox message finishes the promotion
+        logger.warning("promotion after editing event %s left to the outbox", event_id, exc_info=True)
+        return EventUpdate(event_id, int(expected_version) + 1, promotion_pending=True)
+    return EventUpdate(event_id, int(expected_version) + 1, promoted=promoted)

@@ -1,0 +1,290 @@
+"""A student's registration: the claim, the seat or the waiting-list ticket, and the record, as one transaction."""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from registrations import selectors
+from registrations.errors import RegistrationError
+from registrations.models import (
+    CONFIRMED,
+    WAITLISTED,
+    EventSeats,
+    Registration,
+    RegistrationClaim,
+    WaitlistEntry,
+)
+from registrations.services.common import (
+    CLAIM,
+    EVENT_REGISTRATION,
+    EVENT_SEATS,
+    IDEMPOTENCY,
+    MAX_ROUNDS,
+    OUTBOX,
+    TICKET_MAX_DELAY,
+    USER_REGISTRATION,
+    WAITLIST_ENTRY,
+    _busy,
+    _conflict_pause,
+)
+from registrations.services.waitlist import waitlist_promote
+from tems.clock import utcnow
+from tems.errors import DomainError
+from tems.idempotency import (
+    StoredResponse,
+    completed_record,
+    record_is_absent_or_expired,
+    replay_from_raw,
+)
+from tems.outbox import outbox_message
+from tems.transactions import LabelledTransaction, TransactionCancelled, retry_on_conflict
+
+logger = logging.getLogger(__name__)
+
+# --- registrations ------------------------------------------------------------------------------------------
+#
+# A first registration is ONE TransactWriteItems: claim + both registration items + the seat counter (with the
+# seat condition) + the idempotency record, already COMPLETED with the response it will return + an outbox
+# message. Whoever loses a race learns why from the cancellation reasons, read by label:
+#   idempotency  the same key was used before: replay its stored response (ALL_OLD, no extra read)
+#   claim        the student is already registered (another tap, another key): answer with that registration
+#   event        no free seat (or the event is missing): join the waiting list, in a transaction of its own
+#   conflict     another transaction held an item: try again after a jittered pause, bounded, then "busy"
+
+
+
+@dataclass(frozen=True)
+class RegistrationOutcome:
+    """What ``registration_create`` answered: the response to send and how it came about."""
+
+    response: StoredResponse
+    kind: str  # "created" | "already_registered" | "replayed"
+
+    @property
+    def replayed(self) -> bool:
+        return self.kind == "replayed"
+
+    @property
+    def data(self) -> dict[str, Any]:
+        return json.loads(self.response.body)
+
+
+@dataclass(frozen=True)
+class _NewRegistration:
+    """Everything about the registration being attempted, fixed before the first request is sent."""
+
+    registration_id: str
+    event_id: str
+    user_id: str
+    created_at: datetime
+    idempotency_key: str
+    fingerprint: str
+    user_name: str | None = None
+
+
+def new_registration_id() -> str:
+    return uuid.uuid4().hex
+
+
+def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fingerprint: str,
+                        user_name: str | None = None, now: datetime | None = None,
+                        sleep: Callable[[float], None] = time.sleep) -> RegistrationOutcome:
+    """Register ``user_id`` for ``event_id`` exactly once per student and once per idempotency key.
+
+    ``user_id`` is the student's immutable key (``tems.identity.user_key``); ``user_name`` is only shown.
+
+    One request when the seat is free and the key is new. Returns the outcome whose response is the 201 of a
+    new registration (confirmed, or waitlisted with its position when the event is full), the 200 of the
+    student's existing registration, or the replay of the key's first response. Raises RegistrationError:
+    'not_found' (no such event), 'unprocessable' (the key was used for another request), 'busy' (contention
+    did not clear in time; nothing was written).
+    """
+    attempt = _NewRegistration(
+        registration_id=new_registration_id(), event_id=event_id, user_id=user_id,
+        created_at=now or utcnow(), idempotency_key=idempotency_key, fingerprint=fingerprint, user_name=user_name,
+    )
+    seats: dict[str, Any] | None = None  # the event as the last failed seat condition saw it (ALL_OLD)
+    conflicts = 0
+    healed = False
+    for _ in range(MAX_ROUNDS):
+        waitlist = seats is not None and not _has_free_seat(seats)
+        transaction, response = (_waitlist_transaction(attempt, seats) if waitlist
+                                 else _confirm_transaction(attempt))
+        try:
+            transaction.commit()
+        except TransactionCancelled as cancelled:
+            if cancelled.failed(IDEMPOTENCY):
+                return _replay(cancelled.reasons[IDEMPOTENCY].raw_item, attempt)
+            if cancelled.failed(CLAIM):
+                claim = RegistrationClaim.from_raw_data(cancelled.reasons[CLAIM].raw_item)
+                return _already_registered(claim, attempt, sleep=sleep)
+            if cancelled.failed(EVENT_SEATS):
+                seats = _event_image(cancelled.reasons[EVENT_SEATS].raw_item, event_id)
+                if not healed and _seats_free_while_waiting(seats):
+                    # A promotion that did not finish (its process died, it was throttled): finish it before
+                    # this newcomer, who must not overtake the people waiting, then look again.
+                    healed = True
+                    _promote_best_effort(event_id)
+                    seats = None
+                    continue
+                if waitlist:
+                    sleep(random.uniform(0, TICKET_MAX_DELAY))
+                continue
+            if cancelled.is_conflict:
+                conflicts += 1
+                _conflict_pause(conflicts, sleep)
+                continue
+            raise
+        return RegistrationOutcome(response, "created")
+    raise _busy("The waiting list for this event is moving fast; please try again in a moment.")
+
+
+def _event_image(raw_item: dict[str, Any] | None, event_id: str) -> dict[str, Any]:
+    if not raw_item:
+        # The seat condition includes "the event exists": no image back means there is no such event.
+        raise RegistrationError("not_found", f"There is no event with id {event_id!r}.")
+    seats = EventSeats.from_raw_data(raw_item)
+    return {
+        "capacity": int(seats.capacity),
+        "registered_count": int(seats.registered_count or 0),
+        "waitlist_count": int(seats.waitlist_count or 0),
+        "waitlist_seq": None if seats.waitlist_seq is None else int(seats.waitlist_seq),
+    }
+
+
+def _seats_free_while_waiting(seats: dict[str, Any]) -> bool:
+    return seats["registered_count"] < seats["capacity"] and seats["waitlist_count"] > 0
+
+
+def _promote_best_effort(event_id: str) -> None:
+    try:
+        waitlist_promote(event_id=event_id)
+    except Exception:  # noqa: BLE001 - the outbox message of the edit that freed the seats will finish it
+        logger.warning("could not finish the promotion of event %s", event_id, exc_info=True)
+
+
+def _has_free_seat(seats: dict[str, Any]) -> bool:
+    # A free seat belongs to the head of the waiting list first; a newcomer only takes one nobody waits for.
+    return seats["registered_count"] < seats["capacity"] and seats["waitlist_count"] == 0
+
+
+def _base_transaction(attempt: _NewRegistration, *, status: str, position: int | None,
+                      ticket: int | None) -> tuple[LabelledTransaction, StoredResponse]:
+    """The items common to both kinds of new registration, with the response computed up front."""
+    body = selectors.registration_to_dict(
+        registration_id=attempt.registration_id, event_id=attempt.event_id, user_id=attempt.user_id,
+        status=status, position=position, created_at=attempt.created_at, user_name=attempt.user_name,
+    )
+    response = StoredResponse.json(body, status=201)
+    fields = {"registration_id": attempt.registration_id, "event_id": attempt.event_id,
+              "user_id": attempt.user_id, "user_name": attempt.user_name, "status": status,
+              "created_at": attempt.created_at, "ticket": ticket}
+    transaction = LabelledTransaction()
+    transaction.save(
+        IDEMPOTENCY,
+        completed_record(user_id=attempt.user_id, key=attempt.idempotency_key, fingerprint=attempt.fingerprint,
+                         response=response, now=attempt.created_at),
+        condition=record_is_absent_or_expired(attempt.created_at), return_old_on_failure=True,
+    )
+    transaction.save(
+        CLAIM, RegistrationClaim(*RegistrationClaim.key_for(attempt.event_id, attempt.user_id), **fields),
+        condition=RegistrationClaim.pk.does_not_exist(), return_old_on_failure=True,
+    )
+    transaction.save(USER_REGISTRATION,
+                     Registration(*Registration.user_key_for(attempt.user_id, attempt.registration_id), **fields))
+    transaction.save(EVENT_REGISTRATION,
+                     Registration(*Registration.event_key_for(attempt.event_id, attempt.registration_id), **fields))
+    transaction.save(OUTBOX, outbox_message(
+        message_type="RegistrationCreated", now=attempt.created_at,
+        # "user" is the immutable key in every message, as in the cancel and promote ones: the relay finds the
+        # recipient by it, never by a name someone else may hold by then.
+        payload={**{name: value for name, value in body.items() if name != "qr_svg"}, "user": attempt.user_id},
+    ))
+    return transaction, response
+
+
+def _confirm_transaction(attempt: _NewRegistration) -> tuple[LabelledTransaction, StoredResponse]:
+    transaction, response = _base_transaction(attempt, status=CONFIRMED, position=None, ticket=None)
+    transaction.update(
+        EVENT_SEATS, EventSeats(*EventSeats.key_for(attempt.event_id)),
+        actions=[EventSeats.registered_count.add(1)],
+        condition=(EventSeats.pk.exists() & (EventSeats.registered_count < EventSeats.capacity)
+                   & (EventSeats.waitlist_count == 0)),
+        return_old_on_failure=True,
+    )
+    return transaction, response
+
+
+def _waitlist_transaction(attempt: _NewRegistration,
+                          seats: dict[str, Any]) -> tuple[LabelledTransaction, StoredResponse]:
+    # The ticket is the event's sequence plus one, claimed by the condition that the sequence is still what the
+    # failed seat condition returned: no read decides it, and two joiners can never hold the same ticket. The
+    # waitlist count is pinned too, so the position in the stored response is exact at commit.
+    seen_seq = seats["waitlist_seq"]
+    ticket = (seen_seq or 0) + 1
+    position = seats["waitlist_count"] + 1
+    transaction, response = _base_transaction(attempt, status=WAITLISTED, position=position, ticket=ticket)
+    transaction.save(
+        WAITLIST_ENTRY,
+        WaitlistEntry(*WaitlistEntry.key_for(attempt.event_id, ticket), registration_id=attempt.registration_id,
+                      event_id=attempt.event_id, user_id=attempt.user_id, ticket=ticket),
+        condition=WaitlistEntry.pk.does_not_exist(),
+    )
+    sequence_unchanged = (EventSeats.waitlist_seq.does_not_exist() if seen_seq is None
+                          else EventSeats.waitlist_seq == seen_seq)
+    transaction.update(
+        EVENT_SEATS, EventSeats(*EventSeats.key_for(attempt.event_id)),
+        actions=[EventSeats.waitlist_count.add(1), EventSeats.waitlist_seq.set(ticket)],
+        condition=(EventSeats.pk.exists() & sequence_unchanged
+                   & (EventSeats.waitlist_count == seats["waitlist_count"])
+                   & ((EventSeats.registered_count >= EventSeats.capacity) | (EventSeats.waitlist_count > 0))),
+        return_old_on_failure=True,
+    )
+    return transaction, response
+
+
+def _replay(raw_item: dict[str, Any], attempt: _NewRegistration) -> RegistrationOutcome:
+    try:
+        stored = replay_from_raw(raw_item, fingerprint=attempt.fingerprint)
+    except DomainError as error:
+        raise RegistrationError(error.code, error.detail) from None  # the key was used for another request
+    if stored is None:
+        # The key's first request is still running (only the generic @idempotent writes INPROGRESS records).
+        raise _busy("This request is still being processed; try again in a moment.")
+    return RegistrationOutcome(stored, "replayed")
+
+
+def _already_registered(claim: RegistrationClaim, attempt: _NewRegistration, *,
+                        sleep: Callable[[float], None]) -> RegistrationOutcome:
+    """The student holds a registration from another tap: answer 200 with it, and remember that under this key.
+
+    The claim came back as the failed transaction's ALL_OLD image, so a confirmed registration costs one more
+    request (storing the outcome); a waitlisted one also counts its current position.
+    """
+    response = StoredResponse.json(selectors.registration_view(registration=claim), status=200)
+    record = completed_record(user_id=attempt.user_id, key=attempt.idempotency_key,
+                              fingerprint=attempt.fingerprint, response=response, now=attempt.created_at)
+
+    def store() -> None:
+        transaction = LabelledTransaction()
+        transaction.save(IDEMPOTENCY, record, condition=record_is_absent_or_expired(attempt.created_at),
+                         return_old_on_failure=True)
+        transaction.commit()
+
+    try:
+        retry_on_conflict(store, sleep=sleep, on_exhausted=lambda _: _busy(
+            "This request is being answered by another attempt right now; try again in a moment."))
+    except TransactionCancelled as cancelled:
+        if not cancelled.failed(IDEMPOTENCY):
+            raise
+        # A duplicate of this very tap stored its answer first: give the same bytes.
+        return _replay(cancelled.reasons[IDEMPOTENCY].raw_item, attempt)
+    return RegistrationOutcome(response, "already_registered")
