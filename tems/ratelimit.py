@@ -29,6 +29,7 @@ from tems.api import problem
 from tems.clock import utcnow
 from tems.dynamo import TableMeta
 from tems.identity import user_key
+from tems.transactions import is_conditional_check_failed
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +74,7 @@ def write_rate_take(*, user_id: str, limit: int, now: datetime | None = None) ->
             condition=WriteRateCounter.n.does_not_exist() | (WriteRateCounter.n < limit),
         )
     except UpdateError as error:
-        if error.cause_response_code != "ConditionalCheckFailedException":
+        if not is_conditional_check_failed(error):
             raise
         return Refusal(retry_after=max(1, (window + 1) * WINDOW_SECONDS - epoch))
     return None

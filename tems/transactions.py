@@ -10,10 +10,10 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from pynamodb.exceptions import TransactWriteError
+from pynamodb.exceptions import PynamoDBException, TransactWriteError
 from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.update import Action
 from pynamodb.models import Model
@@ -26,6 +26,9 @@ _SEND_ORDER = ("condition_check", "delete", "put", "update")
 
 CONDITIONAL_CHECK_FAILED = "ConditionalCheckFailed"
 TRANSACTION_CONFLICT = "TransactionConflict"
+# A single-item write's refused condition arrives as an exception code, not a cancellation reason.
+CONDITIONAL_CHECK_FAILED_EXCEPTION = "ConditionalCheckFailedException"
+TRANSACTION_CANCELED_EXCEPTION = "TransactionCanceledException"
 
 T = TypeVar("T")
 
@@ -53,6 +56,16 @@ class TransactionCancelled(Exception):
     def is_conflict(self) -> bool:
         """Another transaction touched an item at the same time: nothing is wrong, try again."""
         return any(reason.code == TRANSACTION_CONFLICT for reason in self.reasons.values())
+
+    @property
+    def only_conflicts(self) -> bool:
+        """A conflict and no failed condition: every read the transaction was built from may still be true."""
+        return self.is_conflict and not any(reason.code == CONDITIONAL_CHECK_FAILED for reason in self.reasons.values())
+
+    @property
+    def codes(self) -> set[str]:
+        """The distinct reasons, for counting a refused write once however many of its items failed."""
+        return {reason.code for reason in self.reasons.values()}
 
 
 class LabelledTransaction:
@@ -104,7 +117,7 @@ class LabelledTransaction:
                     for _, apply in self._ops[kind]:
                         apply(transaction)
         except TransactWriteError as error:
-            if _response_code(error) != "TransactionCanceledException":
+            if response_code(error) != TRANSACTION_CANCELED_EXCEPTION:
                 raise
             reasons = {
                 label: Reason(reason.code, reason.message, reason.raw_item)
@@ -114,30 +127,84 @@ class LabelledTransaction:
             raise TransactionCancelled(reasons, error) from error
 
 
-def _response_code(error: TransactWriteError) -> str | None:
-    # A transport failure (the SDK's retries ran out on timeouts) has no response, so no code to read.
+def response_code(error: PynamoDBException) -> str | None:
+    """DynamoDB's error code behind a PynamoDB exception, or None for a transport failure.
+
+    A transport failure (the SDK's retries ran out on timeouts) has no response, so no code to read.
+    """
     try:
         return error.cause_response_code
     except AttributeError:
         return None
 
 
-def retry_on_conflict(attempt: Callable[[], T], *, attempts: int = 6, base_delay: float = 0.01,
-                      max_delay: float = 0.4, sleep: Callable[[float], None] = time.sleep,
-                      on_exhausted: Callable[[TransactionCancelled], Exception]) -> T:
-    """Run ``attempt`` again while DynamoDB reports a TransactionConflict, with full-jitter backoff.
+def is_conditional_check_failed(error: PynamoDBException) -> bool:
+    """A single-item write (PutItem, UpdateItem, DeleteItem) was refused by its condition."""
+    return response_code(error) == CONDITIONAL_CHECK_FAILED_EXCEPTION
 
-    Any other cancellation propagates at once. After ``attempts`` conflicts, raises ``on_exhausted(last)``
-    (a "busy, try again" domain error), never a 500.
+
+# --- retrying -----------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Bounded retries with exponential backoff and full jitter: retry ``n`` sleeps a random time in
+    ``[0, min(max_delay, base_delay * 2**n)]``.
+
+    Full jitter spreads colliding writers apart instead of waking them in lockstep; the bound turns a table too
+    hot to clear in time into the app's "busy, try again" error, never a 500. ``sleep`` and ``uniform`` are
+    injectable so tests need neither real time nor luck. Each service names its policy and says why its numbers.
     """
-    last: TransactionCancelled | None = None
-    for n in range(attempts):
-        try:
-            return attempt()
-        except TransactionCancelled as cancelled:
-            if not cancelled.is_conflict:
-                raise
-            last = cancelled
-            sleep(random.uniform(0, min(max_delay, base_delay * 2**n)))
-    assert last is not None
-    raise on_exhausted(last) from last
+
+    attempts: int = 6
+    base_delay: float = 0.01
+    max_delay: float = 0.4
+    sleep: Callable[[float], None] = time.sleep
+    uniform: Callable[[float, float], float] = random.uniform
+
+    def delay(self, retry: int) -> float:
+        return self.uniform(0, min(self.max_delay, self.base_delay * 2**retry))
+
+    def backoff(self, retry: int) -> None:
+        """Pause before retry number ``retry`` (0 for the first)."""
+        self.sleep(self.delay(retry))
+
+    def sleeping(self, sleep: Callable[[float], None]) -> RetryPolicy:
+        """This policy with another ``sleep`` (a service's injectable one)."""
+        return self if sleep is self.sleep else replace(self, sleep=sleep)
+
+    def pauses(self, busy: Callable[[], Exception]) -> Backoff:
+        """A backoff counter for a hand-written loop that also retries for reasons other than conflicts."""
+        return Backoff(self, busy)
+
+    def run(self, attempt: Callable[[], T], *, busy: Callable[[TransactionCancelled], Exception]) -> T:
+        """Run ``attempt`` again while DynamoDB reports a TransactionConflict, backing off between tries.
+
+        Any other cancellation propagates at once. After ``attempts`` conflicts, raises ``busy(last)``.
+        """
+        last: TransactionCancelled | None = None
+        for retry in range(self.attempts):
+            try:
+                return attempt()
+            except TransactionCancelled as cancelled:
+                if not cancelled.is_conflict:
+                    raise
+                last = cancelled
+                self.backoff(retry)
+        assert last is not None
+        raise busy(last) from last
+
+
+class Backoff:
+    """Counts the pauses of one retry loop; ``pause()`` sleeps the policy's next delay or, past its bound,
+    raises the caller's "busy" error."""
+
+    def __init__(self, policy: RetryPolicy, busy: Callable[[], Exception]) -> None:
+        self.policy = policy
+        self.busy = busy
+        self.retries = 0
+
+    def pause(self) -> None:
+        if self.retries >= self.policy.attempts:
+            raise self.busy()
+        self.policy.backoff(self.retries)
+        self.retries += 1

@@ -1,4 +1,5 @@
-"""Writes of the inventory app, one module per capability. Every promise is kept by a DynamoDB condition, never by a prior read.
+"""Writes of the inventory app, one module per capability. Every promise is kept by a DynamoDB condition, never
+by a prior read.
 
 Each successful change of an item is ONE TransactWriteItems of
   - the item itself, conditioned on the version the change was computed from, which it bumps by one, and

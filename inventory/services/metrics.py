@@ -12,14 +12,14 @@ from pynamodb.exceptions import PynamoDBException
 from inventory.errors import InventoryError
 from inventory.models import OperationMetrics
 from inventory.services.common import METRICS, METRICS_ATTEMPTS
+from tems import transactions
 from tems.clock import utcnow
-from tems.dynamo import DynamoMeter, metered
+from tems.metering import DynamoMeter, metered
 from tems.transactions import (
     CONDITIONAL_CHECK_FAILED,
     TRANSACTION_CONFLICT,
     LabelledTransaction,
     TransactionCancelled,
-    retry_on_conflict,
 )
 
 logger = logging.getLogger(__name__)
@@ -42,7 +42,7 @@ class OperationStats:
     def count_cancellation(self, cancelled: TransactionCancelled) -> None:
         # Per refused write, not per failed item: a lost race fails both the item's version check and the
         # history entry (the winner already wrote CHANGE#<that version>), and that is one conflict, not two.
-        codes = {reason.code for reason in cancelled.reasons.values()}
+        codes = cancelled.codes
         self.condition_failures += int(CONDITIONAL_CHECK_FAILED in codes)
         self.transaction_conflicts += int(TRANSACTION_CONFLICT in codes)
 
@@ -94,6 +94,6 @@ def metrics_record(*, stats: OperationStats) -> None:
 
     try:
         # Concurrent recorders of one operation conflict as transactions do: go again, bounded.
-        retry_on_conflict(record, attempts=METRICS_ATTEMPTS, on_exhausted=lambda last: last)
+        transactions.RetryPolicy(attempts=METRICS_ATTEMPTS).run(record, busy=lambda last: last)
     except (PynamoDBException, TransactionCancelled):
         logger.warning("could not record inventory metrics for %s", stats.operation, exc_info=True)

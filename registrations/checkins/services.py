@@ -20,7 +20,6 @@ Whoever loses learns why from the cancellation reasons, in this precedence:
 
 from __future__ import annotations
 
-import random
 import time
 import uuid
 from collections.abc import Callable
@@ -33,11 +32,12 @@ from registrations.checkins.tickets import Ticket, ticket_read
 from registrations.errors import RegistrationError
 from registrations.models import CONFIRMED, CheckIn, CheckInLogEntry, EventCheckins, Registration
 from registrations.services import RegistrationOutcome
+from registrations.services.common import MAX_CONFLICTS, WRITE_POLICY, _busy, conflict_backoff
 from tems.clock import utcnow
 from tems.errors import DomainError
 from tems.idempotency import StoredResponse, completed_record, record_is_absent_or_expired, replay_from_raw
 from tems.outbox import outbox_message
-from tems.transactions import LabelledTransaction, TransactionCancelled, retry_on_conflict
+from tems.transactions import LabelledTransaction, RetryPolicy, TransactionCancelled
 
 IDEMPOTENCY = "idempotency"
 CHECKIN = "checkin"
@@ -52,15 +52,15 @@ NOT_CHECKED_IN = "not_checked_in"
 
 # A door label is free text typed once on the door page; long enough for "North entrance, left lane".
 MAX_DOOR_LENGTH = 60
-# Doors of one event all move the same counter, so conflicts are expected under a rush; past this many in one
-# scan the door is told to try again (its queue keeps the scan and its key).
-MAX_CONFLICTS = 12
-CONFLICT_BASE_DELAY = 0.01
-CONFLICT_MAX_DELAY = 0.25
+# Doors of one event all move the same counter, so conflicts are expected under a rush; past MAX_CONFLICTS in
+# one scan the door is told to try again (its queue keeps the scan and its key).
 # A registration promoted from the waiting list between our failed condition and the explaining read: the
 # condition is tried again, a bounded number of times.
 MAX_ROUNDS = 4
-BUSY_RETRY_AFTER_SECONDS = 1
+
+
+# An undo moves the same counter as the scans at the door: as many tries as a scan gets conflicts.
+UNDO_POLICY = RetryPolicy(attempts=MAX_CONFLICTS)
 
 
 class CheckInOutcome(RegistrationOutcome):
@@ -78,16 +78,6 @@ class _Scan:
     at: datetime
     idempotency_key: str
     fingerprint: str
-
-
-def _busy(detail: str) -> RegistrationError:
-    return RegistrationError("busy", detail, retry_after=BUSY_RETRY_AFTER_SECONDS)
-
-
-def _conflict_pause(conflicts: int, sleep: Callable[[float], None]) -> None:
-    if conflicts > MAX_CONFLICTS:
-        raise _busy("Many tickets are being scanned for this event right now; the scan will be sent again.")
-    sleep(random.uniform(0, min(CONFLICT_MAX_DELAY, CONFLICT_BASE_DELAY * 2 ** conflicts)))
 
 
 def clean_door(door: Any) -> str:
@@ -127,7 +117,8 @@ def checkin_create(*, event_id: str, ticket_text: str, door: str, staff_id: str,
     scan = _Scan(ticket=ticket, door=clean_door(door), staff_id=staff_id, staff_name=staff_name or staff_id,
                  at=now or utcnow(),
                  idempotency_key=idempotency_key, fingerprint=fingerprint)
-    conflicts = 0
+    conflicts = conflict_backoff(
+        sleep, detail="Many tickets are being scanned for this event right now; the scan will be sent again.")
     for _ in range(MAX_ROUNDS + MAX_CONFLICTS + 1):
         transaction, response = _checkin_transaction(scan)
         try:
@@ -144,8 +135,7 @@ def checkin_create(*, event_id: str, ticket_text: str, door: str, staff_id: str,
             if cancelled.failed(COUNTER):
                 raise RegistrationError("not_found", f"There is no event with id {event_id!r}.")
             if cancelled.is_conflict:
-                conflicts += 1
-                _conflict_pause(conflicts, sleep)
+                conflicts.pause()
                 continue
             raise
         return CheckInOutcome(response, CHECKED_IN)
@@ -235,7 +225,7 @@ def _already_checked_in(first: CheckIn, scan: _Scan, *, sleep: Callable[[float],
         transaction.commit()
 
     try:
-        retry_on_conflict(store, sleep=sleep, on_exhausted=lambda _: _busy(
+        WRITE_POLICY.sleeping(sleep).run(store, busy=lambda _: _busy(
             "This scan is being answered by another attempt right now; it will be sent again."))
     except TransactionCancelled as cancelled:
         if not cancelled.failed(IDEMPOTENCY):
@@ -268,7 +258,7 @@ def checkin_undo(*, event_id: str, registration_id: str, undone_by: str, now: da
         transaction.commit()
 
     try:
-        retry_on_conflict(attempt, attempts=MAX_CONFLICTS, sleep=sleep, on_exhausted=lambda _: _busy(
+        UNDO_POLICY.sleeping(sleep).run(attempt, busy=lambda _: _busy(
             "The door is busy; try the undo again in a moment."))
     except TransactionCancelled as cancelled:
         if not cancelled.failed(CHECKIN):

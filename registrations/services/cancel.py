@@ -26,10 +26,11 @@ from registrations.services.common import (
     OUTBOX,
     USER_REGISTRATION,
     WAITLIST_ENTRY,
+    WRITE_POLICY,
     StoredOutcome,
     _busy,
-    _conflict_pause,
     _replay_raw,
+    conflict_backoff,
 )
 from registrations.services.waitlist import _add_promotion
 from tems.clock import utcnow
@@ -42,7 +43,7 @@ from tems.idempotency import (
     replay_from_record,
 )
 from tems.outbox import outbox_message
-from tems.transactions import LabelledTransaction, TransactionCancelled, retry_on_conflict
+from tems.transactions import LabelledTransaction, TransactionCancelled
 
 CANCEL_MAX_ROUNDS = 16
 
@@ -83,7 +84,7 @@ def registration_cancel_once(*, user_id: str, registration_id: str, idempotency_
 def _cancel(*, user_id: str, registration_id: str, now: datetime, sleep: Callable[[float], None],
             key: tuple[str, str] | None = None) -> StoredOutcome:
     seen: Registration | None = None
-    conflicts = 0
+    conflicts = conflict_backoff(sleep)
     for _ in range(CANCEL_MAX_ROUNDS):
         try:
             registration = selectors.registration_get(user_id=user_id, registration_id=registration_id)
@@ -111,9 +112,8 @@ def _cancel(*, user_id: str, registration_id: str, now: datetime, sleep: Callabl
         except TransactionCancelled as cancelled:
             if cancelled.failed(IDEMPOTENCY):
                 return StoredOutcome(_replay_raw(cancelled.reasons[IDEMPOTENCY].raw_item, key[1]), replayed=True)
-            if cancelled.is_conflict and not any(cancelled.failed(label) for label in cancelled.reasons):
-                conflicts += 1
-                _conflict_pause(conflicts, sleep)
+            if cancelled.only_conflicts:
+                conflicts.pause()
             # Any failed condition means a read above is stale (a promotion, a new joiner, a concurrent cancel):
             # read again and rebuild; the loop is bounded.
             continue
@@ -148,7 +148,7 @@ def _remember(*, user_id: str, key: tuple[str, str] | None, response: StoredResp
         transaction.commit()
 
     try:
-        retry_on_conflict(store, sleep=sleep, on_exhausted=lambda _: _busy(
+        WRITE_POLICY.sleeping(sleep).run(store, busy=lambda _: _busy(
             "This request is being answered by another attempt right now; try again in a moment."))
     except TransactionCancelled as cancelled:
         if not cancelled.failed(IDEMPOTENCY):

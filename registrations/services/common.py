@@ -4,17 +4,14 @@ stored answer of a tap and the app's "busy" error."""
 from __future__ import annotations
 
 import json
-import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from registrations.errors import RegistrationError
 from tems.errors import DomainError
-from tems.idempotency import (
-    StoredResponse,
-    replay_from_raw,
-)
+from tems.idempotency import StoredResponse, replay_from_raw
+from tems.transactions import Backoff, RetryPolicy
 
 # Labels of the items in a registration's transaction; the loser paths are decided by these, never by position.
 IDEMPOTENCY = "idempotency"
@@ -66,7 +63,20 @@ def _busy(detail: str) -> RegistrationError:
     return RegistrationError("busy", detail, retry_after=BUSY_RETRY_AFTER_SECONDS)
 
 
-def _conflict_pause(conflicts: int, sleep: Callable[[float], None]) -> None:
-    if conflicts > MAX_CONFLICTS:
-        raise _busy("Many people are registering for this event right now; please try again in a moment.")
-    sleep(random.uniform(0, min(CONFLICT_MAX_DELAY, CONFLICT_BASE_DELAY * 2 ** conflicts)))
+def conflict_backoff(sleep: Callable[[float], None], *, detail: str = (
+        "Many people are registering for this event right now; please try again in a moment.")) -> Backoff:
+    """The pauses of a round-based loop between TransactionConflicts: at most MAX_CONFLICTS, then 'busy'."""
+    # Built per call from the module's numbers, so a test may shorten them. The first pause is capped at
+    # twice the base delay: a round already cost one request before it conflicted.
+    policy = RetryPolicy(attempts=MAX_CONFLICTS, base_delay=2 * CONFLICT_BASE_DELAY, max_delay=CONFLICT_MAX_DELAY,
+                         sleep=sleep)
+    return policy.pauses(lambda: _busy(detail))
+
+
+def ticket_pause(sleep: Callable[[float], None]) -> None:
+    """A short full-jitter pause after losing the waitlist ticket, so joiners do not retry in lockstep."""
+    RetryPolicy(base_delay=TICKET_MAX_DELAY, max_delay=TICKET_MAX_DELAY, sleep=sleep).backoff(0)
+
+
+# A one- or two-item write (an event, an answer stored under a key) that met a TransactionConflict: six tries.
+WRITE_POLICY = RetryPolicy()

@@ -12,7 +12,7 @@ from registrations.models import (
     Event,
 )
 from registrations.selectors import event_to_dict
-from registrations.services.common import EVENT, IDEMPOTENCY, OUTBOX, StoredOutcome, _busy, _replay_raw
+from registrations.services.common import EVENT, IDEMPOTENCY, OUTBOX, WRITE_POLICY, StoredOutcome, _busy, _replay_raw
 from registrations.services.waitlist import waitlist_promote
 from tems.clock import utcnow
 from tems.idempotency import (
@@ -22,7 +22,7 @@ from tems.idempotency import (
     record_is_absent_or_expired,
 )
 from tems.outbox import OutboxMessage, outbox_message
-from tems.transactions import LabelledTransaction, TransactionCancelled, retry_on_conflict
+from tems.transactions import LabelledTransaction, TransactionCancelled
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ def _commit_event_create(event: Event, *, record: IdempotencyRecord | None = Non
         transaction.commit()
 
     try:
-        retry_on_conflict(attempt, on_exhausted=lambda _: _busy("Events are being changed right now; try again."))
+        WRITE_POLICY.run(attempt, busy=lambda _: _busy("Events are being changed right now; try again."))
     except TransactionCancelled as cancelled:
         if cancelled.failed(EVENT) and not cancelled.failed(IDEMPOTENCY):
             raise RegistrationError("conflict", f"An event with id {event.event_id!r} already exists.") from None
@@ -196,7 +196,7 @@ def event_update(
         transaction.commit()
 
     try:
-        retry_on_conflict(attempt, on_exhausted=lambda _: _busy(
+        WRITE_POLICY.run(attempt, busy=lambda _: _busy(
             "This event is being changed right now; nothing was saved. Try again."))
     except TransactionCancelled as cancelled:
         if not cancelled.failed(EVENT):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import random
 import time
 import uuid
 from collections.abc import Callable
@@ -29,11 +28,12 @@ from registrations.services.common import (
     IDEMPOTENCY,
     MAX_ROUNDS,
     OUTBOX,
-    TICKET_MAX_DELAY,
     USER_REGISTRATION,
     WAITLIST_ENTRY,
+    WRITE_POLICY,
     _busy,
-    _conflict_pause,
+    conflict_backoff,
+    ticket_pause,
 )
 from registrations.services.waitlist import waitlist_promote
 from tems.clock import utcnow
@@ -45,7 +45,7 @@ from tems.idempotency import (
     replay_from_raw,
 )
 from tems.outbox import outbox_message
-from tems.transactions import LabelledTransaction, TransactionCancelled, retry_on_conflict
+from tems.transactions import LabelledTransaction, TransactionCancelled
 
 logger = logging.getLogger(__name__)
 
@@ -112,7 +112,7 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
         created_at=now or utcnow(), idempotency_key=idempotency_key, fingerprint=fingerprint, user_name=user_name,
     )
     seats: dict[str, Any] | None = None  # the event as the last failed seat condition saw it (ALL_OLD)
-    conflicts = 0
+    conflicts = conflict_backoff(sleep)
     healed = False
     for _ in range(MAX_ROUNDS):
         waitlist = seats is not None and not _has_free_seat(seats)
@@ -136,11 +136,10 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
                     seats = None
                     continue
                 if waitlist:
-                    sleep(random.uniform(0, TICKET_MAX_DELAY))
+                    ticket_pause(sleep)
                 continue
             if cancelled.is_conflict:
-                conflicts += 1
-                _conflict_pause(conflicts, sleep)
+                conflicts.pause()
                 continue
             raise
         return RegistrationOutcome(response, "created")
@@ -280,7 +279,7 @@ def _already_registered(claim: RegistrationClaim, attempt: _NewRegistration, *,
         transaction.commit()
 
     try:
-        retry_on_conflict(store, sleep=sleep, on_exhausted=lambda _: _busy(
+        WRITE_POLICY.sleeping(sleep).run(store, busy=lambda _: _busy(
             "This request is being answered by another attempt right now; try again in a moment."))
     except TransactionCancelled as cancelled:
         if not cancelled.failed(IDEMPOTENCY):

@@ -15,7 +15,7 @@ from registrations.models import (
     RegistrationClaim,
     WaitlistEntry,
 )
-from registrations.services.common import EVENT_SEATS, _busy, _conflict_pause
+from registrations.services.common import EVENT_SEATS, _busy, conflict_backoff
 from tems.clock import utcnow
 from tems.outbox import outbox_message
 from tems.transactions import LabelledTransaction, TransactionCancelled
@@ -80,7 +80,8 @@ def waitlist_promote(*, event_id: str, now: datetime | None = None,
     registrations this call promoted.
     """
     now = now or utcnow()
-    promoted = conflicts = stale = 0
+    promoted = stale = 0
+    conflicts = conflict_backoff(sleep)
     while True:
         try:
             seats = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
@@ -104,9 +105,8 @@ def waitlist_promote(*, event_id: str, now: datetime | None = None,
         try:
             transaction.commit()
         except TransactionCancelled as cancelled:
-            if cancelled.is_conflict and not any(cancelled.failed(label) for label in cancelled.reasons):
-                conflicts += 1
-                _conflict_pause(conflicts, sleep)
+            if cancelled.only_conflicts:
+                conflicts.pause()
             else:
                 stale += 1  # the counters or the queue moved since the read: look again
                 if stale >= PROMOTION_STALE_ROUNDS:
