@@ -5,7 +5,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
 from registrations import selectors, services
-from tems.dynamo import metered
+from tems.metering import metered
 
 
 def test_meter_counts_requests_and_capacity(ddb):

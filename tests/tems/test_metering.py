@@ -1,9 +1,9 @@
-"""tems.dynamo.metered(): nested meters both count, and hooking a client twice does not count twice."""
+"""tems.metering.metered(): nested meters both count, and hooking a client twice does not count twice."""
 
 from pynamodb.exceptions import DoesNotExist
 
 from inventory.models import InventoryItem
-from tems.dynamo import _hook, metered
+from tems.metering import _hook, metered
 
 
 def read_missing_item() -> None:
