@@ -6,7 +6,7 @@ from registrations import selectors, services
 from registrations.errors import RegistrationError
 from registrations.forms import EventForm
 from tems.api import api_view, json_response, parse_form
-from tems.idempotency import fingerprint, key_from_request, request_payload
+from tems.idempotency import key_from_request, request_fingerprint
 from tems.identity import user_key
 
 
@@ -26,8 +26,7 @@ def _event_create(request: HttpRequest) -> HttpResponse:
     user_id = user_key(request.user)
     outcome = services.event_create_once(
         **form.cleaned_data, user_id=user_id, created_by=request.user.get_username(), idempotency_key=key,
-        fingerprint=fingerprint(method=request.method, route=request.path, user_id=user_id,
-                                payload=request_payload(request)),
+        fingerprint=request_fingerprint(request),
     )
     return outcome.response.to_http(replayed=outcome.replayed)
 
@@ -44,8 +43,7 @@ def registration_create(request: HttpRequest, event_id: str) -> HttpResponse:
     outcome = services.registration_create(
         event_id=event_id, user_id=user_id, user_name=request.user.get_username(),
         idempotency_key=key_from_request(request),
-        fingerprint=fingerprint(method=request.method, route=request.path, user_id=user_id,
-                                payload=request_payload(request)),
+        fingerprint=request_fingerprint(request),
     )
     return outcome.response.to_http(replayed=outcome.replayed)
 
@@ -61,7 +59,6 @@ def registration_cancel(request: HttpRequest, registration_id: str) -> HttpRespo
     user_id = user_key(request.user)
     outcome = services.registration_cancel_once(
         user_id=user_id, registration_id=registration_id, idempotency_key=key_from_request(request),
-        fingerprint=fingerprint(method=request.method, route=request.path, user_id=user_id,
-                                payload=request_payload(request)),
+        fingerprint=request_fingerprint(request),
     )
     return outcome.response.to_http(replayed=outcome.replayed)

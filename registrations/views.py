@@ -20,7 +20,7 @@ from tems.decorators import staff_required
 from tems.http import after_save, conflict_status
 from tems.errors import DomainError
 from tems.identity import user_key
-from tems.idempotency import REPLAYED_HEADER, fingerprint, key_from_request, request_payload
+from tems.idempotency import REPLAYED_HEADER, key_from_request, request_fingerprint
 
 
 def _event_or_404(event_id: str):
@@ -101,8 +101,7 @@ def registration_create(request: HttpRequest, event_id: str) -> HttpResponse:
         outcome = services.registration_create(
             event_id=event_id, user_id=user_id, user_name=request.user.get_username(),
             idempotency_key=key_from_request(request),
-            fingerprint=fingerprint(method=request.method, route=request.path, user_id=user_id,
-                                    payload=request_payload(request)),
+            fingerprint=request_fingerprint(request),
         )
     except DomainError as error:
         return _error_redirect(request, error, event_url)
@@ -138,8 +137,7 @@ def registration_cancel(request: HttpRequest, registration_id: str) -> HttpRespo
     # The key's record is written in the cancel's own transaction: a retried tap replays this outcome.
     outcome = services.registration_cancel_once(
         user_id=user_id, registration_id=registration_id, idempotency_key=key_from_request(request),
-        fingerprint=fingerprint(method=request.method, route=request.path, user_id=user_id,
-                                payload=request_payload(request)),
+        fingerprint=request_fingerprint(request),
     )
     event = _event_or_404(outcome.data["event_id"])
     notice = f"Your registration for “{event.title}” is cancelled."
@@ -170,8 +168,7 @@ def event_create(request: HttpRequest) -> HttpResponse:
             outcome = services.event_create_once(
                 **form.cleaned_data, user_id=user_id, created_by=request.user.get_username(),
                 idempotency_key=key_from_request(request),
-                fingerprint=fingerprint(method=request.method, route=request.path, user_id=user_id,
-                                        payload=request_payload(request)),
+                fingerprint=request_fingerprint(request),
             )
         except DomainError as error:
             form.add_error(None, error.detail)

@@ -1,0 +1,48 @@
+"""Idempotency keys: one user-initiated tap = one key = one applied change, replayed byte for byte.
+
+Semantics (IETF httpapi Idempotency-Key draft, plus what Stripe and Powertools do):
+- the client makes a UUID per tap and reuses it for network retries of that tap;
+- a key is scoped to the authenticated user: another user sending the same key gets their own result;
+- the request is fingerprinted (method, route, user, canonical payload); the same key with another request is 422;
+- a replay answers the first response's status and body exactly, plus ``Idempotent-Replayed: true``;
+- only business outcomes are stored; transient failures are not, so a retry can still succeed.
+
+``tems.idempotency.record`` holds the record and the pieces a service uses to fold it into its own transaction
+(``completed_record`` + ``record_is_absent_or_expired`` + ``replay_from_raw``), which costs no extra request;
+``tems.idempotency.http`` holds the request's key and fingerprint and ``@idempotent`` for views whose change
+cannot be one transaction. Every public name of both is importable from here.
+"""
+
+from tems.idempotency.http import (
+    DEFAULT_POLICY,
+    FORM_FIELD,
+    TRANSIENT_STATUSES,
+    IdempotencyPolicy,
+    idempotent,
+    key_from_request,
+    parse_key,
+    request_fingerprint,
+    request_payload,
+)
+from tems.idempotency.record import (
+    COMPLETED,
+    HEADER,
+    IN_PROGRESS,
+    RECORD_TTL,
+    REPLAYED_HEADER,
+    REPLAYED_HEADERS,
+    IdempotencyRecord,
+    StoredResponse,
+    completed_record,
+    fingerprint,
+    record_is_absent_or_expired,
+    replay_from_raw,
+    replay_from_record,
+)
+
+__all__ = [
+    "COMPLETED", "DEFAULT_POLICY", "FORM_FIELD", "HEADER", "IN_PROGRESS", "RECORD_TTL", "REPLAYED_HEADER",
+    "REPLAYED_HEADERS", "TRANSIENT_STATUSES", "IdempotencyPolicy", "IdempotencyRecord", "StoredResponse",
+    "completed_record", "fingerprint", "idempotent", "key_from_request", "parse_key", "record_is_absent_or_expired",
+    "replay_from_raw", "replay_from_record", "request_fingerprint", "request_payload",
+]

@@ -1,0 +1,158 @@
+"""The idempotency record: one user's key, the request's fingerprint and the stored outcome of its first tap.
+
+A service folds the record into its own transaction (``completed_record`` + ``record_is_absent_or_expired`` +
+``replay_from_raw``), which costs no extra request: the record is born COMPLETED with the business change.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.http import HttpResponse
+from pynamodb.attributes import (
+    NumberAttribute,
+    TTLAttribute,
+    UnicodeAttribute,
+    UTCDateTimeAttribute,
+)
+from pynamodb.expressions.condition import Condition
+from pynamodb.models import Model
+
+from tems.clock import utcnow
+from tems.dynamo import TableMeta
+from tems.errors import DomainError
+
+logger = logging.getLogger(__name__)
+
+HEADER = "Idempotency-Key"
+REPLAYED_HEADER = "Idempotent-Replayed"
+# Long enough to cover any client's retry schedule; the key is for "don't apply this tap twice", not for history.
+RECORD_TTL = timedelta(hours=24)
+
+COMPLETED = "COMPLETED"
+IN_PROGRESS = "INPROGRESS"
+
+
+
+class IdempotencyRecord(Model):
+    """``IDEMPOTENCY#<user>#<key>`` / ``RECORD``: the stored outcome of one tap."""
+
+    class Meta(TableMeta):
+        pass
+
+    SK = "RECORD"
+
+    pk = UnicodeAttribute(hash_key=True, attr_name="PK")
+    sk = UnicodeAttribute(range_key=True, attr_name="SK", default=SK)
+    entity = UnicodeAttribute(default="IdempotencyRecord")
+    user_id = UnicodeAttribute()
+    key = UnicodeAttribute()
+    fingerprint = UnicodeAttribute()
+    status = UnicodeAttribute()
+    response_status = NumberAttribute(null=True)
+    response_body = UnicodeAttribute(null=True)
+    response_content_type = UnicodeAttribute(null=True)
+    # The few headers a replay must repeat (a redirect's Location, htmx's HX-* instructions), as JSON.
+    response_headers = UnicodeAttribute(null=True)
+    created_at = UTCDateTimeAttribute(default=utcnow)
+    expires_at = TTLAttribute()
+    # For INPROGRESS records of the generic @idempotent wrapper: who holds the lease, and until when.
+    attempt_id = UnicodeAttribute(null=True)
+    lease_expires_at = UTCDateTimeAttribute(null=True)
+
+    @staticmethod
+    def pk_for(user_id: str, key: str) -> str:
+        return f"IDEMPOTENCY#{user_id}#{key}"
+
+    @classmethod
+    def key_for(cls, user_id: str, key: str) -> tuple[str, str]:
+        return cls.pk_for(user_id, key), cls.SK
+
+
+def fingerprint(*, method: str, route: str, user_id: str, payload: Any) -> str:
+    canonical = json.dumps(
+        {"method": method.upper(), "route": route, "user": user_id, "payload": payload},
+        sort_keys=True, separators=(",", ":"), default=str,
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+# Headers that are part of an outcome and so are stored with it; everything else is recomputed per response.
+REPLAYED_HEADERS = ("Location", "HX-Redirect", "HX-Location", "HX-Trigger", "HX-Retarget", "HX-Reswap")
+
+
+@dataclass(frozen=True)
+class StoredResponse:
+    status: int
+    body: str
+    content_type: str = "application/json"
+    headers: tuple[tuple[str, str], ...] = field(default=())
+
+    def to_http(self, *, replayed: bool) -> HttpResponse:
+        response = HttpResponse(self.body.encode(), status=self.status, content_type=self.content_type)
+        for name, value in self.headers:
+            response[name] = value
+        if replayed:
+            response[REPLAYED_HEADER] = "true"
+        return response
+
+    @classmethod
+    def from_http(cls, response: HttpResponse) -> StoredResponse:
+        return cls(
+            response.status_code, response.content.decode(response.charset or "utf-8"),
+            response.get("Content-Type", "application/json"),
+            tuple((name, response[name]) for name in REPLAYED_HEADERS if response.has_header(name)),
+        )
+
+    @classmethod
+    def json(cls, data: Any, *, status: int) -> StoredResponse:
+        from django.core.serializers.json import DjangoJSONEncoder
+
+        return cls(status, json.dumps(data, cls=DjangoJSONEncoder))
+
+
+def completed_record(*, user_id: str, key: str, fingerprint: str, response: StoredResponse,
+                     now: datetime | None = None) -> IdempotencyRecord:
+    """A COMPLETED record holding ``response``, to be saved in the same transaction as the change it describes."""
+    now = now or utcnow()
+    return IdempotencyRecord(
+        *IdempotencyRecord.key_for(user_id, key),
+        user_id=user_id, key=key, fingerprint=fingerprint, status=COMPLETED,
+        response_status=response.status, response_body=response.body, response_content_type=response.content_type,
+        response_headers=json.dumps(response.headers) if response.headers else None,
+        created_at=now, expires_at=now + RECORD_TTL,
+    )
+
+
+def record_is_absent_or_expired(now: datetime | None = None) -> Condition:
+    # DynamoDB deletes expired items lazily (up to days later), so an expired record must not block a new tap.
+    return IdempotencyRecord.pk.does_not_exist() | (IdempotencyRecord.expires_at < (now or utcnow()))
+
+
+def replay_from_record(record: IdempotencyRecord, *, fingerprint: str) -> StoredResponse | None:
+    """The stored response of a COMPLETED record (None while it is still in progress).
+
+    Raises DomainError('unprocessable') when the key was first used for a different request.
+    """
+    if record.fingerprint != fingerprint:
+        raise DomainError(
+            "unprocessable",
+            f"This {HEADER} was already used for a different request; make a new key for a new action.",
+        )
+    if record.status != COMPLETED:
+        return None
+    headers = tuple(tuple(pair) for pair in json.loads(record.response_headers)) if record.response_headers else ()
+    return StoredResponse(int(record.response_status), record.response_body, record.response_content_type, headers)
+
+
+def replay_from_raw(raw_item: dict[str, Any], *, fingerprint: str) -> StoredResponse | None:
+    """Like ``replay_from_record`` for the ALL_OLD image a cancelled transaction returned."""
+    return replay_from_record(IdempotencyRecord.from_raw_data(raw_item), fingerprint=fingerprint)
+
+
+# --- @idempotent: for unsafe views whose change cannot be folded into one transaction -----------------------
