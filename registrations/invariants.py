@@ -4,14 +4,14 @@ test). Each check reads one consistent scan; a message names the items involved.
 from collections import defaultdict
 from collections.abc import Iterator
 
-from registrations.models import CONFIRMED, WAITLISTED
+from registrations.models import CONFIRMED, WAITLISTED, CheckIn, Registration, WaitlistEntry
 from tems.invariants import TableSnapshot, invariant
 
 LIVE_STATUSES = {CONFIRMED, WAITLISTED}
 
 
 def _event_registrations(snapshot: TableSnapshot, event_pk: str) -> list[dict]:
-    return [item for item in snapshot.with_sk_prefix(event_pk, "REGISTRATION#") if item.get("status") in LIVE_STATUSES]
+    return [item for item in snapshot.with_sk_prefix(event_pk, Registration.SK_PREFIX) if item.get("status") in LIVE_STATUSES]
 
 
 @invariant("event counters match their registration items")
@@ -37,8 +37,8 @@ def events_within_capacity(snapshot: TableSnapshot) -> Iterator[str]:
 def claims_match_registrations(snapshot: TableSnapshot) -> Iterator[str]:
     claims = {(item["event_id"], item["user_id"]): item for item in snapshot.of_entity("RegistrationClaim")}
     registrations = snapshot.of_entity("Registration")
-    event_side = {item["registration_id"]: item for item in registrations if item["PK"].startswith("EVENT#")}
-    user_side = {item["registration_id"]: item for item in registrations if item["PK"].startswith("USER#")}
+    event_side = {item["registration_id"]: item for item in registrations if Registration.is_event_side(item["PK"])}
+    user_side = {item["registration_id"]: item for item in registrations if Registration.is_user_side(item["PK"])}
     for (event_id, user_id), claim in claims.items():
         registration_id = claim["registration_id"]
         for side, items in (("event", event_side), ("user", user_side)):
@@ -60,7 +60,7 @@ def claims_match_registrations(snapshot: TableSnapshot) -> Iterator[str]:
 @invariant("nobody waits while a seat is free")
 def nobody_waits_for_a_free_seat(snapshot: TableSnapshot) -> Iterator[str]:
     for event in snapshot.of_entity("Event"):
-        waiting = len(snapshot.with_sk_prefix(event["PK"], "WAITLIST#"))
+        waiting = len(snapshot.with_sk_prefix(event["PK"], WaitlistEntry.SK_PREFIX))
         free = event["capacity"] - event.get("registered_count", 0)
         if waiting and free > 0:
             yield f"{event['PK']}: {waiting} waiting while {free} seat(s) free"
@@ -69,7 +69,7 @@ def nobody_waits_for_a_free_seat(snapshot: TableSnapshot) -> Iterator[str]:
 @invariant("waitlist entries are unique and in ticket order")
 def waitlist_in_order(snapshot: TableSnapshot) -> Iterator[str]:
     waiting = {item["registration_id"]: item for item in snapshot.of_entity("Registration")
-               if item["PK"].startswith("EVENT#") and item.get("status") == WAITLISTED}
+               if Registration.is_event_side(item["PK"]) and item.get("status") == WAITLISTED}
     entries_by_event: dict[str, list[dict]] = defaultdict(list)
     for entry in snapshot.of_entity("WaitlistEntry"):
         entries_by_event[entry["PK"]].append(entry)
@@ -98,6 +98,6 @@ def waitlist_in_order(snapshot: TableSnapshot) -> Iterator[str]:
 @invariant("each event's checked-in count matches its check-ins")
 def checkins_match(snapshot: TableSnapshot) -> Iterator[str]:
     for event in snapshot.of_entity("Event"):
-        checkins = snapshot.with_sk_prefix(event["PK"], "CHECKIN#")
+        checkins = snapshot.with_sk_prefix(event["PK"], CheckIn.SK_PREFIX)
         if int(event.get("checked_in_count", 0)) != len(checkins):
             yield f"{event['PK']}: checked_in_count={event.get('checked_in_count', 0)} but {len(checkins)} check-ins"

@@ -55,9 +55,11 @@ class Event(Model):
     gsi1pk = UnicodeAttribute(attr_name="GSI1PK", default=COLLECTION)
     gsi1sk = UnicodeAttribute(attr_name="GSI1SK")
 
-    @staticmethod
-    def pk_for(event_id: str) -> str:
-        return f"EVENT#{event_id}"
+    PK_PREFIX = "EVENT#"
+
+    @classmethod
+    def pk_for(cls, event_id: str) -> str:
+        return cls.PK_PREFIX + event_id
 
     @classmethod
     def key_for(cls, event_id: str) -> tuple[str, str]:
@@ -156,9 +158,20 @@ class Registration(Model):
     ticket = NumberAttribute(null=True)
     promoted_at = UTCDateTimeAttribute(null=True)
 
-    @staticmethod
-    def user_pk_for(user_id: str) -> str:
-        return f"USER#{user_id}"
+    USER_PK_PREFIX = "USER#"
+
+    @classmethod
+    def user_pk_for(cls, user_id: str) -> str:
+        return cls.USER_PK_PREFIX + user_id
+
+    @classmethod
+    def is_event_side(cls, pk: str) -> bool:
+        """Whether a registration item with partition key ``pk`` is the event's copy (else the user's)."""
+        return pk.startswith(Event.PK_PREFIX)
+
+    @classmethod
+    def is_user_side(cls, pk: str) -> bool:
+        return pk.startswith(cls.USER_PK_PREFIX)
 
     @classmethod
     def user_key_for(cls, user_id: str, registration_id: str) -> tuple[str, str]:
