@@ -7,13 +7,10 @@ transaction that writes a change touches one partition.
 
 from __future__ import annotations
 
-from pynamodb.attributes import (
-    MapAttribute, NumberAttribute, UnicodeAttribute, UTCDateTimeAttribute, VersionAttribute,
-)
-from pynamodb.models import Model
+from pynamodb.attributes import MapAttribute, NumberAttribute, UnicodeAttribute, UTCDateTimeAttribute, VersionAttribute
 
 from tems.clock import utcnow
-from tems.dynamo import CollectionIndex, TableMeta
+from tems.dynamo import CollectionIndex, TableModel
 from tems.text import TextAttribute, displayable
 
 # Ten digits sort correctly as strings up to version 9,999,999,999: decades of edits at any plausible rate.
@@ -23,18 +20,12 @@ VERSION_DIGITS = 10
 TRACKED_FIELDS = ("name", "description", "quantity", "location")
 
 
-class InventoryItem(Model):
+class InventoryItem(TableModel):
     """``ITEM#<sku>`` / ``METADATA``: one stock item. Every write bumps ``version`` in the same request."""
-
-    class Meta(TableMeta):
-        pass
 
     METADATA = "METADATA"
     COLLECTION = "INVENTORY"
 
-    pk = UnicodeAttribute(hash_key=True, attr_name="PK")
-    sk = UnicodeAttribute(range_key=True, attr_name="SK")
-    entity = UnicodeAttribute(default="InventoryItem")
     sku = UnicodeAttribute()
     # What people typed: shown on every page, so read through TextAttribute (see tems.text).
     name = TextAttribute()
@@ -69,11 +60,8 @@ class InventoryItem(Model):
         }
 
 
-class InventoryChange(Model):
+class InventoryChange(TableModel):
     """``ITEM#<sku>`` / ``CHANGE#<version>``: who changed what, written in the same transaction as the change."""
-
-    class Meta(TableMeta):
-        pass
 
     PREFIX = "CHANGE#"
     CREATE = "create"
@@ -82,9 +70,6 @@ class InventoryChange(Model):
     IMPORT = "import"
     LAST_SK = PREFIX + "9" * VERSION_DIGITS
 
-    pk = UnicodeAttribute(hash_key=True, attr_name="PK")
-    sk = UnicodeAttribute(range_key=True, attr_name="SK")
-    entity = UnicodeAttribute(default="InventoryChange")
     sku = UnicodeAttribute()
     version = NumberAttribute()
     kind = UnicodeAttribute()
@@ -121,21 +106,15 @@ class InventoryChange(Model):
                 if before.get(name) != after.get(name)]
 
 
-class OperationMetrics(Model):
+class OperationMetrics(TableModel):
     """``METRICS#inventory`` / ``OP#<operation>``: running totals, moved only by atomic ADDs.
 
     They live in the table rather than in process memory so they survive restarts and add up across every app
     server; ADD needs no read and no condition, so concurrent recorders never conflict or lose a count.
     """
 
-    class Meta(TableMeta):
-        pass
-
     PK = "METRICS#inventory"
 
-    pk = UnicodeAttribute(hash_key=True, attr_name="PK")
-    sk = UnicodeAttribute(range_key=True, attr_name="SK")
-    entity = UnicodeAttribute(default="OperationMetrics")
     operation = UnicodeAttribute(null=True)
     calls = NumberAttribute(default=0)
     succeeded = NumberAttribute(default=0)

@@ -4,32 +4,23 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from pynamodb.attributes import (
-    NumberAttribute, TTLAttribute, UnicodeAttribute, UTCDateTimeAttribute, VersionAttribute,
-)
-from pynamodb.models import Model
+from pynamodb.attributes import NumberAttribute, TTLAttribute, UnicodeAttribute, UTCDateTimeAttribute, VersionAttribute
 
 from tems.clock import utcnow
-from tems.dynamo import CollectionIndex, TableMeta
+from tems.dynamo import CollectionIndex, TableModel
 from tems.text import TextAttribute
 
 
-class Event(Model):
+class Event(TableModel):
     """``EVENT#<event_id>`` / ``METADATA``: what staff edit (versioned) plus the seat counters.
 
     Edits go through ``update()`` with the fields that changed, never ``save()``, so an edit can neither
     clobber the counters nor be applied on top of a version its author did not see.
     """
 
-    class Meta(TableMeta):
-        pass
-
     METADATA = "METADATA"
     COLLECTION = "EVENTS"
 
-    pk = UnicodeAttribute(hash_key=True, attr_name="PK")
-    sk = UnicodeAttribute(range_key=True, attr_name="SK")
-    entity = UnicodeAttribute(default="Event")
     event_id = UnicodeAttribute()
     # What people typed: shown on every page, so read through TextAttribute (see tems.text).
     title = TextAttribute()
@@ -80,7 +71,7 @@ class Event(Model):
         return self.registered_count >= self.capacity or self.waitlist_count > 0
 
 
-class EventSeats(Model):
+class EventSeats(TableModel):
     """The seat counters of the same ``EVENT#<id>`` / ``METADATA`` item, without its version attribute.
 
     Registrations move the counters inside their transactions through this view: PynamoDB adds a version
@@ -88,11 +79,7 @@ class EventSeats(Model):
     (that would turn every open edit page stale) nor fail because an edit happened meanwhile.
     """
 
-    class Meta(TableMeta):
-        pass
-
-    pk = UnicodeAttribute(hash_key=True, attr_name="PK")
-    sk = UnicodeAttribute(range_key=True, attr_name="SK")
+    ENTITY = None  # a view of another model's item: writes no entity
     capacity = NumberAttribute()
     registered_count = NumberAttribute(default=0)
     waitlist_count = NumberAttribute(default=0)
@@ -108,7 +95,7 @@ WAITLISTED = "waitlisted"
 CANCELLED = "cancelled"
 
 
-class RegistrationClaim(Model):
+class RegistrationClaim(TableModel):
     """``EVENT#<event_id>`` / ``REGCLAIM#<user_id>``: the one item that makes "one registration per student" true.
 
     It is written with ``attribute_not_exists`` in the transaction that creates a registration and deleted in
@@ -116,12 +103,6 @@ class RegistrationClaim(Model):
     answer "already registered" from the ALL_OLD image of its failed transaction, without another read.
     """
 
-    class Meta(TableMeta):
-        pass
-
-    pk = UnicodeAttribute(hash_key=True, attr_name="PK")
-    sk = UnicodeAttribute(range_key=True, attr_name="SK")
-    entity = UnicodeAttribute(default="RegistrationClaim")
     registration_id = UnicodeAttribute()
     event_id = UnicodeAttribute()
     user_id = UnicodeAttribute()  # tems.identity.user_key: immutable, never a username
@@ -135,20 +116,14 @@ class RegistrationClaim(Model):
         return Event.pk_for(event_id), f"REGCLAIM#{user_id}"
 
 
-class Registration(Model):
+class Registration(TableModel):
     """One registration, stored twice: ``USER#<user_id>`` / ``REGISTRATION#<id>`` (the student's list) and
     ``EVENT#<event_id>`` / ``REGISTRATION#<id>`` (the event's list). Both copies are written, changed and
     deleted together in one transaction.
     """
 
-    class Meta(TableMeta):
-        pass
-
     SK_PREFIX = "REGISTRATION#"
 
-    pk = UnicodeAttribute(hash_key=True, attr_name="PK")
-    sk = UnicodeAttribute(range_key=True, attr_name="SK")
-    entity = UnicodeAttribute(default="Registration")
     registration_id = UnicodeAttribute()
     event_id = UnicodeAttribute()
     user_id = UnicodeAttribute()  # tems.identity.user_key: immutable, never a username
@@ -182,7 +157,7 @@ class Registration(Model):
         return Event.pk_for(event_id), cls.SK_PREFIX + registration_id
 
 
-class WaitlistEntry(Model):
+class WaitlistEntry(TableModel):
     """``EVENT#<event_id>`` / ``WAITLIST#<ticket>``: one place in the event's FIFO waiting list.
 
     Tickets come from the event's ``waitlist_seq``: a join sets ``waitlist_seq = n + 1`` under the condition
@@ -192,16 +167,10 @@ class WaitlistEntry(Model):
     so a cancellation in the middle of the queue rewrites nothing.
     """
 
-    class Meta(TableMeta):
-        pass
-
     SK_PREFIX = "WAITLIST#"
     # Zero-padded so that string order is number order; 10 digits outlast any event's waiting list.
     TICKET_DIGITS = 10
 
-    pk = UnicodeAttribute(hash_key=True, attr_name="PK")
-    sk = UnicodeAttribute(range_key=True, attr_name="SK")
-    entity = UnicodeAttribute(default="WaitlistEntry")
     registration_id = UnicodeAttribute()
     event_id = UnicodeAttribute()
     user_id = UnicodeAttribute()
@@ -216,18 +185,14 @@ class WaitlistEntry(Model):
         return Event.pk_for(event_id), cls.sk_for(ticket)
 
 
-class EventCheckins(Model):
+class EventCheckins(TableModel):
     """The door's counter on the same ``EVENT#<id>`` / ``METADATA`` item, without its version attribute.
 
     Like ``EventSeats``, a view that lets a check-in move its counter inside its transaction without bumping
     the event's version (an open edit page must not turn stale because the doors are busy).
     """
 
-    class Meta(TableMeta):
-        pass
-
-    pk = UnicodeAttribute(hash_key=True, attr_name="PK")
-    sk = UnicodeAttribute(range_key=True, attr_name="SK")
+    ENTITY = None  # a view of another model's item: writes no entity
     registered_count = NumberAttribute(default=0)
     checked_in_count = NumberAttribute(null=True)  # absent until the first check-in
 
@@ -236,7 +201,7 @@ class EventCheckins(Model):
         return Event.key_for(event_id)
 
 
-class CheckIn(Model):
+class CheckIn(TableModel):
     """``EVENT#<event_id>`` / ``CHECKIN#<registration_id>``: the one item that makes "admitted once" true.
 
     Put with ``attribute_not_exists`` in the check-in's transaction, so of any number of doors scanning the same
@@ -244,14 +209,8 @@ class CheckIn(Model):
     and answers with the first check-in's details, without a read. An undo deletes it.
     """
 
-    class Meta(TableMeta):
-        pass
-
     SK_PREFIX = "CHECKIN#"
 
-    pk = UnicodeAttribute(hash_key=True, attr_name="PK")
-    sk = UnicodeAttribute(range_key=True, attr_name="SK")
-    entity = UnicodeAttribute(default="CheckIn")
     registration_id = UnicodeAttribute()
     event_id = UnicodeAttribute()
     user_id = UnicodeAttribute()
@@ -266,20 +225,14 @@ class CheckIn(Model):
         return Event.pk_for(event_id), cls.SK_PREFIX + registration_id
 
 
-class CheckInLogEntry(Model):
+class CheckInLogEntry(TableModel):
     """``EVENT#<event_id>`` / ``CHECKINLOG#<time>#<id>``: the door's history (check-ins and undos), never rewritten.
 
     Written in the same transaction as the change it records, so the history and the state cannot disagree.
     """
 
-    class Meta(TableMeta):
-        pass
-
     SK_PREFIX = "CHECKINLOG#"
 
-    pk = UnicodeAttribute(hash_key=True, attr_name="PK")
-    sk = UnicodeAttribute(range_key=True, attr_name="SK")
-    entity = UnicodeAttribute(default="CheckInLogEntry")
     event_id = UnicodeAttribute()
     registration_id = UnicodeAttribute()
     action = UnicodeAttribute()  # "checked_in" | "undone"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import boto3
 from django.conf import settings
@@ -66,6 +66,31 @@ class TableMeta:
         aws_secret_access_key = LOCAL_CREDENTIALS["aws_secret_access_key"]
 
 
+class TableModel(Model):
+    """Base of every model in the single table: its Meta, the ``PK``/``SK`` keys and the ``entity`` marker.
+
+    ``entity`` (the class name) is written on each item the model saves, so a scan can tell the items apart.
+    A model that is another model's view of the same item (``EventSeats`` over ``Event``) sets ``ENTITY = None``
+    and writes none. A model whose sort key is fixed redeclares ``sk`` with its default.
+    """
+
+    class Meta(TableMeta):
+        pass
+
+    # "" means "the class's name"; None means "no entity attribute" (a view of another model's item).
+    ENTITY: ClassVar[str | None] = ""
+
+    pk = UnicodeAttribute(hash_key=True, attr_name="PK")
+    sk = UnicodeAttribute(range_key=True, attr_name="SK")
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # Runs inside type.__new__, before PynamoDB's metaclass collects the attributes, so the attribute added
+        # here is declared exactly as if written in the class body. Each model gets its own, with its default.
+        super().__init_subclass__(**kwargs)
+        if cls.ENTITY is not None and "entity" not in vars(cls):
+            cls.entity = UnicodeAttribute(default=cls.ENTITY or cls.__name__, attr_name="entity")
+
+
 class CollectionIndex(GlobalSecondaryIndex):
     """GSI1: PynamoDB copies the index onto each model that declares it, so one definition serves all."""
 
@@ -85,7 +110,7 @@ def table_models() -> list[type[Model]]:
         cls = stack.pop()
         stack.extend(cls.__subclasses__())
         meta = getattr(cls, "Meta", None)
-        if isinstance(meta, type) and issubclass(meta, TableMeta):
+        if cls is not TableModel and isinstance(meta, type) and issubclass(meta, TableMeta):
             found.append(cls)
     return found
 

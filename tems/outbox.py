@@ -32,25 +32,19 @@ from typing import Any
 from django.conf import settings
 from django.utils.module_loading import import_string
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute, UTCDateTimeAttribute
-from pynamodb.models import Model
 
 from tems.clock import utcnow
-from tems.dynamo import CollectionIndex, TableMeta
+from tems.dynamo import CollectionIndex, TableModel
 from tems.transactions import LabelledTransaction, TransactionCancelled
 
 
-class OutboxMessage(Model):
+class OutboxMessage(TableModel):
     """``OUTBOX#<message_id>`` / ``MESSAGE``, listed oldest first in GSI1 under ``OUTBOX``."""
-
-    class Meta(TableMeta):
-        pass
 
     SK = "MESSAGE"
     COLLECTION = "OUTBOX"
 
-    pk = UnicodeAttribute(hash_key=True, attr_name="PK")
     sk = UnicodeAttribute(range_key=True, attr_name="SK", default=SK)
-    entity = UnicodeAttribute(default="OutboxMessage")
     message_id = UnicodeAttribute()
     message_type = UnicodeAttribute()
     payload = UnicodeAttribute()  # JSON, so a relay needs no knowledge of the producing app's models

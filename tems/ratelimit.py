@@ -21,13 +21,12 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
-from pynamodb.attributes import NumberAttribute, TTLAttribute, UnicodeAttribute
+from pynamodb.attributes import NumberAttribute, TTLAttribute
 from pynamodb.exceptions import UpdateError
-from pynamodb.models import Model
 
 from tems.api import problem
 from tems.clock import utcnow
-from tems.dynamo import TableMeta
+from tems.dynamo import TableModel
 from tems.identity import user_key
 from tems.transactions import is_conditional_check_failed
 
@@ -39,15 +38,9 @@ WINDOW_SECONDS = 60
 COUNTER_TTL = timedelta(minutes=5)
 
 
-class WriteRateCounter(Model):
+class WriteRateCounter(TableModel):
     """``WRITERATE#<user key>`` / ``MINUTE#<unix minute>``: how many unsafe requests the user made in it."""
 
-    class Meta(TableMeta):
-        pass
-
-    pk = UnicodeAttribute(hash_key=True, attr_name="PK")
-    sk = UnicodeAttribute(range_key=True, attr_name="SK")
-    entity = UnicodeAttribute(default="WriteRateCounter")
     n = NumberAttribute(default=0)
     expires_at = TTLAttribute()
 

@@ -14,17 +14,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.http import HttpResponse
-from pynamodb.attributes import (
-    NumberAttribute,
-    TTLAttribute,
-    UnicodeAttribute,
-    UTCDateTimeAttribute,
-)
+from pynamodb.attributes import NumberAttribute, TTLAttribute, UnicodeAttribute, UTCDateTimeAttribute
 from pynamodb.expressions.condition import Condition
-from pynamodb.models import Model
 
 from tems.clock import utcnow
-from tems.dynamo import TableMeta
+from tems.dynamo import TableModel
 from tems.errors import DomainError
 
 logger = logging.getLogger(__name__)
@@ -39,17 +33,12 @@ IN_PROGRESS = "INPROGRESS"
 
 
 
-class IdempotencyRecord(Model):
+class IdempotencyRecord(TableModel):
     """``IDEMPOTENCY#<user>#<key>`` / ``RECORD``: the stored outcome of one tap."""
-
-    class Meta(TableMeta):
-        pass
 
     SK = "RECORD"
 
-    pk = UnicodeAttribute(hash_key=True, attr_name="PK")
     sk = UnicodeAttribute(range_key=True, attr_name="SK", default=SK)
-    entity = UnicodeAttribute(default="IdempotencyRecord")
     user_id = UnicodeAttribute()
     key = UnicodeAttribute()
     fingerprint = UnicodeAttribute()

@@ -1,0 +1,86 @@
+"""The single table's base model: every model inherits its Meta, keys and entity marker, and the items they
+write are the same as when each model declared them itself."""
+
+import pytest
+
+import inventory.models  # noqa: F401 - registers the models
+import registrations.models  # noqa: F401
+import tems.outbox  # noqa: F401
+import tems.ratelimit  # noqa: F401
+from registrations.models import Event, EventSeats, Registration
+from tems.dynamo import TableMeta, TableModel, table_models
+from tems.idempotency import IdempotencyRecord
+
+# The attribute names each model writes (DynamoDB names), as they were before the base model existed.
+ITEM_SHAPES = {
+    "CheckIn": {
+        "PK", "SK", "checked_in_at", "checked_in_by", "door", "entity", "event_id", "registration_id", "scan_key",
+        "user_id"
+    },
+    "CheckInLogEntry": {"PK", "SK", "action", "at", "by", "door", "entity", "event_id", "registration_id"},
+    "Event": {
+        "GSI1PK", "GSI1SK", "PK", "SK", "capacity", "checked_in_count", "created_at", "created_by", "description",
+        "entity", "event_id", "expires_at", "location", "registered_count", "starts_at", "title", "updated_at",
+        "updated_by", "version", "waitlist_count", "waitlist_seq"
+    },
+    "EventCheckins": {"PK", "SK", "checked_in_count", "registered_count"},
+    "EventSeats": {"PK", "SK", "capacity", "registered_count", "waitlist_count", "waitlist_seq"},
+    "IdempotencyRecord": {
+        "PK", "SK", "attempt_id", "created_at", "entity", "expires_at", "fingerprint", "key", "lease_expires_at",
+        "response_body", "response_content_type", "response_headers", "response_status", "status", "user_id"
+    },
+    "InventoryChange": {
+        "PK", "SK", "after", "before", "changed_at", "changed_by", "delta", "entity", "kind", "reason", "sku", "version"
+    },
+    "InventoryItem": {
+        "GSI1PK", "GSI1SK", "PK", "SK", "created_at", "created_by", "description", "entity", "location", "name",
+        "quantity", "sku", "updated_at", "updated_by", "version"
+    },
+    "OperationMetrics": {
+        "PK", "SK", "calls", "condition_failures", "entity", "exhausted", "operation", "read_capacity", "refused",
+        "replays", "requests", "retries", "succeeded", "transaction_conflicts", "updated_at", "write_capacity"
+    },
+    "OutboxMessage": {
+        "GSI1PK", "GSI1SK", "PK", "SK", "attempts", "claimed_by", "created_at", "entity", "lease_until", "message_id",
+        "message_type", "payload"
+    },
+    "Registration": {
+        "PK", "SK", "created_at", "entity", "event_id", "promoted_at", "registration_id", "status", "ticket", "user_id",
+        "user_name"
+    },
+    "RegistrationClaim": {
+        "PK", "SK", "created_at", "entity", "event_id", "registration_id", "status", "ticket", "user_id", "user_name"
+    },
+    "WaitlistEntry": {"PK", "SK", "entity", "event_id", "registration_id", "ticket", "user_id"},
+    "WriteRateCounter": {"PK", "SK", "entity", "expires_at", "n"},
+}
+
+
+def by_name():
+    return {model.__name__: model for model in table_models()}
+
+
+@pytest.mark.parametrize("name", sorted(ITEM_SHAPES))
+def test_each_model_writes_the_same_attribute_names(name):
+    model = by_name()[name]
+    assert issubclass(model, TableModel) and issubclass(model.Meta, TableMeta)
+    assert {attribute.attr_name for attribute in model.get_attributes().values()} == ITEM_SHAPES[name]
+    assert (model._hash_keyname, model._range_keyname) == ("pk", "sk")
+    assert (model.get_attributes()["pk"].attr_name, model.get_attributes()["sk"].attr_name) == ("PK", "SK")
+
+
+def test_the_base_is_not_a_table_model_of_its_own():
+    assert TableModel not in table_models()
+
+
+def test_entity_is_the_class_name_and_a_view_writes_none():
+    event = Event(*Event.key_for("e1"), event_id="e1")
+    assert event.serialize(null_check=False)["entity"] == {"S": "Event"}
+    registration = Registration(*Registration.user_key_for("u1", "r1"))
+    assert registration.serialize(null_check=False)["entity"] == {"S": "Registration"}
+    assert "entity" not in EventSeats(*EventSeats.key_for("e1"), capacity=3).serialize(null_check=False)
+
+
+def test_a_fixed_sort_key_is_kept_by_the_model_that_redeclares_it():
+    record = IdempotencyRecord(IdempotencyRecord.pk_for("u1", "k1"))
+    assert record.serialize(null_check=False)["SK"] == {"S": IdempotencyRecord.SK}
