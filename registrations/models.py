@@ -95,13 +95,8 @@ WAITLISTED = "waitlisted"
 CANCELLED = "cancelled"
 
 
-class RegistrationClaim(TableModel):
-    """``EVENT#<event_id>`` / ``REGCLAIM#<user_id>``: the one item that makes "one registration per student" true.
-
-    It is written with ``attribute_not_exists`` in the transaction that creates a registration and deleted in
-    the one that cancels it, so it follows the registration's life (no TTL). It holds what a loser needs to
-    answer "already registered" from the ALL_OLD image of its failed transaction, without another read.
-    """
+class RegistrationFields:
+    """What the claim and both registration copies hold alike (written together, from the same values)."""
 
     registration_id = UnicodeAttribute()
     event_id = UnicodeAttribute()
@@ -111,12 +106,22 @@ class RegistrationClaim(TableModel):
     created_at = UTCDateTimeAttribute()
     ticket = NumberAttribute(null=True)  # the waitlist ticket while waitlisted
 
+
+class RegistrationClaim(RegistrationFields, TableModel):
+    """``EVENT#<event_id>`` / ``REGCLAIM#<user_id>``: the one item that makes "one registration per student" true.
+
+    It is written with ``attribute_not_exists`` in the transaction that creates a registration and deleted in
+    the one that cancels it, so it follows the registration's life (no TTL). It holds what a loser needs to
+    answer "already registered" from the ALL_OLD image of its failed transaction, without another read.
+    """
+
+
     @classmethod
     def key_for(cls, event_id: str, user_id: str) -> tuple[str, str]:
         return Event.pk_for(event_id), f"REGCLAIM#{user_id}"
 
 
-class Registration(TableModel):
+class Registration(RegistrationFields, TableModel):
     """One registration, stored twice: ``USER#<user_id>`` / ``REGISTRATION#<id>`` (the student's list) and
     ``EVENT#<event_id>`` / ``REGISTRATION#<id>`` (the event's list). Both copies are written, changed and
     deleted together in one transaction.
@@ -124,13 +129,6 @@ class Registration(TableModel):
 
     SK_PREFIX = "REGISTRATION#"
 
-    registration_id = UnicodeAttribute()
-    event_id = UnicodeAttribute()
-    user_id = UnicodeAttribute()  # tems.identity.user_key: immutable, never a username
-    user_name = UnicodeAttribute(null=True)  # the display name at registration (the API's "user")
-    status = UnicodeAttribute()
-    created_at = UTCDateTimeAttribute()
-    ticket = NumberAttribute(null=True)
     promoted_at = UTCDateTimeAttribute(null=True)
 
     USER_PK_PREFIX = "USER#"

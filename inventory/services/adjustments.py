@@ -9,25 +9,11 @@ from inventory.errors import InventoryError
 from inventory.models import InventoryChange, InventoryItem
 from inventory.selectors import item_get
 from inventory.services.common import (
-    DEFAULT_POLICY,
-    IDEMPOTENCY,
-    ITEM,
-    MAX_QUANTITY,
-    RetryPolicy,
-    _busy,
-    _item_from_failure,
-    _write_change,
+    DEFAULT_POLICY, IDEMPOTENCY, ITEM, MAX_QUANTITY, RetryPolicy, _busy, _item_from_failure, _write_change,
 )
 from inventory.services.metrics import _measured
-from tems.idempotency import (
-    StoredResponse,
-    completed_record,
-    fingerprint,
-    replay_from_raw,
-)
-from tems.transactions import (
-    TransactionCancelled,
-)
+from tems.idempotency import StoredResponse, completed_record, fingerprint, replay_from_raw
+from tems.transactions import TransactionCancelled
 
 # --- atomic adjustments -----------------------------------------------------------------------------------
 
@@ -117,7 +103,5 @@ def item_adjust(*, sku: str, delta: int, reason: str, actor: str, idempotency_ke
                         ) from None
                 elif not cancelled.is_conflict:
                     raise
-            stats.retries += 1
-            policy.backoff(attempt)
-        stats.exhausted = True
-        raise _busy(sku, policy.attempts)
+            stats.backoff(policy, attempt)
+        raise stats.gave_up(_busy(sku, policy.attempts))

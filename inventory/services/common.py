@@ -11,13 +11,8 @@ from inventory.models import InventoryChange, InventoryItem
 from inventory.selectors import change_to_dict, item_history, item_to_dict
 from tems import transactions
 from tems.clock import utcnow
-from tems.idempotency import (
-    record_is_absent_or_expired,
-)
-from tems.transactions import (
-    LabelledTransaction,
-    TransactionCancelled,
-)
+from tems.idempotency import record_is_absent_or_expired
+from tems.transactions import LabelledTransaction, TransactionCancelled
 
 # Labels of the items in a change's transaction; cancellation reasons come back keyed by these.
 ITEM = "item"

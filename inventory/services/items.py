@@ -8,24 +8,12 @@ from inventory.errors import InventoryError
 from inventory.models import InventoryChange, InventoryItem
 from inventory.selectors import item_get
 from inventory.services.common import (
-    CHANGE,
-    DEFAULT_POLICY,
-    ITEM,
-    RetryPolicy,
-    _busy,
-    _change,
-    _check_quantity,
-    _item_from_failure,
-    _not_found,
-    _stale,
-    _write_change,
+    CHANGE, DEFAULT_POLICY, ITEM, RetryPolicy, _busy, _change, _check_quantity, _item_from_failure, _not_found,
+    _stale, _write_change,
 )
 from inventory.services.metrics import _measured
 from tems.clock import utcnow
-from tems.transactions import (
-    LabelledTransaction,
-    TransactionCancelled,
-)
+from tems.transactions import LabelledTransaction, TransactionCancelled
 
 # --- create -----------------------------------------------------------------------------------------------
 
@@ -91,10 +79,8 @@ def item_update(*, sku: str, expected_version: int, name: str, description: str,
                 if not cancelled.is_conflict:
                     raise
             # Another transaction held the item for a moment; our condition may well still hold.
-            stats.retries += 1
-            policy.backoff(attempt)
-        stats.exhausted = True
-        raise _busy(sku, policy.attempts)
+            stats.backoff(policy, attempt)
+        raise stats.gave_up(_busy(sku, policy.attempts))
 
 
 # --- programmatic read-modify-write -----------------------------------------------------------------------
@@ -128,12 +114,10 @@ def item_modify(*, sku: str, change: Callable[[dict], dict], actor: str, reason:
                     raise _not_found(sku) from None
                 if not (cancelled.failed(ITEM) or cancelled.is_conflict):
                     raise
-            stats.retries += 1
-            policy.backoff(attempt)
-        stats.exhausted = True
-        raise InventoryError(
+            stats.backoff(policy, attempt)
+        raise stats.gave_up(InventoryError(
             "conflict",
             f"Gave up on {sku!r} after {policy.attempts} attempts: others kept changing it in between. "
             "Nothing was written; try again.",
             sku=sku, attempts=policy.attempts,
-        )
+        ))

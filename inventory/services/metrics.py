@@ -15,12 +15,7 @@ from inventory.services.common import METRICS, METRICS_ATTEMPTS
 from tems import transactions
 from tems.clock import utcnow
 from tems.metering import DynamoMeter, metered
-from tems.transactions import (
-    CONDITIONAL_CHECK_FAILED,
-    TRANSACTION_CONFLICT,
-    LabelledTransaction,
-    TransactionCancelled,
-)
+from tems.transactions import CONDITIONAL_CHECK_FAILED, TRANSACTION_CONFLICT, LabelledTransaction, TransactionCancelled
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +33,16 @@ class OperationStats:
     replayed: bool = False
     outcome: str = "error"  # "succeeded" | "refused" | "error"
     meter: DynamoMeter | None = field(default=None, repr=False)
+
+    def backoff(self, policy: transactions.RetryPolicy, retry: int) -> None:
+        """Count a lost race and pause as ``policy`` says before the next attempt."""
+        self.retries += 1
+        policy.backoff(retry)
+
+    def gave_up(self, error: InventoryError) -> InventoryError:
+        """Mark the call as having run out of attempts; returns ``error`` for the caller to raise."""
+        self.exhausted = True
+        return error
 
     def count_cancellation(self, cancelled: TransactionCancelled) -> None:
         # Per refused write, not per failed item: a lost race fails both the item's version check and the

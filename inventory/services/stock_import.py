@@ -12,10 +12,7 @@ from inventory.services.common import CHANGE, ITEM, MAX_QUANTITY, RetryPolicy, _
 from inventory.services.items import item_modify
 from inventory.services.metrics import _measured
 from tems.ids import ID_HELP, is_valid_id
-from tems.transactions import (
-    LabelledTransaction,
-    TransactionCancelled,
-)
+from tems.transactions import LabelledTransaction, TransactionCancelled
 
 
 @dataclass(frozen=True)

@@ -32,10 +32,9 @@ from registrations.checkins.tickets import Ticket, ticket_read
 from registrations.errors import RegistrationError
 from registrations.models import CONFIRMED, CheckIn, CheckInLogEntry, EventCheckins, Registration
 from registrations.services import RegistrationOutcome
-from registrations.services.common import MAX_CONFLICTS, WRITE_POLICY, _busy, conflict_backoff
+from registrations.services.common import MAX_CONFLICTS, _busy, _replay_raw, conflict_backoff, remember_answer
 from tems.clock import utcnow
-from tems.errors import DomainError
-from tems.idempotency import StoredResponse, completed_record, record_is_absent_or_expired, replay_from_raw
+from tems.idempotency import StoredResponse, completed_record, record_is_absent_or_expired
 from tems.outbox import outbox_message
 from tems.transactions import LabelledTransaction, RetryPolicy, TransactionCancelled
 
@@ -200,13 +199,9 @@ def _explain_not_admissible(ticket: Ticket) -> None:
 
 
 def _replay(raw_item: dict[str, Any], scan: _Scan) -> CheckInOutcome:
-    try:
-        stored = replay_from_raw(raw_item, fingerprint=scan.fingerprint)
-    except DomainError as error:
-        raise RegistrationError(error.code, error.detail) from None  # the key was used for another request
-    if stored is None:
-        raise _busy("This scan is still being processed; it will be sent again.")
-    return CheckInOutcome(stored, "replayed")
+    return CheckInOutcome(_replay_raw(raw_item, scan.fingerprint,
+                                      busy_detail="This scan is still being processed; it will be sent again."),
+                          "replayed")
 
 
 def _already_checked_in(first: CheckIn, scan: _Scan, *, sleep: Callable[[float], None]) -> CheckInOutcome:
@@ -215,22 +210,12 @@ def _already_checked_in(first: CheckIn, scan: _Scan, *, sleep: Callable[[float],
         registration_id=first.registration_id, user_id=first.user_id, status=ALREADY_CHECKED_IN,
         checked_in_at=first.checked_in_at, checked_in_by=first.checked_in_by, door=first.door,
     ), status=200)
-    record = completed_record(user_id=scan.staff_id, key=scan.idempotency_key, fingerprint=scan.fingerprint,
-                              response=response, now=scan.at)
-
-    def store() -> None:
-        transaction = LabelledTransaction()
-        transaction.save(IDEMPOTENCY, record, condition=record_is_absent_or_expired(scan.at),
-                         return_old_on_failure=True)
-        transaction.commit()
-
-    try:
-        WRITE_POLICY.sleeping(sleep).run(store, busy=lambda _: _busy(
-            "This scan is being answered by another attempt right now; it will be sent again."))
-    except TransactionCancelled as cancelled:
-        if not cancelled.failed(IDEMPOTENCY):
-            raise
-        return _replay(cancelled.reasons[IDEMPOTENCY].raw_item, scan)  # a duplicate of this scan stored first
+    first = remember_answer(user_id=scan.staff_id, key=scan.idempotency_key, fingerprint=scan.fingerprint,
+                            response=response, now=scan.at, sleep=sleep,
+                            busy_detail="This scan is being answered by another attempt right now; it will be sent "
+                                        "again.")
+    if first is not None:
+        return _replay(first, scan)  # a duplicate of this scan stored its answer first
     return CheckInOutcome(response, ALREADY_CHECKED_IN)
 
 

@@ -10,37 +10,17 @@ from typing import Any
 from registrations import selectors
 from registrations.errors import RegistrationError
 from registrations.models import (
-    CANCELLED,
-    CONFIRMED,
-    WAITLISTED,
-    EventSeats,
-    Registration,
-    RegistrationClaim,
-    WaitlistEntry,
+    CANCELLED, CONFIRMED, WAITLISTED, EventSeats, Registration, RegistrationClaim, WaitlistEntry,
 )
 from registrations.services.common import (
-    CLAIM,
-    EVENT_REGISTRATION,
-    EVENT_SEATS,
-    IDEMPOTENCY,
-    OUTBOX,
-    USER_REGISTRATION,
-    WAITLIST_ENTRY,
-    WRITE_POLICY,
-    StoredOutcome,
-    _busy,
-    _replay_raw,
-    conflict_backoff,
+    CLAIM, EVENT_REGISTRATION, EVENT_SEATS, IDEMPOTENCY, OUTBOX, USER_REGISTRATION, WAITLIST_ENTRY, StoredOutcome,
+    _busy, _replay_raw, conflict_backoff, remember_answer,
 )
 from registrations.services.waitlist import _add_promotion
 from tems.clock import utcnow
 from tems.errors import DomainError
 from tems.idempotency import (
-    IdempotencyRecord,
-    StoredResponse,
-    completed_record,
-    record_is_absent_or_expired,
-    replay_from_record,
+    IdempotencyRecord, StoredResponse, completed_record, record_is_absent_or_expired, replay_from_record,
 )
 from tems.outbox import outbox_message
 from tems.transactions import LabelledTransaction, TransactionCancelled
@@ -140,20 +120,9 @@ def _remember(*, user_id: str, key: tuple[str, str] | None, response: StoredResp
     """Store ``response`` under the key in a transaction of its own (nothing else to change with it)."""
     if key is None:
         return StoredOutcome(response)
-    record = completed_record(user_id=user_id, key=key[0], fingerprint=key[1], response=response, now=now)
-
-    def store() -> None:
-        transaction = LabelledTransaction()
-        transaction.save(IDEMPOTENCY, record, condition=record_is_absent_or_expired(now), return_old_on_failure=True)
-        transaction.commit()
-
-    try:
-        WRITE_POLICY.sleeping(sleep).run(store, busy=lambda _: _busy(
-            "This request is being answered by another attempt right now; try again in a moment."))
-    except TransactionCancelled as cancelled:
-        if not cancelled.failed(IDEMPOTENCY):
-            raise
-        return StoredOutcome(_replay_raw(cancelled.reasons[IDEMPOTENCY].raw_item, key[1]), replayed=True)
+    first = remember_answer(user_id=user_id, key=key[0], fingerprint=key[1], response=response, now=now, sleep=sleep)
+    if first is not None:
+        return StoredOutcome(_replay_raw(first, key[1]), replayed=True)
     return StoredOutcome(response)
 
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from registrations.errors import RegistrationError
 from tems.errors import DomainError
-from tems.idempotency import StoredResponse, replay_from_raw
-from tems.transactions import Backoff, RetryPolicy
+from tems.idempotency import StoredResponse, completed_record, record_is_absent_or_expired, replay_from_raw
+from tems.transactions import Backoff, LabelledTransaction, RetryPolicy, TransactionCancelled
 
 # Labels of the items in a registration's transaction; the loser paths are decided by these, never by position.
 IDEMPOTENCY = "idempotency"
@@ -49,13 +50,16 @@ class StoredOutcome:
         return json.loads(self.response.body)
 
 
-def _replay_raw(raw_item: dict[str, Any], fingerprint: str) -> StoredResponse:
+def _replay_raw(raw_item: dict[str, Any], fingerprint: str, *,
+                busy_detail: str = "This request is still being processed; try again in a moment.") -> StoredResponse:
+    """The first answer stored under the key (its record's raw image), to send again byte for byte."""
     try:
         stored = replay_from_raw(raw_item, fingerprint=fingerprint)
     except DomainError as error:
         raise RegistrationError(error.code, error.detail) from None  # the key was used for another request
     if stored is None:
-        raise _busy("This request is still being processed; try again in a moment.")
+        # The key's first request is still running (only the generic @idempotent writes INPROGRESS records).
+        raise _busy(busy_detail)
     return stored
 
 
@@ -80,3 +84,28 @@ def ticket_pause(sleep: Callable[[float], None]) -> None:
 
 # A one- or two-item write (an event, an answer stored under a key) that met a TransactionConflict: six tries.
 WRITE_POLICY = RetryPolicy()
+
+
+def remember_answer(*, user_id: str, key: str, fingerprint: str, response: StoredResponse, now: datetime,
+                    sleep: Callable[[float], None], busy_detail: str = (
+                        "This request is being answered by another attempt right now; try again in a moment."),
+                    ) -> dict[str, Any] | None:
+    """Store ``response`` under the tap's key in a transaction of its own (nothing else changes with it).
+
+    Returns None once stored, or the raw record (ALL_OLD) when a duplicate of this very tap stored its answer
+    first: the caller replays those bytes. Raises RegistrationError('busy') when conflicts do not clear.
+    """
+    record = completed_record(user_id=user_id, key=key, fingerprint=fingerprint, response=response, now=now)
+
+    def store() -> None:
+        transaction = LabelledTransaction()
+        transaction.save(IDEMPOTENCY, record, condition=record_is_absent_or_expired(now), return_old_on_failure=True)
+        transaction.commit()
+
+    try:
+        WRITE_POLICY.sleeping(sleep).run(store, busy=lambda _: _busy(busy_detail))
+    except TransactionCancelled as cancelled:
+        if not cancelled.failed(IDEMPOTENCY):
+            raise
+        return cancelled.reasons[IDEMPOTENCY].raw_item
+    return None

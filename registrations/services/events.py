@@ -8,19 +8,12 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from registrations.errors import RegistrationError
-from registrations.models import (
-    Event,
-)
+from registrations.models import Event
 from registrations.selectors import event_to_dict
 from registrations.services.common import EVENT, IDEMPOTENCY, OUTBOX, WRITE_POLICY, StoredOutcome, _busy, _replay_raw
 from registrations.services.waitlist import waitlist_promote
 from tems.clock import utcnow
-from tems.idempotency import (
-    IdempotencyRecord,
-    StoredResponse,
-    completed_record,
-    record_is_absent_or_expired,
-)
+from tems.idempotency import IdempotencyRecord, StoredResponse, completed_record, record_is_absent_or_expired
 from tems.outbox import OutboxMessage, outbox_message
 from tems.transactions import LabelledTransaction, TransactionCancelled
 

@@ -13,37 +13,14 @@ from typing import Any
 
 from registrations import selectors
 from registrations.errors import RegistrationError
-from registrations.models import (
-    CONFIRMED,
-    WAITLISTED,
-    EventSeats,
-    Registration,
-    RegistrationClaim,
-    WaitlistEntry,
-)
+from registrations.models import CONFIRMED, WAITLISTED, EventSeats, Registration, RegistrationClaim, WaitlistEntry
 from registrations.services.common import (
-    CLAIM,
-    EVENT_REGISTRATION,
-    EVENT_SEATS,
-    IDEMPOTENCY,
-    MAX_ROUNDS,
-    OUTBOX,
-    USER_REGISTRATION,
-    WAITLIST_ENTRY,
-    WRITE_POLICY,
-    _busy,
-    conflict_backoff,
-    ticket_pause,
+    CLAIM, EVENT_REGISTRATION, EVENT_SEATS, IDEMPOTENCY, MAX_ROUNDS, OUTBOX, USER_REGISTRATION, WAITLIST_ENTRY, _busy,
+    _replay_raw, conflict_backoff, remember_answer, ticket_pause,
 )
 from registrations.services.waitlist import waitlist_promote
 from tems.clock import utcnow
-from tems.errors import DomainError
-from tems.idempotency import (
-    StoredResponse,
-    completed_record,
-    record_is_absent_or_expired,
-    replay_from_raw,
-)
+from tems.idempotency import StoredResponse, completed_record, record_is_absent_or_expired
 from tems.outbox import outbox_message
 from tems.transactions import LabelledTransaction, TransactionCancelled
 
@@ -251,14 +228,7 @@ def _waitlist_transaction(attempt: _NewRegistration,
 
 
 def _replay(raw_item: dict[str, Any], attempt: _NewRegistration) -> RegistrationOutcome:
-    try:
-        stored = replay_from_raw(raw_item, fingerprint=attempt.fingerprint)
-    except DomainError as error:
-        raise RegistrationError(error.code, error.detail) from None  # the key was used for another request
-    if stored is None:
-        # The key's first request is still running (only the generic @idempotent writes INPROGRESS records).
-        raise _busy("This request is still being processed; try again in a moment.")
-    return RegistrationOutcome(stored, "replayed")
+    return RegistrationOutcome(_replay_raw(raw_item, attempt.fingerprint), "replayed")
 
 
 def _already_registered(claim: RegistrationClaim, attempt: _NewRegistration, *,
@@ -269,21 +239,8 @@ def _already_registered(claim: RegistrationClaim, attempt: _NewRegistration, *,
     request (storing the outcome); a waitlisted one also counts its current position.
     """
     response = StoredResponse.json(selectors.registration_view(registration=claim), status=200)
-    record = completed_record(user_id=attempt.user_id, key=attempt.idempotency_key,
-                              fingerprint=attempt.fingerprint, response=response, now=attempt.created_at)
-
-    def store() -> None:
-        transaction = LabelledTransaction()
-        transaction.save(IDEMPOTENCY, record, condition=record_is_absent_or_expired(attempt.created_at),
-                         return_old_on_failure=True)
-        transaction.commit()
-
-    try:
-        WRITE_POLICY.sleeping(sleep).run(store, busy=lambda _: _busy(
-            "This request is being answered by another attempt right now; try again in a moment."))
-    except TransactionCancelled as cancelled:
-        if not cancelled.failed(IDEMPOTENCY):
-            raise
-        # A duplicate of this very tap stored its answer first: give the same bytes.
-        return _replay(cancelled.reasons[IDEMPOTENCY].raw_item, attempt)
+    first = remember_answer(user_id=attempt.user_id, key=attempt.idempotency_key, fingerprint=attempt.fingerprint,
+                            response=response, now=attempt.created_at, sleep=sleep)
+    if first is not None:
+        return _replay(first, attempt)  # a duplicate of this very tap stored its answer first: the same bytes
     return RegistrationOutcome(response, "already_registered")

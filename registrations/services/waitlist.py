@@ -7,14 +7,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from registrations import selectors
-from registrations.models import (
-    CONFIRMED,
-    WAITLISTED,
-    EventSeats,
-    Registration,
-    RegistrationClaim,
-    WaitlistEntry,
-)
+from registrations.models import CONFIRMED, WAITLISTED, EventSeats, Registration, RegistrationClaim, WaitlistEntry
 from registrations.services.common import EVENT_SEATS, _busy, conflict_backoff
 from tems.clock import utcnow
 from tems.outbox import outbox_message
