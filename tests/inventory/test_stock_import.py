@@ -39,7 +39,7 @@ def test_every_problem_of_the_file_is_listed_at_once(item):
 
 
 def test_too_many_rows_or_bytes_is_refused_before_any_read(moto_ddb, monkeypatch):
-    monkeypatch.setattr(services, "MAX_IMPORT_ROWS", 3)
+    monkeypatch.setattr(stock_import_module, "MAX_IMPORT_ROWS", 3)
     assert refused("A,1\nB,1\nC,1\nD,1\nE,1\n") == ["more than 3 rows: split the file"]
     big = "A,1\n" * (services.MAX_IMPORT_BYTES // 4 + 1)
     with pytest.raises(InventoryError, match="larger than 256 kB"):
