@@ -25,7 +25,7 @@ from inventory.services.common import (
 )
 from inventory.services.items import item_create, item_modify, item_update
 from inventory.services.metrics import OperationStats, metrics_record
-from inventory.services.stock_import import (
+from inventory.services.stock_counts import (
     IMPORT_POLICY, IMPORT_ROWS_PER_TRANSACTION, MAX_IMPORT_BYTES, MAX_IMPORT_ROWS, ImportRow, stock_import,
 )
 

@@ -7,7 +7,7 @@ import pytest
 from inventory import selectors, services
 from inventory.errors import InventoryError
 from inventory.models import InventoryItem
-from inventory.services import stock_import as stock_import_module
+from inventory.services import stock_counts as stock_counts_module
 
 
 def quantity(sku: str) -> int:
@@ -39,7 +39,7 @@ def test_every_problem_of_the_file_is_listed_at_once(item):
 
 
 def test_too_many_rows_or_bytes_is_refused_before_any_read(moto_ddb, monkeypatch):
-    monkeypatch.setattr(stock_import_module, "MAX_IMPORT_ROWS", 3)
+    monkeypatch.setattr(stock_counts_module, "MAX_IMPORT_ROWS", 3)
     assert refused("A,1\nB,1\nC,1\nD,1\nE,1\n") == ["more than 3 rows: split the file"]
     big = "A,1\n" * (services.MAX_IMPORT_BYTES // 4 + 1)
     with pytest.raises(InventoryError, match="larger than 256 kB"):
@@ -71,13 +71,13 @@ def test_a_thousand_rows_apply_in_bounded_time(ddb):
 
 def test_an_item_changed_after_the_check_is_retried_alone_and_nothing_is_lost(item, monkeypatch):
     services.item_create(sku="MUG", name="Mug", quantity=4, actor="ana")
-    original = stock_import_module._import_chunk
+    original = stock_counts_module._import_chunk
 
     def someone_sells_first(chunk, stored, **kwargs):
         services.item_adjust(sku="MUG", delta=-1, reason="sold", actor="cy")  # MUG moves to version 2
         return original(chunk, stored, **kwargs)
 
-    monkeypatch.setattr(stock_import_module, "_import_chunk", someone_sells_first)
+    monkeypatch.setattr(stock_counts_module, "_import_chunk", someone_sells_first)
     report = services.stock_import(csv_text="TSHIRT-M,7\nMUG,9\n", actor="bo")
     assert [(r.sku, r.outcome, r.before) for r in report] == [("TSHIRT-M", "updated", 10), ("MUG", "updated", 3)]
     assert (quantity("TSHIRT-M"), quantity("MUG")) == (7, 9)
