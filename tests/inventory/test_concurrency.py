@@ -12,7 +12,8 @@ from collections.abc import Callable
 
 import pytest
 
-from inventory import selectors, services, techniques
+from inventory import selectors, services
+from tems.lab.techniques import inventory as techniques
 from inventory.errors import InventoryError
 from tems.invariants import check_all
 

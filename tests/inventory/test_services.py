@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from inventory import selectors, services, techniques
+from inventory import selectors, services
+from tems.lab.techniques import inventory as techniques
 from inventory.errors import InventoryError
 from inventory.models import InventoryChange, InventoryItem
 from tems.errors import DomainError

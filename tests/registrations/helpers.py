@@ -6,7 +6,7 @@ import uuid
 from datetime import UTC, datetime
 
 from registrations import services
-from registrations.techniques import registration_fingerprint
+from tems.lab.techniques.registration import registration_fingerprint
 from tems.invariants import check_all
 
 STARTS = datetime(2027, 5, 1, 9, 0, tzinfo=UTC)

@@ -1,7 +1,7 @@
 """``make bench`` section for inventory: the 20-writer contention test, measured instead of asserted.
 
 The same workload (20 threads x 10 changes of one item, started together on a barrier) goes through each of
-the three techniques in ``inventory.techniques``; a single-writer run of each gives the uncontended cost.
+the three techniques in ``tems.lab.techniques.inventory``; a single-writer run of each gives the uncontended cost.
 Request and capacity counts come from ``tems.dynamo.metered()``; attempts, retries and condition failures
 from the operations' own metrics items (``OP#<operation>``), read before and after each run.
 """
@@ -16,9 +16,11 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from inventory import selectors, services, techniques
+from inventory import selectors, services
 from inventory.errors import InventoryError
 from inventory.models import OperationMetrics
+from tems.lab.techniques import inventory as techniques
+from tests.bench.context import BenchContext
 
 THREADS = 20
 PER_THREAD = 10
@@ -125,7 +127,7 @@ def _row(run: Run) -> str:
             f"{run.final_quantity} (expected {run.expected_quantity}), v{run.final_version} | {lost} |")
 
 
-def run(ctx) -> str:
+def run(ctx: BenchContext) -> str:
     plain = [
         ("naive get-then-put (broken on purpose)", techniques.naive_add, None),
         ("versioned read-modify-write + retry", techniques.versioned_add, "modify"),

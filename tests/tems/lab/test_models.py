@@ -9,7 +9,7 @@ import pytest
 
 from tems import lab
 from tems.errors import DomainError
-from tems.lab import LabSlot, lab_slot
+from tems.lab.models import LabSlot, lab_slot
 from tests.helpers import assert_problem
 
 
