@@ -50,6 +50,7 @@ def lost_update_race(*, technique: str, writers: int, units_each: int) -> dict[s
         "technique": technique,
         "writers": writers,
         "units_each": units_each,
+        "initial_quantity": initial,
         "expected_quantity": expected,
         "final_quantity": final,
         "lost_units": final - expected,

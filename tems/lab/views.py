@@ -109,8 +109,8 @@ def _registration_context(form: RegistrationRaceForm | None = None, error: str |
                 latest.setdefault(run["technique"], run)
         bars = [(latest[name]["label"], latest[name]["records_created"])
                 for name in registration_techniques.RACE_TECHNIQUES if name in latest]
-        chart = bar_chart_svg(title=f"Registrations created ({_describe_settings(*settings_shown)}): "
-                                    "the latest run of each technique", bars=bars, good_max=1)
+        chart = bar_chart_svg(title="Registrations created, latest run per technique",
+                              subtitle=f"All with {_describe_settings(*settings_shown)}", bars=bars, good_max=1)
     return {"race_form": form or RegistrationRaceForm(auto_id="race_%s"), "race_runs": runs, "race_chart": chart,
             "race_error": error}
 

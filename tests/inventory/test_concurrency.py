@@ -13,9 +13,9 @@ from collections.abc import Callable
 import pytest
 
 from inventory import selectors, services
-from tems.lab.techniques import inventory as techniques
 from inventory.errors import InventoryError
 from tems.invariants import check_all
+from tems.lab.techniques import inventory as techniques
 
 THREADS = 20
 PER_THREAD = 10

@@ -7,8 +7,8 @@ from datetime import timedelta
 
 import pytest
 
-from tems import lab
 from tems.errors import DomainError
+from tems.lab import models as lab
 from tems.lab.models import LabSlot, lab_slot
 from tests.helpers import assert_problem
 

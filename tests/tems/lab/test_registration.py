@@ -6,10 +6,10 @@ import pytest
 from django.test import Client
 
 from registrations import selectors
-from tems.lab.registration import LAB_EVENT_COLLECTION, registration_race, tryit_event_id
 from registrations.models import Event
 from tems.dynamo import boto3_client, current_config
 from tems.identity import user_key
+from tems.lab.registration import LAB_EVENT_COLLECTION, registration_race, tryit_event_id
 from tests.registrations.helpers import assert_invariants_clean
 
 

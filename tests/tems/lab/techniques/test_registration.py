@@ -13,8 +13,8 @@ import pytest
 
 from registrations import selectors
 from registrations.models import Registration
-from tems.lab.techniques.registration import TECHNIQUES, naive
 from tems.invariants import check_all
+from tems.lab.techniques.registration import TECHNIQUES, naive
 from tests.registrations.helpers import assert_invariants_clean, make_event, new_key
 
 THREADS = 50
