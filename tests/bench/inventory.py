@@ -128,11 +128,8 @@ def _row(run: Run) -> str:
 
 
 def run(ctx: BenchContext) -> str:
-    plain = [
-        ("naive get-then-put (broken on purpose)", techniques.naive_add, None),
-        ("versioned read-modify-write + retry", techniques.versioned_add, "modify"),
-        ("atomic adjustment (ADD + guard) + retry", techniques.atomic_add, "adjust"),
-    ]
+    # The lab's names and labels: one technique, one name, on the lab page and in this table alike.
+    plain = [(f"`{t.name}`: {t.label}", t.add, t.operation) for t in techniques.TECHNIQUES.values()]
     rows = []
     for label, technique, operation in plain:
         rows.append(_contend(label, technique, operation=operation, writers=1, per_writer=SOLO_WRITES,
@@ -140,7 +137,8 @@ def run(ctx: BenchContext) -> str:
     for label, technique, operation in plain:
         rows.append(_contend(label, technique, operation=operation, writers=THREADS, per_writer=PER_THREAD,
                              initial=0, delta=1))
-    sale = _contend("atomic sale of 1 from a stock of 150", techniques.atomic_add, operation="adjust",
+    atomic = techniques.TECHNIQUES["atomic"]
+    sale = _contend("`atomic` sale of 1 from a stock of 150", atomic.add, operation=atomic.operation,
                     writers=THREADS, per_writer=PER_THREAD, initial=STOCK_FOR_SALE, delta=-1)
     rows.append(sale)
 
