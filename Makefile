@@ -42,7 +42,7 @@ test: install browser
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 bench: install
-	$(PY) -m tems.bench
+	$(PY) -m tests.bench $(BENCH_SECTIONS)
 
 clean:
 	rm -rf $(VENV) node_modules .pytest_cache

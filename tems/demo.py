@@ -25,3 +25,8 @@ def seed_users() -> list[str]:
         if not email_address_verified(user=user):
             email_address_mark_verified(user=user)
     return created
+
+
+def seed() -> str:
+    """``seed_demo``'s hook (every installed app may have one in ``<app>/demo.py``): create, then say what."""
+    return f"{len(seed_users())} demo account(s)"

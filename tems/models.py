@@ -12,7 +12,7 @@ from django.db import models
 
 from tems.identity import UserIdentity
 from tems.idempotency import IdempotencyRecord
-from tems.lab import LabRun, LabSlot
+from tems.lab.models import LabRun, LabSlot
 from tems.outbox import OutboxMessage
 from tems.ratelimit import WriteRateCounter
 

@@ -16,5 +16,5 @@ urlpatterns = [
     path("", include("registrations.urls")),
     path("", include("registrations.checkins.urls")),
     path("", include("inventory.urls")),
-    path("", include("tems.lab_urls")),
+    path("", include("tems.lab.urls")),
 ]

@@ -2,7 +2,6 @@
  * every request with its idempotency key and the server's answer. */
 (function () {
   "use strict";
-  var seen = 0;
 
   function panel() { return document.getElementById("tryit-panel"); }
   function registerForm() { var p = panel(); return p && p.querySelector("form.register-form"); }
@@ -24,18 +23,30 @@
     return parts.join(" · ");
   }
 
-  function log(key, text, ok) {
+  // A line is added when the tap is SENT, so taps are numbered in the order they were made; the answer fills it
+  // in when it comes, in whatever order the server answers. The list is part of the section "Start over"
+  // replaces, so a new event starts again at tap 1.
+  function logTap(key) {
     var list = document.getElementById("lab-request-log");
-    if (!list) return;
-    seen += 1;
+    if (!list) return null;
     var item = document.createElement("li");
-    item.className = ok ? "log-ok" : "log-bad";
     var keyEl = document.createElement("code");
     keyEl.textContent = key ? key.slice(0, 8) + "…" : "(no key)";
-    item.appendChild(document.createTextNode("Tap " + seen + ", key "));
+    var answer = document.createElement("span");
+    answer.className = "log-answer";
+    answer.textContent = "waiting for the answer…";
+    item.appendChild(document.createTextNode("Tap " + (list.children.length + 1) + ", key "));
     item.appendChild(keyEl);
-    item.appendChild(document.createTextNode(" → " + text));
+    item.appendChild(document.createTextNode(" → "));
+    item.appendChild(answer);
     list.appendChild(item);
+    return item;
+  }
+
+  function logAnswer(item, text, ok) {
+    if (!item) return;
+    item.className = ok ? "log-ok" : "log-bad";
+    item.querySelector(".log-answer").textContent = text;
   }
 
   document.addEventListener("change", function (event) {
@@ -44,12 +55,21 @@
   document.addEventListener("htmx:afterSettle", applyToggle);
   document.addEventListener("DOMContentLoaded", applyToggle);
 
-  document.addEventListener("htmx:afterRequest", function (event) {
+  // With protection on, htmx sends the tap. The form is still in the page when the request starts; by the time
+  // the answer is in, the panel it belonged to has been swapped out, so the line travels with the request.
+  document.addEventListener("htmx:beforeRequest", function (event) {
     var elt = event.detail.elt;
-    if (!elt || !elt.closest || !elt.closest("#tryit-panel") || !elt.matches("form.register-form")) return;
+    if (!elt || !elt.matches || !elt.matches("#tryit-panel form.register-form")) return;
+    var headers = (event.detail.requestConfig && event.detail.requestConfig.headers) || {};
+    event.detail.xhr.temsLabLine = logTap(headers["Idempotency-Key"]);
+  });
+
+  document.addEventListener("htmx:afterRequest", function (event) {
     var xhr = event.detail.xhr;
-    var key = event.detail.requestConfig && event.detail.requestConfig.headers["Idempotency-Key"];
-    log(key, describe(xhr.status, xhr.getResponseHeader("Idempotent-Replayed"), xhr.responseText), xhr.status < 400);
+    if (!xhr || !xhr.temsLabLine) return;
+    var text = xhr.status ? describe(xhr.status, xhr.getResponseHeader("Idempotent-Replayed"), xhr.responseText)
+                          : "no answer (network error)";
+    logAnswer(xhr.temsLabLine, text, xhr.status > 0 && xhr.status < 400);
   });
 
   function csrfToken() {
@@ -64,16 +84,17 @@
     if (!p) return Promise.resolve();
     var key = window.temsUuid4();
     var body = new URLSearchParams({ idempotency_key: key, csrfmiddlewaretoken: csrfToken() });
+    var line = logTap(key);
     inFlight += 1;
     return fetch(p.dataset.registerUrl, {
       method: "POST", credentials: "same-origin", body: body,
       headers: { "Idempotency-Key": key, "X-CSRFToken": csrfToken(), "HX-Request": "true" }
     }).then(function (response) {
       return response.text().then(function (html) {
-        log(key, describe(response.status, response.headers.get("Idempotent-Replayed"), html), response.ok);
+        logAnswer(line, describe(response.status, response.headers.get("Idempotent-Replayed"), html), response.ok);
       });
     }).catch(function (error) {
-      log(key, "network error: " + error, false);
+      logAnswer(line, "network error: " + error, false);
     }).finally(function () {
       inFlight -= 1;
       if (inFlight === 0) window.htmx.ajax("GET", p.dataset.refreshUrl, { target: "#tryit-panel", swap: "outerHTML" });

@@ -12,9 +12,10 @@ from collections.abc import Callable
 
 import pytest
 
-from inventory import selectors, services, techniques
+from inventory import selectors, services
 from inventory.errors import InventoryError
 from tems.invariants import check_all
+from tems.lab.techniques import inventory as techniques
 
 THREADS = 20
 PER_THREAD = 10

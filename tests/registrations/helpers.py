@@ -6,8 +6,8 @@ import uuid
 from datetime import UTC, datetime
 
 from registrations import services
-from registrations.techniques import registration_fingerprint
 from tems.invariants import check_all
+from tems.lab.techniques.registration import registration_fingerprint
 
 STARTS = datetime(2027, 5, 1, 9, 0, tzinfo=UTC)
 

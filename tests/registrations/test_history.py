@@ -26,9 +26,9 @@ from registrations import selectors, services
 from registrations.errors import RegistrationError
 from registrations.models import Event, WaitlistEntry
 from registrations.services import registration as registration_module
-from registrations.techniques import registration_fingerprint
 from tems.faults import CONFLICT, ERROR, LOST, THROTTLE, Fault, inject
 from tems.invariants import check_all
+from tems.lab.techniques.registration import registration_fingerprint
 from tems.outbox import OutboxMessage, outbox_relay
 from tests.registrations.helpers import make_event
 

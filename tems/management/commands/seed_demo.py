@@ -1,9 +1,11 @@
+from importlib import import_module
+
+from django.apps import apps
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+from django.utils.module_loading import module_has_submodule
 
-from inventory.demo import seed_items
-from registrations.demo import seed_events
-from tems.demo import DEMO_PASSWORD, DEMO_STAFF, DEMO_STUDENTS, seed_users
+from tems.demo import DEMO_PASSWORD, DEMO_STAFF, DEMO_STUDENTS
 
 
 class Command(BaseCommand):
@@ -16,12 +18,11 @@ class Command(BaseCommand):
                 "seed_demo creates accounts whose password is published, so it runs only in demo mode: "
                 "set TEMS_DEMO=1 (make run does) on a machine that is not a real deployment."
             )
-        users = seed_users()
-        events = seed_events()
-        items = seed_items()
-        self.stdout.write(
-            f"created {len(users)} demo account(s), {len(events)} demo event(s), {len(items)} inventory item(s)"
-        )
+        # Each app seeds its own data through ``<app>/demo.py``'s ``seed()``, in INSTALLED_APPS order (``tems``'s
+        # accounts first), so this command never names an app.
+        created = [import_module(f"{config.name}.demo").seed() for config in apps.get_app_configs()
+                   if module_has_submodule(config.module, "demo")]
+        self.stdout.write(f"created {', '.join(created)}")
         self.stdout.write("Demo log-ins (password for all: %s):" % DEMO_PASSWORD)
         self.stdout.write(f"  staff:    {DEMO_STAFF}")
         self.stdout.write(f"  students: {', '.join(DEMO_STUDENTS)}")

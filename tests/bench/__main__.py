@@ -1,34 +1,43 @@
-"""``make bench``: measure each app's paths on a fresh in-memory DynamoDB Local and write docs/PERFORMANCE.md.
+"""``make bench`` (``python -m tests.bench``): measure on a fresh in-memory DynamoDB Local, write docs/PERFORMANCE.md.
 
-Each app contributes a ``<app>/bench.py`` with ``run(ctx: BenchContext) -> str`` returning a Markdown section.
-These are measurements, not tests: nothing here asserts a timing.
+Every module of this package with ``run(ctx: BenchContext) -> str`` is a section: it returns Markdown, and a new
+module is picked up with no edit here. These are measurements, not tests: nothing here asserts a timing.
 """
 
 from __future__ import annotations
 
 import os
+import pkgutil
 import platform
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
 from importlib import import_module
 from pathlib import Path
 
-BENCH_APPS = ("registrations", "registrations.checkins", "inventory")
-OUTPUT = Path(__file__).resolve().parent.parent / "docs" / "PERFORMANCE.md"
+PACKAGE = "tests.bench"
+OUTPUT = Path(__file__).resolve().parents[2] / "docs" / "PERFORMANCE.md"
+# The sections in the order the page reads best; any other section follows them, by name.
+FIRST = ("registrations", "checkins", "inventory")
 
 
-@dataclass
-class BenchContext:
-    endpoint: str  # the DynamoDB Local the models point at
-    table_name: str
-    region: str
+def sections() -> list[tuple[str, Callable[..., str]]]:
+    """Every module of this package that has ``run(ctx)``, imported (Django must be set up)."""
+    names = sorted((module.name for module in pkgutil.iter_modules([str(Path(__file__).parent)])
+                    if not module.name.startswith("_")),
+                   key=lambda name: (FIRST.index(name) if name in FIRST else len(FIRST), name))
+    found = []
+    for name in names:
+        run = getattr(import_module(f"{PACKAGE}.{name}"), "run", None)
+        if callable(run):
+            found.append((name, run))
+    return found
 
 
 def main() -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tems.settings")
-    # The driver is a developer's process (the servers it measures run with DEBUG off, see registrations/bench.py).
+    # The driver is a developer's process (the servers it measures run with DEBUG off, see tests/bench/driver.py).
     os.environ.setdefault("DJANGO_DEBUG", "1")
     # Users and sessions of the benchmark live in a throwaway database: a fresh checkout has no .data/ yet, and
     # a benchmark must not leave accounts in the developer's own database. Servers it starts inherit this.
@@ -44,8 +53,11 @@ def main() -> int:
 
     from tems.dynamo import TableConfig, configure_models, ensure_table
     from tems.local_dynamodb import DynamoDBLocal
+    from tests.bench.context import BenchContext
 
-    sections = []
+    only = set(sys.argv[1:])  # ``python -m tests.bench inventory``: just the sections named
+
+    sections_written = []
     started = time.monotonic()
     with DynamoDBLocal() as dynamodb:
         config = TableConfig("tems_bench", dynamodb.endpoint, "eu-west-1")
@@ -57,13 +69,11 @@ def main() -> int:
         settings.DATA_DIR.mkdir(parents=True, exist_ok=True)
         call_command("migrate", verbosity=0)
         ctx = BenchContext(dynamodb.endpoint, config.table_name, config.region)
-        for app in BENCH_APPS:
-            try:
-                module = import_module(f"{app}.bench")
-            except ModuleNotFoundError:
+        for name, run in sections():
+            if only and name not in only:
                 continue
-            print(f"benchmarking {app} ...", flush=True)
-            sections.append(module.run(ctx))
+            print(f"benchmarking {name} ...", flush=True)
+            sections_written.append(run(ctx))
     header = (
         "# TEMS performance\n\n"
         f"Written by `make bench` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: "
@@ -71,9 +81,12 @@ def main() -> int:
         "DynamoDB Local (in memory) on the same machine. Request counts are exact (counted in botocore); "
         "times depend on the machine and are for comparison between rows, not absolute promises.\n\n"
     )
-    OUTPUT.parent.mkdir(exist_ok=True)
-    OUTPUT.write_text(header + "\n\n".join(sections) + "\n")
-    print(f"wrote {OUTPUT} in {time.monotonic() - started:.0f} s")
+    if only:  # a partial run must not replace the full page: show it instead
+        print("\n\n".join(sections_written))
+    else:
+        OUTPUT.parent.mkdir(exist_ok=True)
+        OUTPUT.write_text(header + "\n\n".join(sections_written) + "\n")
+        print(f"wrote {OUTPUT} in {time.monotonic() - started:.0f} s")
     scratch.cleanup()
     return 0
 

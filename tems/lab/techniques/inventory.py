@@ -4,14 +4,17 @@ Same keyword-only signature, same return (the quantity written), so the tests, t
 run them interchangeably under the same contention:
 
 - ``naive_add``: get, add, put. DELIBERATELY BROKEN, kept to show the lost update it causes: two writers read
-  10, each writes its own result, one result silently wins. It also skips the history. Never call it from a
-  view or a service.
+  10, each writes its own result, one result silently wins. It also skips the history. It lives in the lab,
+  which no production module imports.
 - ``versioned_add``: the programmatic read-modify-write of ``services.item_modify`` (conditional on the
   version it read, retried with backoff and jitter). Right for any change computed from the old value.
 - ``atomic_add``: ``services.item_adjust``, the relative ADD with a stock guard. Right for "sold 2".
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from inventory.models import InventoryItem
 from inventory.services import DEFAULT_POLICY, RetryPolicy, item_adjust, item_modify
@@ -37,3 +40,18 @@ def versioned_add(*, sku: str, delta: int, actor: str, policy: RetryPolicy = DEF
 def atomic_add(*, sku: str, delta: int, actor: str, policy: RetryPolicy = DEFAULT_POLICY) -> int:
     """A relative adjustment: applies whatever else lands first; refuses to take stock that is not there."""
     return item_adjust(sku=sku, delta=delta, reason=f"add {delta}", actor=actor, policy=policy).quantity
+
+
+@dataclass(frozen=True)
+class Technique:
+    name: str
+    label: str
+    add: Callable[..., int]
+    operation: str | None  # whose conflict and retry counters (``OperationMetrics``) the technique moves
+
+
+TECHNIQUES: dict[str, Technique] = {t.name: t for t in (
+    Technique("naive", "Naive get-then-put (broken)", naive_add, None),
+    Technique("versioned", "Versioned write with retries", versioned_add, "modify"),
+    Technique("atomic", "Atomic adjustment", atomic_add, "adjust"),
+)}

@@ -1,12 +1,15 @@
 """Ways to register a student, side by side: the race tests, ``make bench`` and the lab run them all.
 
-!!! ``naive`` IS DELIBERATELY BROKEN. It is the read-then-write handler of the article TEMS was built to fix,
-!!! kept only to prove that the race tests catch the bug. NEVER CALL IT FROM A VIEW.
+``naive`` and ``powertools`` are DELIBERATELY BROKEN: the read-then-write handler of the article TEMS was built
+to fix, kept to prove that the race tests catch the bug. They live in the lab, which no production module
+imports, so no view can reach them.
 
 Every technique is a plain function with one signature, so a caller can swap them freely::
 
     technique(*, event_id: str, user_id: str, idempotency_key: str, pause: Callable[[], None] = no_pause)
         -> Attempt
+
+Each has ONE name, used by the lab's form and API, its run history, the decision table, the tests and the bench.
 
 ``pause`` runs inside the technique's race window (between the read that decides and the write that acts);
 a test widens it to make a broken technique fail reliably, and the lab can show the window on screen. The
@@ -14,15 +17,15 @@ techniques, from worst to best:
 
 - ``naive``: idempotency GetItem, "already registered?" Query, then three unconditional puts (5 requests).
   Two taps that read before either writes both register.
-- ``claim_only`` (the article's technique 1): a conditional put of the claim, then the rest as separate
+- ``claim`` (the article's technique 1): a conditional put of the claim, then the rest as separate
   writes. No duplicates, but a crash after the claim leaves a claim without a registration, and no replay.
-- ``claim_transaction`` (technique 2): claim, items, counter and idempotency record in one transaction; a loser
+- ``transaction`` (technique 2): claim, items, counter and idempotency record in one transaction; a loser
   reads the claim. No stored response, so a retry gets a rebuilt answer, not the first one's bytes.
-- ``powertools_naive`` (technique 3 alone): Powertools' INPROGRESS -> COMPLETED record around the naive body.
+- ``powertools`` (technique 3 alone): Powertools' INPROGRESS -> COMPLETED record around the naive body.
   Network retries of one tap are deduplicated; double clicks (two keys) still register twice.
-- ``powertools_style`` (technique 3 around 2, the article's combined fix): an INPROGRESS record put first, the
+- ``all_three`` (technique 3 around 2, the article's combined fix): an INPROGRESS record put first, the
   transaction, then the record completed: 3 requests, and an in-flight duplicate fails at once.
-- ``tems``: ``services.registration_create``, everything in one transaction (1 request).
+- ``production``: TEMS's own ``services.registration_create``, everything in one transaction (1 request).
 """
 
 from __future__ import annotations
@@ -99,7 +102,7 @@ def naive(*, event_id: str, user_id: str, idempotency_key: str | None,
     return Attempt(registration_id, "created", body)
 
 
-def claim_only(*, event_id: str, user_id: str, idempotency_key: str,
+def claim(*, event_id: str, user_id: str, idempotency_key: str,
                pause: Callable[[], None] = no_pause) -> Attempt:
     """Technique 1: the claim's condition makes duplicates impossible; the other writes are not atomic with it."""
     registration_id = services.new_registration_id()
@@ -146,7 +149,7 @@ def _claim_transaction(event_id: str, user_id: str, idempotency_key: str | None)
     return Attempt(registration_id, "created", body)
 
 
-def claim_transaction(*, event_id: str, user_id: str, idempotency_key: str,
+def transaction(*, event_id: str, user_id: str, idempotency_key: str,
                       pause: Callable[[], None] = no_pause) -> Attempt:
     """Technique 2: one transaction; a loser reads the claim to answer."""
     pause()
@@ -190,7 +193,7 @@ def _claim_transaction_body(*, event_id: str, user_id: str, pause: Callable[[], 
     return _claim_transaction(event_id, user_id, None)
 
 
-def powertools_naive(*, event_id: str, user_id: str, idempotency_key: str,
+def powertools(*, event_id: str, user_id: str, idempotency_key: str,
                      pause: Callable[[], None] = no_pause) -> Attempt:
     """Technique 3 alone: the Powertools-style wrapper around the naive body. Retries of one tap are safe;
     BROKEN for double clicks, which carry two keys and both reach the naive body."""
@@ -198,14 +201,14 @@ def powertools_naive(*, event_id: str, user_id: str, idempotency_key: str,
                        pause=pause)
 
 
-def powertools_style(*, event_id: str, user_id: str, idempotency_key: str,
+def all_three(*, event_id: str, user_id: str, idempotency_key: str,
                      pause: Callable[[], None] = no_pause) -> Attempt:
     """Techniques 1 + 2 + 3, as the article's fix: the Powertools-style wrapper around claim + transaction."""
     return _powertools(_claim_transaction_body, event_id=event_id, user_id=user_id,
                        idempotency_key=idempotency_key, pause=pause)
 
 
-def tems(*, event_id: str, user_id: str, idempotency_key: str, pause: Callable[[], None] = no_pause) -> Attempt:
+def production(*, event_id: str, user_id: str, idempotency_key: str, pause: Callable[[], None] = no_pause) -> Attempt:
     """The real path (``services.registration_create``): there is no read before the write, so no window."""
     pause()
     outcome = services.registration_create(
@@ -215,11 +218,21 @@ def tems(*, event_id: str, user_id: str, idempotency_key: str, pause: Callable[[
     return Attempt(outcome.data["registration_id"], outcome.kind, outcome.response.body)
 
 
-TECHNIQUES: dict[str, Callable[..., Attempt]] = {
-    "naive": naive,
-    "claim_only": claim_only,
-    "claim_transaction": claim_transaction,
-    "powertools_naive": powertools_naive,
-    "powertools_style": powertools_style,
-    "tems": tems,
-}
+@dataclass(frozen=True)
+class Technique:
+    name: str
+    label: str
+    run: Callable[..., Attempt]
+
+
+# In the order the lab lists them, worst to best. ``all_three`` is in the decision table and the bench but not in
+# the race form: it is ``transaction`` behind the wrapper, and the race would show nothing new.
+TECHNIQUES: dict[str, Technique] = {t.name: t for t in (
+    Technique("naive", "Naive read-then-write (broken)", naive),
+    Technique("claim", "Claim key + conditional put", claim),
+    Technique("transaction", "Claim + TransactWriteItems", transaction),
+    Technique("powertools", "Powertools-style wrapper", powertools),
+    Technique("all_three", "Claim + transaction + wrapper", all_three),
+    Technique("production", "TEMS: one transaction", production),
+)}
+RACE_TECHNIQUES = tuple(name for name in TECHNIQUES if name != "all_three")

@@ -1,7 +1,7 @@
 """``make bench`` section for inventory: the 20-writer contention test, measured instead of asserted.
 
 The same workload (20 threads x 10 changes of one item, started together on a barrier) goes through each of
-the three techniques in ``inventory.techniques``; a single-writer run of each gives the uncontended cost.
+the three techniques in ``tems.lab.techniques.inventory``; a single-writer run of each gives the uncontended cost.
 Request and capacity counts come from ``tems.dynamo.metered()``; attempts, retries and condition failures
 from the operations' own metrics items (``OP#<operation>``), read before and after each run.
 """
@@ -16,9 +16,11 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from inventory import selectors, services, techniques
+from inventory import selectors, services
 from inventory.errors import InventoryError
 from inventory.models import OperationMetrics
+from tems.lab.techniques import inventory as techniques
+from tests.bench.context import BenchContext
 
 THREADS = 20
 PER_THREAD = 10
@@ -125,12 +127,9 @@ def _row(run: Run) -> str:
             f"{run.final_quantity} (expected {run.expected_quantity}), v{run.final_version} | {lost} |")
 
 
-def run(ctx) -> str:
-    plain = [
-        ("naive get-then-put (broken on purpose)", techniques.naive_add, None),
-        ("versioned read-modify-write + retry", techniques.versioned_add, "modify"),
-        ("atomic adjustment (ADD + guard) + retry", techniques.atomic_add, "adjust"),
-    ]
+def run(ctx: BenchContext) -> str:
+    # The lab's names and labels: one technique, one name, on the lab page and in this table alike.
+    plain = [(f"`{t.name}`: {t.label}", t.add, t.operation) for t in techniques.TECHNIQUES.values()]
     rows = []
     for label, technique, operation in plain:
         rows.append(_contend(label, technique, operation=operation, writers=1, per_writer=SOLO_WRITES,
@@ -138,7 +137,8 @@ def run(ctx) -> str:
     for label, technique, operation in plain:
         rows.append(_contend(label, technique, operation=operation, writers=THREADS, per_writer=PER_THREAD,
                              initial=0, delta=1))
-    sale = _contend("atomic sale of 1 from a stock of 150", techniques.atomic_add, operation="adjust",
+    atomic = techniques.TECHNIQUES["atomic"]
+    sale = _contend("`atomic` sale of 1 from a stock of 150", atomic.add, operation=atomic.operation,
                     writers=THREADS, per_writer=PER_THREAD, initial=STOCK_FOR_SALE, delta=-1)
     rows.append(sale)
 

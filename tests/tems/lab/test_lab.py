@@ -5,10 +5,10 @@ import json
 import pytest
 from django.test import override_settings
 
-from inventory.lab import lost_update_race
-from registrations.lab import registration_race, technique_costs
 from tems.dynamo import boto3_client, current_config
 from tems.invariants import check_all
+from tems.lab.inventory import lost_update_race
+from tems.lab.registration import registration_race, technique_costs
 
 
 def table_item_count() -> int:
@@ -131,10 +131,16 @@ def test_lab_page_keeps_runs_and_charts_them(ddb, staff_client):
     staff_client.post("/lab/registration-race/", {"technique": "production", "taps": "6", "latency_ms": "20"})
     page = staff_client.get("/lab/").content.decode()
     assert page.count('<tr class="row-bad">') == 1  # the naive run, flagged
-    assert "<svg" in page and "Registration records created by the latest run" in page
+    chart = page[page.index("<svg"):page.index("</svg>")]
+    assert "All with 6 taps, one key per tap, 20 ms delay" in chart
+    assert "Naive read-then-write (broken)" in chart and "TEMS: one transaction" in chart
     fragment = staff_client.post("/lab/registration-race/", {"technique": "claim", "taps": "2", "latency_ms": "0"},
                                  HTTP_HX_REQUEST="true").content.decode()
     assert "<html" not in fragment and "exactly 1 registration" in fragment
+    # Different settings, different chart: the naive run's 6 taps are not set against the claim run's 2.
+    chart = fragment[fragment.index("<svg"):fragment.index("</svg>")]
+    assert "All with 2 taps, one key per tap, 0 ms delay" in chart
+    assert "Claim key + conditional put" in chart and "Naive read-then-write (broken)" not in chart
 
 
 def test_lab_form_errors_are_readable(ddb, staff_client):

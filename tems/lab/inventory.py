@@ -1,6 +1,6 @@
 """The lost-update race of the double-click lab: N writers each sell k units of one item at the same moment.
 
-It runs ``inventory.techniques`` (the same code as the concurrency tests and the bench) on a scratch item,
+It runs ``tems.lab.techniques.inventory`` (the same code as the concurrency tests and the bench) on a scratch item,
 reads the result strongly consistently, then deletes the item and its history so the lab leaves no stock behind.
 Conflicts and retries come from the operations' metrics items, read before and after the run.
 """
@@ -10,21 +10,11 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from inventory import selectors, services, techniques
+from inventory import selectors, services
 from inventory.errors import InventoryError
 from inventory.models import InventoryItem, OperationMetrics
-from tems.lab import fire_concurrently, scratch_delete
-
-LAB_TECHNIQUES = {
-    "naive": (techniques.naive_add, None),
-    "versioned": (techniques.versioned_add, "modify"),
-    "atomic": (techniques.atomic_add, "adjust"),
-}
-TECHNIQUE_LABELS = {
-    "naive": "Naive get-then-put (broken)",
-    "versioned": "Versioned write with retries",
-    "atomic": "Atomic adjustment",
-}
+from tems.lab.machinery import fire_concurrently, scratch_delete
+from tems.lab.techniques.inventory import TECHNIQUES
 # Spare stock on top of what the writers sell, so a correct technique never has to refuse a sale here.
 SPARE_STOCK = 10
 
@@ -41,9 +31,9 @@ def _counters(operation: str | None) -> dict[str, int]:
 
 def lost_update_race(*, technique: str, writers: int, units_each: int) -> dict[str, Any]:
     """Every writer sells ``units_each`` once, all at once; report expected vs. stored stock."""
-    if technique not in LAB_TECHNIQUES:
+    if technique not in TECHNIQUES:
         raise InventoryError("invalid", f"Unknown technique {technique!r}.", errors={"technique": ["Unknown."]})
-    function, operation = LAB_TECHNIQUES[technique]
+    function, operation = TECHNIQUES[technique].add, TECHNIQUES[technique].operation
     sku = f"LAB-{uuid.uuid4().hex[:10].upper()}"
     initial = writers * units_each + SPARE_STOCK
     services.item_create(sku=sku, name="Lab scratch stock", quantity=initial, actor="lab")
@@ -60,6 +50,7 @@ def lost_update_race(*, technique: str, writers: int, units_each: int) -> dict[s
         "technique": technique,
         "writers": writers,
         "units_each": units_each,
+        "initial_quantity": initial,
         "expected_quantity": expected,
         "final_quantity": final,
         "lost_units": final - expected,

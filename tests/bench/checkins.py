@@ -1,4 +1,4 @@
-"""``make bench`` section of the door (``run(ctx)`` is called by ``tems.bench``).
+"""``make bench`` section of the door (``run(ctx)`` is called by ``python -m tests.bench``).
 
 1. DynamoDB requests of each scan path (exact: counted in botocore by ``metered()``), through the API's view.
 2. Door answer latency through the real HTTP stack (gunicorn + Django + DynamoDB Local) with 4 doors scanning
@@ -9,28 +9,24 @@ from __future__ import annotations
 
 import json
 import secrets
-import statistics
-import tempfile
-import threading
 import time
 import uuid
-from collections import Counter
-from pathlib import Path
 
 from django.contrib.auth.models import User
 from django.test import Client, override_settings
 
 from registrations import services as registration_services
-from registrations.bench import BENCH_PASSWORD, BENCH_USER_PREFIX, _cell, _event, _HttpClient, _measure
-from registrations.bench import _start_gunicorn, _stop
-from tems.local_dynamodb import free_port
+from tests.bench.context import BenchContext
+from tests.bench.driver import (
+    BENCH_PASSWORD, BENCH_USER_PREFIX, bench_event, cell, gunicorn_server, load_phase, logged_in_clients, measure,
+)
 
 DOORS = 4
 SCANS_PER_DOOR = 40
 WARMUP_SCANS = 5
 
 
-def run(ctx) -> str:
+def run(ctx: BenchContext) -> str:
     started = time.monotonic()
     counts = _request_counts()
     load = _http_load(ctx)
@@ -41,7 +37,7 @@ def run(ctx) -> str:
         "",
         "| path | requests |",
         "| --- | --- |",
-        *[f"| {label} | {_cell(meter)} |" for label, meter in counts],
+        *[f"| {label} | {cell(meter)} |" for label, meter in counts],
         "",
         "### Door answers through HTTP: gunicorn + Django + DynamoDB Local",
         "",
@@ -74,7 +70,7 @@ def _tickets(event_id: str, count: int) -> list[str]:
 
 
 def _request_counts() -> list[tuple[str, object]]:
-    event_id = _event(10)
+    event_id = bench_event(10)
     ticket, other = _tickets(event_id, 2)
     staff = User.objects.create_user(f"{BENCH_USER_PREFIX}door-{uuid.uuid4().hex[:6]}", is_staff=True)
     client = Client()
@@ -90,12 +86,12 @@ def _request_counts() -> list[tuple[str, object]]:
     key = str(uuid.uuid4())
     try:
         rows = [
-            ("first check-in (201)", _measure(lambda: scan(ticket, key, 201))),
+            ("first check-in (201)", measure(lambda: scan(ticket, key, 201))),
             ("replay: the same scan's key again (201, `Idempotent-Replayed`)",
-             _measure(lambda: scan(ticket, key, 201))),
+             measure(lambda: scan(ticket, key, 201))),
             ("already checked in: another scan, new key (200)",
-             _measure(lambda: scan(ticket, str(uuid.uuid4()), 200))),
-            ("GET `/checkins/stats`", _measure(lambda: client.get(f"/api/events/{event_id}/checkins/stats"))),
+             measure(lambda: scan(ticket, str(uuid.uuid4()), 200))),
+            ("GET `/checkins/stats`", measure(lambda: client.get(f"/api/events/{event_id}/checkins/stats"))),
         ]
         scan(other, str(uuid.uuid4()), 201)
     finally:
@@ -103,62 +99,31 @@ def _request_counts() -> list[tuple[str, object]]:
     return rows
 
 
-def _doors_phase(doors: list[_HttpClient], event_id: str, tickets_for: list[list[str]]) -> dict:
-    latencies: list[float] = []
-    statuses: Counter = Counter()
-    lock = threading.Lock()
-    barrier = threading.Barrier(len(doors))
-
-    def work(index: int) -> None:
-        door = doors[index]
-        mine, seen = [], Counter()
-        barrier.wait()
-        for ticket in tickets_for[index]:
-            body = json.dumps({"ticket": ticket, "door": f"door-{index}"}).encode()
-            begin = time.perf_counter()
-            status, _ = door.request("POST", f"/api/events/{event_id}/checkins", body=body, headers={
-                "Content-Type": "application/json", "X-CSRFToken": door.cookies["csrftoken"],
-                "Idempotency-Key": str(uuid.uuid4())})
-            mine.append(time.perf_counter() - begin)
-            seen[status] += 1
-        with lock:
-            latencies.extend(mine)
-            statuses.update(seen)
-
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(doors))]
-    begin = time.perf_counter()
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    elapsed = time.perf_counter() - begin
-    cuts = statistics.quantiles(latencies, n=100)
-    return {"rate": len(latencies) / elapsed, "p50": cuts[49] * 1000, "p99": cuts[98] * 1000, "statuses": statuses}
-
-
-def _http_load(ctx) -> list[tuple[str, dict]]:
+def _http_load(ctx: BenchContext) -> list[tuple[str, dict]]:
     suffix = uuid.uuid4().hex[:6]
     staff = [User.objects.create_user(f"{BENCH_USER_PREFIX}door-{n}-{suffix}", password=BENCH_PASSWORD,
                                       is_staff=True) for n in range(DOORS)]
-    event_id = _event(DOORS * SCANS_PER_DOOR * 2 + WARMUP_SCANS * DOORS)
+    event_id = bench_event(DOORS * SCANS_PER_DOOR * 2 + WARMUP_SCANS * DOORS)
     # Tickets are signed with the server's secret key: the server this section starts shares one with us.
     secret_key = secrets.token_urlsafe(50)
     with override_settings(SECRET_KEY=secret_key):
         own = [_tickets(event_id, SCANS_PER_DOOR) for _ in range(DOORS)]
         shared = _tickets(event_id, SCANS_PER_DOOR)
         warmup = [_tickets(event_id, WARMUP_SCANS) for _ in range(DOORS)]
-    port = free_port()
-    with tempfile.TemporaryDirectory() as scratch:
-        process = _start_gunicorn(ctx, port, Path(scratch) / "gunicorn.log", secret_key=secret_key)
-        try:
-            doors = [_HttpClient(port) for _ in staff]
-            for door, user in zip(doors, staff):
-                door.log_in(user.get_username(), BENCH_PASSWORD)
-            _doors_phase(doors, event_id, warmup)  # imports, connections, DynamoDB Local's JIT
-            own_result = _doors_phase(doors, event_id, own)
-            shared_result = _doors_phase(doors, event_id, [shared] * DOORS)
-        finally:
-            _stop(process)
-            User.objects.filter(pk__in=[user.pk for user in staff]).delete()
+
+    def scans(tickets_for: list[list[str]]):
+        def request_for(index: int, n: int) -> tuple[str, bytes, dict[str, str]]:
+            body = json.dumps({"ticket": tickets_for[index][n], "door": f"door-{index}"}).encode()
+            return f"/api/events/{event_id}/checkins", body, {"Idempotency-Key": str(uuid.uuid4())}
+        return request_for
+
+    try:
+        with gunicorn_server(ctx, secret_key=secret_key) as port:
+            doors = logged_in_clients(port, [user.get_username() for user in staff])
+            load_phase(doors, WARMUP_SCANS, scans(warmup))  # imports, connections, DynamoDB Local's JIT
+            own_result = load_phase(doors, SCANS_PER_DOOR, scans(own))
+            shared_result = load_phase(doors, SCANS_PER_DOOR, scans([shared] * DOORS))
+    finally:
+        User.objects.filter(pk__in=[user.pk for user in staff]).delete()
     return [(f"{DOORS} doors, each its own tickets", own_result),
             (f"{DOORS} doors, the same tickets at once (each ticket scanned by every door)", shared_result)]

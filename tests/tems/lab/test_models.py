@@ -7,9 +7,9 @@ from datetime import timedelta
 
 import pytest
 
-from tems import lab
 from tems.errors import DomainError
-from tems.lab import LabSlot, lab_slot
+from tems.lab import models as lab
+from tems.lab.models import LabSlot, lab_slot
 from tests.helpers import assert_problem
 
 

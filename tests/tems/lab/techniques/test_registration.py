@@ -13,8 +13,8 @@ import pytest
 
 from registrations import selectors
 from registrations.models import Registration
-from registrations.techniques import TECHNIQUES, naive
 from tems.invariants import check_all
+from tems.lab.techniques.registration import TECHNIQUES, naive
 from tests.registrations.helpers import assert_invariants_clean, make_event, new_key
 
 THREADS = 50
@@ -62,7 +62,7 @@ def assert_exactly_once(event_id, keys, shared_key, results):
 
 def test_fifty_taps_of_one_student_register_exactly_once(ddb):
     event = make_event(capacity=10)
-    keys, shared_key, results = same_student_race(TECHNIQUES["tems"], event.event_id)
+    keys, shared_key, results = same_student_race(TECHNIQUES["production"].run, event.event_id)
     assert_exactly_once(event.event_id, keys, shared_key, results)
     outcomes = Counter(result.outcome for result in results)
     assert outcomes["created"] == 1
@@ -73,7 +73,7 @@ def test_fifty_taps_of_one_student_register_exactly_once(ddb):
 def test_a_wide_race_window_changes_nothing_on_the_real_path(ddb):
     # The real path has no read before its write, so stretching "the window" cannot open one.
     event = make_event(capacity=10)
-    keys, shared_key, results = same_student_race(TECHNIQUES["tems"], event.event_id,
+    keys, shared_key, results = same_student_race(TECHNIQUES["production"].run, event.event_id,
                                                   pause=lambda: time.sleep(0.02))
     assert_exactly_once(event.event_id, keys, shared_key, results)
     assert_invariants_clean()
@@ -91,10 +91,10 @@ def test_the_same_race_catches_the_naive_handler(ddb):
     assert problems["every claim has both registration items and every registration its claim"]
 
 
-@pytest.mark.parametrize("name", ["claim_only", "claim_transaction"])
+@pytest.mark.parametrize("name", ["claim", "transaction"])
 def test_the_article_techniques_prevent_duplicates_too(ddb, name):
     event = make_event(capacity=10)
-    _, _, results = same_student_race(TECHNIQUES[name], event.event_id, pause=lambda: time.sleep(0.02))
+    _, _, results = same_student_race(TECHNIQUES[name].run, event.event_id, pause=lambda: time.sleep(0.02))
     assert len({result.registration_id for result in results}) == 1
     user_side = list(Registration.query(Registration.user_pk_for(STUDENT),
                                         Registration.sk.startswith(Registration.SK_PREFIX)))
@@ -102,9 +102,9 @@ def test_the_article_techniques_prevent_duplicates_too(ddb, name):
     assert_invariants_clean()
 
 
-def test_powertools_style_fails_in_flight_duplicates_instead_of_waiting(ddb):
+def test_all_three_fails_in_flight_duplicates_instead_of_waiting(ddb):
     event = make_event(capacity=10)
-    keys, shared_key, results = same_student_race(TECHNIQUES["powertools_style"], event.event_id,
+    keys, shared_key, results = same_student_race(TECHNIQUES["all_three"].run, event.event_id,
                                                   pause=lambda: time.sleep(0.05))
     shared = [result for key, result in zip(keys, results) if key == shared_key]
     # No duplicates, but taps of the same key that arrived while the first was running were refused.

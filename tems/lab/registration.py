@@ -1,6 +1,6 @@
 """The registration race of the double-click lab: N taps of one student at once, through a chosen technique.
 
-Each run gets a fresh event and a fresh synthetic student, fires the taps through ``registrations.techniques``
+Each run gets a fresh event and a fresh synthetic student, fires the taps through ``tems.lab.techniques``
 (the same code the race tests and the real API use), counts what landed with strongly consistent reads, and
 then deletes the run's items, so a naive run's duplicates teach without staying behind in the table.
 """
@@ -17,36 +17,14 @@ from typing import Any
 from registrations import selectors, services
 from registrations.errors import RegistrationError
 from registrations.models import Event, EventSeats, Registration
-from registrations.techniques import TECHNIQUES, Attempt
 from tems.clock import utcnow
 from tems.dynamo import metered
 from tems.idempotency import IdempotencyRecord
-from tems.lab import fire_concurrently, scratch_delete
+from tems.lab.machinery import fire_concurrently, scratch_delete
+from tems.lab.techniques.registration import RACE_TECHNIQUES, TECHNIQUES, Attempt
 from tems.outbox import OutboxMessage
 
-# The lab's names (API and page) for the techniques, in the order the page lists them.
-LAB_TECHNIQUES = {
-    "naive": "naive",
-    "claim": "claim_only",
-    "transaction": "claim_transaction",
-    "powertools": "powertools_naive",
-    "production": "tems",
-}
-# The decision table's rows: the lab techniques plus the article's three-together fix.
-DECISION_TECHNIQUES = {**LAB_TECHNIQUES, "all_three": "powertools_style"}
-TECHNIQUE_LABELS = {
-    "naive": "Naive read-then-write (broken)",
-    "claim": "Claim key + conditional put",
-    "transaction": "Claim + TransactWriteItems",
-    "powertools": "Powertools-style wrapper",
-    "all_three": "Claim + transaction + wrapper",
-    "production": "TEMS: one transaction",
-}
 MAX_TAPS = 100
-MAX_LATENCY_MS = 200
-# Loopback DynamoDB answers in about a millisecond; a real network's round trip is tens of milliseconds, and
-# that gap between the read and the write is where the naive handler's race lives.
-DEFAULT_LATENCY_MS = 20
 LAB_EVENT_COLLECTION = "LAB_EVENTS"
 # A race deletes its scratch event when it ends; the TTL only catches a run whose process died first.
 SCRATCH_TTL = timedelta(hours=1)
@@ -69,12 +47,12 @@ def registration_race(*, technique: str, taps: int, same_key: bool, latency_ms: 
     ``same_key`` models network retries of one tap (one idempotency key); otherwise each tap is a double click
     with its own key. ``latency_ms`` is simulated network delay inside the technique's read-to-write window.
     """
-    if technique not in LAB_TECHNIQUES:
+    if technique not in RACE_TECHNIQUES:
         raise RegistrationError("invalid", f"Unknown technique {technique!r}.", errors={"technique": ["Unknown."]})
-    function = TECHNIQUES[LAB_TECHNIQUES[technique]]
+    function = TECHNIQUES[technique].run
     run_id = uuid.uuid4().hex[:10]
     event = services.event_create(
-        event_id=f"lab-{run_id}", title=f"Lab race ({TECHNIQUE_LABELS[technique]})",
+        event_id=f"lab-{run_id}", title=f"Lab race ({TECHNIQUES[technique].label})",
         starts_at=utcnow() + timedelta(days=1), capacity=MAX_TAPS, created_by="lab",
         collection=LAB_EVENT_COLLECTION, expires_at=utcnow() + SCRATCH_TTL,
     )
@@ -175,8 +153,8 @@ def scratch_event_delete(*, event_id: str) -> int:
 def technique_costs() -> dict[str, dict[str, float]]:
     """What each technique sends for a first tap and for a retry of it (same key), measured one at a time."""
     costs = {}
-    for name, function_name in DECISION_TECHNIQUES.items():
-        function = TECHNIQUES[function_name]
+    for name, technique in TECHNIQUES.items():
+        function = technique.run
         run_id = uuid.uuid4().hex[:10]
         event = services.event_create(event_id=f"lab-{run_id}", title="Lab cost probe", created_by="lab",
                                       starts_at=utcnow() + timedelta(days=1), capacity=10,
@@ -230,5 +208,5 @@ GUARANTEES = {
 
 
 def decision_rows(costs: dict[str, dict[str, float]]) -> list[dict[str, Any]]:
-    return [{"name": name, "label": TECHNIQUE_LABELS[name], **GUARANTEES[name], "costs": costs.get(name)}
-            for name in ("naive", "claim", "transaction", "powertools", "all_three", "production")]
+    return [{"name": name, "label": technique.label, **GUARANTEES[name], "costs": costs.get(name)}
+            for name, technique in TECHNIQUES.items()]

@@ -15,15 +15,18 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from inventory import lab as inventory_lab
-from registrations import lab as registration_lab
 from registrations import selectors as registration_selectors
 from tems.api import api_view, json_response, parse_form, problem
 from tems.errors import DomainError
-from tems.forms import LostUpdateForm, RegistrationRaceForm
 from tems.http import after_save
 from tems.identity import user_key
-from tems.lab import bar_chart_svg, lab_run_save, lab_runs_recent, lab_slot
+from tems.lab import inventory as inventory_lab
+from tems.lab import registration as registration_lab
+from tems.lab.chart import bar_chart_svg
+from tems.lab.forms import LostUpdateForm, RegistrationRaceForm
+from tems.lab.models import lab_run_save, lab_runs_recent, lab_slot
+from tems.lab.techniques import inventory as inventory_techniques
+from tems.lab.techniques import registration as registration_techniques
 
 
 def can_use_lab(user) -> bool:
@@ -83,22 +86,39 @@ def api_lost_update(request: HttpRequest) -> HttpResponse:
 
 # --- pages ------------------------------------------------------------------------------------------------
 
+def _race_settings(result: dict) -> tuple:
+    return result["taps"], result["same_key"], result["latency_ms"]
+
+
+def _describe_settings(taps: int, same_key: bool, latency_ms: int) -> str:
+    keys = "one shared key" if same_key else "one key per tap"
+    return f"{taps} tap{'s' if taps != 1 else ''}, {keys}, {latency_ms} ms delay"
+
+
 def _registration_context(form: RegistrationRaceForm | None = None, error: str | None = None) -> dict:
-    runs = lab_runs_recent(kind="registration", limit=10)
-    latest: dict[str, dict] = {}
-    for run in runs:
-        latest.setdefault(run.technique, run.result_dict)
-    bars = [(registration_lab.TECHNIQUE_LABELS[name], latest[name]["records_created"])
-            for name in registration_lab.LAB_TECHNIQUES if name in latest]
-    chart = bar_chart_svg(title="Registration records created by the latest run of each technique",
-                          bars=bars, good_max=1) if bars else ""
+    runs = [{**run.result_dict, "label": registration_techniques.TECHNIQUES[run.technique].label}
+            for run in lab_runs_recent(kind="registration", limit=10)]
+    chart = ""
+    if runs:
+        # Records created depend on the taps and the delay as much as on the technique: the chart compares only
+        # runs made with the newest run's settings, and its title says which settings those are.
+        settings_shown = _race_settings(runs[0])
+        latest: dict[str, dict] = {}
+        for run in runs:
+            if _race_settings(run) == settings_shown:
+                latest.setdefault(run["technique"], run)
+        bars = [(latest[name]["label"], latest[name]["records_created"])
+                for name in registration_techniques.RACE_TECHNIQUES if name in latest]
+        chart = bar_chart_svg(title="Registrations created, latest run per technique",
+                              subtitle=f"All with {_describe_settings(*settings_shown)}", bars=bars, good_max=1)
     return {"race_form": form or RegistrationRaceForm(auto_id="race_%s"), "race_runs": runs, "race_chart": chart,
-            "race_error": error, "technique_labels": registration_lab.TECHNIQUE_LABELS}
+            "race_error": error}
 
 
 def _lost_update_context(form: LostUpdateForm | None = None, error: str | None = None) -> dict:
-    return {"lost_form": form or LostUpdateForm(auto_id="lost_%s"), "lost_runs": lab_runs_recent(kind="lost-update", limit=10),
-            "lost_error": error, "lost_labels": inventory_lab.TECHNIQUE_LABELS}
+    runs = [{**run.result_dict, "label": inventory_techniques.TECHNIQUES[run.technique].label}
+            for run in lab_runs_recent(kind="lost-update", limit=10)]
+    return {"lost_form": form or LostUpdateForm(auto_id="lost_%s"), "lost_runs": runs, "lost_error": error}
 
 
 def _costs_context() -> dict:

@@ -2,4 +2,4 @@
 
 from tems.settings import *  # noqa: F403
 
-ROOT_URLCONF = "registrations.bench_site"
+ROOT_URLCONF = "tests.bench.site"
