@@ -36,10 +36,16 @@ browser:
 run: install
 	DJANGO_DEBUG=$${DJANGO_DEBUG:-1} TEMS_DEMO=$${TEMS_DEMO:-1} $(PY) manage.py dev --port $(RUN_PORT) --dynamodb-port $(DYNAMODB_PORT)
 
-# cfn-lint first, so the deployment template is checked even when PYTEST_ARGS picks a subset of the tests.
+# Test processes (pytest-xdist), each with its own DynamoDB Local, SQLite database, live server and Chromium;
+# measured on this 2-core machine in README.md "Tests". PYTEST_WORKERS=0 runs everything in one process.
+PYTEST_WORKERS ?= 2
+
+# ruff and cfn-lint first, so the code and the deployment template are checked even when PYTEST_ARGS picks a
+# subset of the tests.
 test: install browser
+	$(VENV)/bin/ruff check .
 	$(VENV)/bin/cfn-lint deploy/tems.yaml
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 bench: install
 	$(PY) -m tests.bench $(BENCH_SECTIONS)

@@ -1,4 +1,7 @@
-"""Assertions shared by the API tests of every app."""
+"""Helpers shared by the tests of every app (fixtures live in conftest.py, helpers here)."""
+
+# The region every test table lives in, on DynamoDB Local and moto alike.
+REGION = "eu-west-1"
 
 
 def assert_problem(response, status: int) -> dict:

@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 from playwright.sync_api import expect
 
 from registrations import selectors, services
-from tests.browser.conftest import log_in
+from tests.browser.helpers import log_in
 
 
 def test_student_logs_in_and_sees_events(app_server, new_page, student):

@@ -6,7 +6,7 @@ import pytest
 from playwright.sync_api import expect
 
 from registrations.models import Event, Registration
-from tests.browser.conftest import log_in
+from tests.browser.helpers import log_in
 
 
 @pytest.fixture
@@ -31,7 +31,8 @@ def test_double_click_without_protection_sends_two_requests_and_registers_once(a
     page.goto(f"{app_server}/lab/")
     page.get_by_label("Disable the button while a request is in flight").uncheck()
     posts = []
-    page.on("response", lambda r: posts.append(r.status) if r.request.method == "POST" and "/register/" in r.url else None)
+    page.on("response",
+            lambda r: posts.append(r.status) if r.request.method == "POST" and "/register/" in r.url else None)
     page.locator("#tryit-panel form.register-form button[type=submit]").dblclick()
     # A locator, not wait_for_function: the page's CSP forbids the eval Playwright's string predicates need.
     # A line appears when a tap is sent and turns log-ok when its answer is in.
@@ -71,7 +72,8 @@ def test_a_replayed_request_shows_the_same_qr_code(app_server, new_page, student
             route.continue_()
 
     page.route("**/register/", lose_the_first_answer)
-    page.on("response", lambda r: replayed.append(r.headers.get("idempotent-replayed")) if "/register/" in r.url else None)
+    page.on("response",
+            lambda r: replayed.append(r.headers.get("idempotent-replayed")) if "/register/" in r.url else None)
     page.locator("#tryit-panel form.register-form button[type=submit]").click()
     expect(page.locator("#tryit-panel")).to_contain_text("You have a seat.")
     assert replayed == ["true"]

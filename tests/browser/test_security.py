@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 from playwright.sync_api import expect
 
 from registrations import services
-from tests.browser.conftest import log_in
+from tests.browser.helpers import log_in
 
 
 def test_pages_and_htmx_swaps_run_under_the_policy_with_nothing_blocked(app_server, new_page, staff_user):

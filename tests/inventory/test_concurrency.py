@@ -16,6 +16,7 @@ from inventory import selectors, services
 from inventory.errors import InventoryError
 from tems.invariants import check_all
 from tems.lab.techniques import inventory as techniques
+from tests.race import race
 
 THREADS = 20
 PER_THREAD = 10
@@ -24,12 +25,10 @@ INITIAL = 5
 
 def hammer(work: Callable[[int, int], None], threads: int = THREADS) -> list[BaseException]:
     """Run ``work(thread, n)`` PER_THREAD times on each of ``threads`` threads started together."""
-    barrier = threading.Barrier(threads)
     errors: list[BaseException] = []
     lock = threading.Lock()
 
     def run(thread: int) -> None:
-        barrier.wait()
         for n in range(PER_THREAD):
             try:
                 work(thread, n)
@@ -37,11 +36,7 @@ def hammer(work: Callable[[int, int], None], threads: int = THREADS) -> list[Bas
                 with lock:
                     errors.append(error)
 
-    workers = [threading.Thread(target=run, args=(t,)) for t in range(threads)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join(timeout=300)
+    race([lambda t=t: run(t) for t in range(threads)])
     return errors
 
 
@@ -66,7 +61,7 @@ def test_read_modify_write_loses_nothing(counter_item, technique):
     history = selectors.item_history(sku="KIT-1")
     assert [int(c.version) for c in history] == list(range(1 + THREADS * PER_THREAD, 0, -1))
     # Each entry's before is the previous entry's after: no change was computed from a value it did not see.
-    for newer, older in zip(history, history[1:]):
+    for newer, older in zip(history, history[1:], strict=False):
         assert newer.before_values == older.after_values
         assert newer.after_values["quantity"] == older.after_values["quantity"] + 1
     assert Counter(c.changed_by for c in history[:-1]) == {f"writer-{t}": PER_THREAD for t in range(THREADS)}

@@ -12,8 +12,14 @@ import pytest
 from boto3.dynamodb.types import TypeDeserializer
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule, \
-    run_state_machine_as_test
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 
 from inventory import invariants as inventory_invariants
 from inventory import selectors, services

@@ -1,23 +1,20 @@
-"""Event writes on DynamoDB Local: conditional creates and version-checked edits."""
+"""Event and registration writes on DynamoDB Local: conditional creates, version-checked edits, registering,
+cancelling and the waitlist (every path here is transactional)."""
 
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
-from threading import Barrier
 
 import pytest
 
 from registrations import selectors, services
 from registrations.checkins.tickets import ticket_url
 from registrations.errors import RegistrationError
-from registrations.models import EventSeats
+from registrations.models import EventSeats, Registration
+from tems.dynamo import metered
+from tems.idempotency import IdempotencyRecord
 from tems.outbox import OutboxMessage
-
-STARTS = datetime(2027, 5, 1, 9, 0, tzinfo=UTC)
-
-
-def make_event(**overrides):
-    fields = {"title": "Open day", "starts_at": STARTS, "capacity": 5, "created_by": "staff"}
-    return services.event_create(**{**fields, **overrides})
+from tems.transactions import Reason, TransactionCancelled
+from tests.race import race
+from tests.registrations.helpers import STARTS, assert_invariants_clean, make_event, new_key, register
 
 
 def edit(event_id, version, **changes):
@@ -79,11 +76,8 @@ def test_edit_of_missing_event_is_not_found(ddb):
 
 def test_concurrent_edits_from_the_same_version_let_exactly_one_win(ddb):
     event = make_event()
-    writers = 8
-    barrier = Barrier(writers)
 
     def attempt(n):
-        barrier.wait()
         try:
             edit(event.event_id, 1, title=f"writer {n}")
             return n
@@ -91,8 +85,7 @@ def test_concurrent_edits_from_the_same_version_let_exactly_one_win(ddb):
             assert error.code == "conflict"
             return None
 
-    with ThreadPoolExecutor(writers) as pool:
-        winners = [n for n in pool.map(attempt, range(writers)) if n is not None]
+    winners = [n for n in race([lambda n=n: attempt(n) for n in range(8)]) if n is not None]
     assert len(winners) == 1
     stored = selectors.event_get(event_id=event.event_id)
     assert stored.title == f"writer {winners[0]}" and stored.version == 2
@@ -108,14 +101,6 @@ def test_listing_puts_upcoming_first_soonest_first(ddb):
 
 
 # --- registrations (DynamoDB Local: every path below is transactional) ---------------------------------------
-
-import threading  # noqa: E402
-
-from registrations.models import Registration  # noqa: E402
-from tems.dynamo import metered  # noqa: E402
-from tems.idempotency import IdempotencyRecord  # noqa: E402
-from tems.transactions import Reason, TransactionCancelled  # noqa: E402
-from tests.registrations.helpers import assert_invariants_clean, new_key, register  # noqa: E402
 
 CCF = "ConditionalCheckFailed"
 
@@ -280,33 +265,12 @@ def test_expired_idempotency_record_does_not_block_a_new_tap(ddb):
 # --- capacity and the FIFO waitlist ---------------------------------------------------------------------------
 
 
-def race(calls, threads):
-    barrier = threading.Barrier(threads)
-    results = [None] * len(calls)
-    errors = []
-
-    def run(index):
-        barrier.wait()
-        try:
-            results[index] = calls[index]()
-        except Exception as error:  # collected and asserted below: a race must not crash anyone
-            errors.append(error)
-
-    workers = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
-    assert errors == []
-    return results
-
-
 def test_thirty_students_race_for_ten_seats(ddb):
     event = make_event(capacity=10)
     students = [f"student{n:02d}" for n in range(30)]
-    outcomes = race([lambda s=s: register(event.event_id, s) for s in students], threads=30)
+    outcomes = race([lambda s=s: register(event.event_id, s) for s in students])
     by_status = {}
-    for student, outcome in zip(students, outcomes):
+    for student, outcome in zip(students, outcomes, strict=True):
         assert outcome.kind == "created" and outcome.response.status == 201
         by_status.setdefault(outcome.data["status"], []).append((student, outcome.data))
     assert len(by_status["confirmed"]) == 10 and len(by_status["waitlisted"]) == 20
@@ -407,7 +371,7 @@ def test_cancels_and_registrations_racing_never_overbook(ddb):
     cancels = [lambda u=u: services.registration_cancel(user_id=u, registration_id=first[u]["registration_id"])
                for u in ("u0", "u1", "u4")]
     joins = [lambda u=u: register(event.event_id, u) for u in ("n0", "n1", "n2", "n3", "n4")]
-    race(cancels + joins, threads=8)
+    race(cancels + joins)
     stored = selectors.event_get(event_id=event.event_id)
     assert stored.registered_count == 4 and stored.waitlist_count == 4
     # u2, u3 kept their seats; u5 was first in the queue and got the first freed seat.

@@ -1,11 +1,14 @@
-"""Event pages: access rules, the create form and the stale-edit conflict panel."""
+"""Event pages (access rules, the create form, the stale-edit conflict panel) and the registration pages."""
 
+import re
+import uuid
 from datetime import UTC, datetime
 
 import pytest
 
 from registrations import selectors, services
 from tems.identity import user_key
+from tests.registrations.helpers import assert_invariants_clean, make_event, register
 
 STARTS = datetime(2027, 5, 1, 9, 0, tzinfo=UTC)
 
@@ -85,11 +88,6 @@ def test_conflict_panel_is_a_fragment_for_htmx_and_apply_mine_saves(event, staff
 
 
 # --- registration pages (DynamoDB Local: registering is transactional) ----------------------------------------
-
-import re  # noqa: E402
-import uuid  # noqa: E402
-
-from tests.registrations.helpers import assert_invariants_clean, make_event, register  # noqa: E402
 
 KEY_INPUT = re.compile(r'name="idempotency_key" value="([0-9a-f-]{36})"')
 

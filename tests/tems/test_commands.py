@@ -20,8 +20,8 @@ def run(*args) -> str:
 
 
 def test_ensure_table_twice_creates_then_changes_nothing(dynamodb_local_endpoint):
-    from tests.conftest import REGION
     from tems.dynamo import TableConfig, configure_models
+    from tests.helpers import REGION
 
     config = TableConfig("tems_ensure_twice", dynamodb_local_endpoint, REGION)
     configure_models(config)

@@ -1,10 +1,10 @@
 """deploy/tems.yaml: valid CloudFormation, the same table ensure_table creates, and a policy that fits the code."""
 
 import json
-from io import StringIO
 import subprocess
 import sys
 import uuid
+from io import StringIO
 from pathlib import Path
 
 import pytest

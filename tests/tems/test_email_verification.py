@@ -10,7 +10,9 @@ from django.test import Client
 
 from registrations import services
 from tems.accounts import (
-    email_address_mark_verified, email_address_verified, email_verification_token,
+    email_address_mark_verified,
+    email_address_verified,
+    email_verification_token,
     mail_quota_take,
 )
 from tems.identity import user_key

@@ -13,6 +13,9 @@ from tems.faults import CONFLICT, ERROR, LOST, THROTTLE, Fault, inject
 from tems.idempotency import IdempotencyRecord
 from tems.transactions import LabelledTransaction, TransactionCancelled
 
+# Every key here is a fresh uuid and nothing scans: the tests share one table (tests/conftest.py ddb).
+pytestmark = pytest.mark.shared_table
+
 
 def new_record(**fields) -> IdempotencyRecord:
     key = str(uuid.uuid4())

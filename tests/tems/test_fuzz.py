@@ -64,8 +64,8 @@ text = st.one_of(st.text(max_size=30), st.sampled_from(HOSTILE_TEXT))
 numbers = st.one_of(st.integers(), st.integers(min_value=-3, max_value=30), st.floats(allow_nan=False),
                     st.sampled_from([0, 1, -1, 10**20, 2**63, 10_000_001]))
 scalars = st.one_of(st.none(), st.booleans(), numbers, text)
-json_values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(text, inner, max_size=3),
-                           max_leaves=8)
+json_values = st.recursive(
+    scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(text, inner, max_size=3), max_leaves=8)
 objects = st.dictionaries(st.sampled_from(FIELDS), json_values, max_size=8)
 
 
@@ -135,7 +135,9 @@ def test_no_input_makes_an_api_endpoint_fail_or_bends_the_data(world):
     def one_request(data):
         route = data.draw(st.sampled_from(ROUTES), label="route")
         path = "/" + _PARAMETER.sub(
-            lambda m: quote(data.draw(ids(world["ids"].get(m["name"], "x")), label=m["name"]), safe="", errors="surrogatepass"), route)
+            lambda m: quote(data.draw(ids(world["ids"].get(m["name"], "x")), label=m["name"]), safe="",
+                            errors="surrogatepass"),
+            route)
         method = data.draw(st.one_of(st.sampled_from(allowed[route]), st.sampled_from(allowed[route]),
                                      st.sampled_from(["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH"])),
                            label="method")

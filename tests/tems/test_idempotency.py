@@ -15,8 +15,16 @@ from django.test import RequestFactory
 from tems.api import problem_from_error
 from tems.errors import DomainError
 from tems.idempotency import (
-    IN_PROGRESS, RECORD_TTL, IdempotencyPolicy, IdempotencyRecord, idempotent, request_fingerprint,
+    IN_PROGRESS,
+    RECORD_TTL,
+    IdempotencyPolicy,
+    IdempotencyRecord,
+    idempotent,
+    request_fingerprint,
 )
+
+# Every key here is a fresh uuid and nothing scans: the tests share one table (tests/conftest.py ddb).
+pytestmark = pytest.mark.shared_table
 
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 

@@ -5,7 +5,12 @@ import uuid
 import pytest
 
 from tems.idempotency import (
-    IdempotencyRecord, StoredResponse, completed_record, fingerprint, record_is_absent_or_expired, replay_from_raw,
+    IdempotencyRecord,
+    StoredResponse,
+    completed_record,
+    fingerprint,
+    record_is_absent_or_expired,
+    replay_from_raw,
 )
 from tems.transactions import LabelledTransaction, TransactionCancelled
 

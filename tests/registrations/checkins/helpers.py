@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
-from typing import Any
-
 from registrations.checkins import services
 from tests.registrations.helpers import new_key, register
 
@@ -22,25 +18,3 @@ def scan(event_id: str, ticket: str, *, door: str = "A", staff: str = STAFF, key
     return services.checkin_create(event_id=event_id, ticket_text=ticket, door=door, staff_id=staff,
                                    idempotency_key=key or new_key(),
                                    fingerprint=f"scan:{event_id}:{ticket}:{door}", **kwargs)
-
-
-def race(calls: list[Callable[[], Any]]) -> list[Any]:
-    """Run every call at the same moment (a barrier), each on its own thread; no call may raise."""
-    barrier = threading.Barrier(len(calls))
-    results: list[Any] = [None] * len(calls)
-    errors: list[BaseException] = []
-
-    def run(index: int) -> None:
-        barrier.wait()
-        try:
-            results[index] = calls[index]()
-        except Exception as error:  # asserted empty below: a race must not crash any door
-            errors.append(error)
-
-    threads = [threading.Thread(target=run, args=(n,)) for n in range(len(calls))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert errors == []
-    return results

@@ -61,7 +61,7 @@ def test_refusals_are_problems_with_their_reason(event, staff_client, student_cl
     assert_problem(post_scan(staff_client, event.event_id, {"ticket": confirmed["ticket_url"], "door": 7}), 400)
     # Lone surrogates (valid JSON escapes, not valid text) in either field are a 400, not a 500 from botocore.
     assert_problem(post_scan(staff_client, event.event_id,
-                             '{"ticket": "%s", "door": "\\ud800"}' % confirmed["ticket_url"]), 400)
+                             '{"ticket": "' + confirmed["ticket_url"] + '", "door": "\\ud800"}'), 400)
     assert_problem(post_scan(staff_client, event.event_id, '{"ticket": "\\udfff"}'), 400)
     assert_problem(post_scan(staff_client, event.event_id, {"ticket": confirmed["ticket_url"]}, key=False), 400)
     assert_problem(post_scan(staff_client, event.event_id, {"ticket": confirmed["ticket_url"]}, key="nope"), 400)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from django.contrib.staticfiles import finders
 
 from tems.identity import user_key
-
 from tests.registrations.checkins.helpers import confirmed_ticket, scan
 from tests.registrations.helpers import make_event
 

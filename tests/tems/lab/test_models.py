@@ -11,6 +11,7 @@ from tems.errors import DomainError
 from tems.lab import models as lab
 from tems.lab.models import LabSlot, lab_slot
 from tests.helpers import assert_problem
+from tests.race import race
 
 
 def test_past_the_slots_a_run_is_busy_and_a_released_slot_is_free_again(ddb):
@@ -37,12 +38,10 @@ def test_a_dead_holders_slot_is_taken_over_after_its_lease(ddb):
 
 def test_concurrent_runs_never_hold_more_than_the_slots(ddb):
     """Eight runs at once for two slots: exactly two run, six are told the lab is busy."""
-    barrier = threading.Barrier(8)
-    running, most, outcomes = [0], [0], []
+    running, most = [0], [0]
     lock = threading.Lock()
 
-    def run() -> None:
-        barrier.wait(timeout=30)
+    def run() -> str:
         try:
             with lab_slot(slots=2):
                 with lock:
@@ -51,15 +50,11 @@ def test_concurrent_runs_never_hold_more_than_the_slots(ddb):
                 time.sleep(0.5)
                 with lock:
                     running[0] -= 1
-            outcomes.append("ran")
+            return "ran"
         except DomainError:
-            outcomes.append("busy")
+            return "busy"
 
-    threads = [threading.Thread(target=run) for _ in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    outcomes = race([run] * 8)
     assert most[0] <= 2 and outcomes.count("ran") == 2 and outcomes.count("busy") == 6
 
 

@@ -5,7 +5,6 @@ retries of one tap) and half with fresh keys (deliberate repeated taps). The rea
 registration; the naive read-then-write path must fail the very same check.
 """
 
-import threading
 import time
 from collections import Counter
 
@@ -15,6 +14,7 @@ from registrations import selectors
 from registrations.models import Registration
 from tems.invariants import check_all
 from tems.lab.techniques.registration import TECHNIQUES, naive
+from tests.race import race
 from tests.registrations.helpers import assert_invariants_clean, make_event, new_key
 
 THREADS = 50
@@ -24,23 +24,8 @@ STUDENT = "ann"
 def same_student_race(technique, event_id, *, pause=None):
     shared_key = new_key()
     keys = [shared_key if n % 2 == 0 else new_key() for n in range(THREADS)]
-    barrier = threading.Barrier(THREADS)
-    results, errors = [None] * THREADS, []
-
-    def run(n):
-        barrier.wait()
-        try:
-            results[n] = technique(event_id=event_id, user_id=STUDENT, idempotency_key=keys[n],
-                                   **({"pause": pause} if pause else {}))
-        except Exception as error:  # asserted empty below: no tap may crash
-            errors.append(error)
-
-    threads = [threading.Thread(target=run, args=(n,)) for n in range(THREADS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert errors == []
+    results = race([lambda key=key: technique(event_id=event_id, user_id=STUDENT, idempotency_key=key,
+                                              **({"pause": pause} if pause else {})) for key in keys])
     return keys, shared_key, results
 
 
@@ -56,7 +41,7 @@ def assert_exactly_once(event_id, keys, shared_key, results):
     assert claim is not None and claim.registration_id == user_side[0].registration_id
     assert selectors.event_get(event_id=event_id).registered_count == 1
     assert {result.registration_id for result in results} == {claim.registration_id}
-    shared_bodies = {result.body for key, result in zip(keys, results) if key == shared_key}
+    shared_bodies = {result.body for key, result in zip(keys, results, strict=True) if key == shared_key}
     assert len(shared_bodies) == 1 and None not in shared_bodies, "same key, different bytes"
 
 
@@ -106,7 +91,7 @@ def test_all_three_fails_in_flight_duplicates_instead_of_waiting(ddb):
     event = make_event(capacity=10)
     keys, shared_key, results = same_student_race(TECHNIQUES["all_three"].run, event.event_id,
                                                   pause=lambda: time.sleep(0.05))
-    shared = [result for key, result in zip(keys, results) if key == shared_key]
+    shared = [result for key, result in zip(keys, results, strict=True) if key == shared_key]
     # No duplicates, but taps of the same key that arrived while the first was running were refused.
     assert any(result.outcome == "in_progress" for result in shared)
     ids = {result.registration_id for result in results if result.registration_id}

@@ -1,3 +1,5 @@
+"""Shared helpers of the browser tests."""
+
 from playwright.sync_api import Page
 
 
