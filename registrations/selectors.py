@@ -11,6 +11,7 @@ from registrations.checkins.tickets import ticket_url
 from registrations.errors import RegistrationError
 from registrations.models import WAITLISTED, Event, Registration, RegistrationClaim, WaitlistEntry
 from tems.clock import utcnow
+from tems.pagination import Page, query_page
 
 
 def event_get(*, event_id: str, consistent: bool = True) -> Event:
@@ -28,6 +29,22 @@ def event_list(*, now: datetime | None = None) -> tuple[list[Event], list[Event]
     upcoming = [event for event in events if event.gsi1sk >= cutoff]
     past = [event for event in reversed(events) if event.gsi1sk < cutoff]
     return upcoming, past
+
+
+def event_page(*, past: bool = False, cursor: str | None = None, limit: int,
+               now: datetime | None = None) -> Page[Event]:
+    """One page of upcoming events (soonest first) or, with ``past``, of past events (most recent first).
+
+    One Query whatever the number of events: the key condition on GSI1SK starts at "now", so the other half of
+    the collection is never read. The two lists have their own cursor scopes, so a cursor of one cannot page
+    the other. "Now" is taken afresh per page; an event that starts between two pages may be missed by the
+    upcoming list (it is past by then), never shown twice.
+    """
+    cutoff = Event.listing_key(now or utcnow(), "")
+    condition = Event.gsi1sk < cutoff if past else Event.gsi1sk >= cutoff
+    return query_page(Event.by_start.query, Event.COLLECTION, condition,
+                      scope="events:past" if past else "events:upcoming", cursor=cursor, limit=limit,
+                      scan_index_forward=not past)
 
 
 def event_to_dict(event: Event) -> dict:
