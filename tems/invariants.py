@@ -26,6 +26,10 @@ from tems.outbox import STALE_AFTER, outbox_stale
 Item = dict[str, Any]
 _CHECKS: dict[str, Callable[[], StreamingCheck]] = {}
 
+# Items per Scan page: a full 1 MB page parses into tens of MB of Python objects, and each segment holds one page
+# in flight plus one queued; 500 items keep that to a few MB per segment for a few more (cheap) requests.
+SCAN_PAGE_ITEMS = 500
+
 # 64-bit sums of 64-bit hashes: two sides that differ go unnoticed with probability ~2^-64 per event.
 _MASK = (1 << 64) - 1
 
@@ -87,8 +91,8 @@ class CheckReport:
 def scan_items(*, segments: int = 1, on_page: Callable[[int], None] | None = None) -> Iterator[Item]:
     """Every item of the table, deserialized, read strongly consistently in ``segments`` parallel scans.
 
-    Pages are handed over through a queue of a few pages, so at most ~2 pages per segment are in memory
-    whatever the table's size. ``on_page(n)`` is called (on the caller's thread) after each page of n items.
+    Pages of ``SCAN_PAGE_ITEMS`` are handed over through a queue of one page per segment, so at most ~2 pages
+    per segment are in memory whatever the table's size. ``on_page(n)`` is called (on the caller's thread) after each page of n items.
     """
     if segments < 1:
         raise ValueError("segments must be at least 1")
@@ -96,7 +100,7 @@ def scan_items(*, segments: int = 1, on_page: Callable[[int], None] | None = Non
     client = boto3_client()
     table = current_config().table_name
     deserializer = TypeDeserializer()
-    pages: queue.Queue = queue.Queue(maxsize=2 * segments)
+    pages: queue.Queue = queue.Queue(maxsize=segments)
     stop = threading.Event()
     finished = object()
 
@@ -113,7 +117,8 @@ def scan_items(*, segments: int = 1, on_page: Callable[[int], None] | None = Non
         try:
             paginator = client.get_paginator("scan")
             for page in paginator.paginate(TableName=table, ConsistentRead=True, Segment=segment,
-                                           TotalSegments=segments):
+                                           TotalSegments=segments,
+                                           PaginationConfig={"PageSize": SCAN_PAGE_ITEMS}):
                 items = [{k: deserializer.deserialize(v) for k, v in raw.items()} for raw in page["Items"]]
                 if not put(items):
                     return
