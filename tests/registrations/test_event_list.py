@@ -131,3 +131,16 @@ def test_past_view_is_most_recent_first(ddb, student_client):
 def test_tampered_cursor_on_page_is_readable_400(ddb, student_client):
     response = student_client.get("/events/?cursor=nonsense")
     assert response.status_code == 400 and "This cursor is not valid" in response.content.decode()
+
+
+def test_next_page_still_works_after_the_last_event_shown_has_started(ddb, student_client, monkeypatch):
+    from registrations import selectors
+
+    seed(range(1, 6))
+    first = student_client.get("/api/events?limit=2").json()
+    assert titles(first) == ["Event 1", "Event 2"]
+    later = utcnow() + timedelta(hours=2, minutes=30)  # events 1 and 2 have started, so has the cursor's
+    monkeypatch.setattr(selectors, "utcnow", lambda: later)
+    response = student_client.get(first["next"])
+    assert response.status_code == 200
+    assert titles(response.json()) == ["Event 3", "Event 4"]
