@@ -1,9 +1,12 @@
-"""What must always hold for inventory items; ``manage.py check_invariants`` runs these on a table scan."""
+"""What must always hold for inventory items; ``manage.py check_invariants`` streams a table scan through these,
+keeping per-item aggregates only (never an item's history)."""
 
+from collections import defaultdict
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 from inventory.models import TRACKED_FIELDS, InventoryChange
-from tems.invariants import TableSnapshot, invariant
+from tems.invariants import Item, Multiset, StreamingCheck, invariant
 
 
 def _fields(values) -> dict:
@@ -12,48 +15,96 @@ def _fields(values) -> dict:
             for name in TRACKED_FIELDS}
 
 
-def _history(snapshot: TableSnapshot, item: dict) -> list[dict]:
-    changes = snapshot.with_sk_prefix(item["PK"], InventoryChange.PREFIX)
-    return sorted(changes, key=lambda change: int(change["version"]))
+def _is_item(item: Item) -> bool:
+    return item.get("entity") == "InventoryItem"
+
+
+def _is_change(item: Item) -> bool:
+    return item.get("entity") == "InventoryChange"
+
+
+@dataclass
+class _History:
+    """What an item's history adds up to: how many changes, the newest one, and the chain of values."""
+
+    version: int | None = None  # the item's own version, once its METADATA item has been seen
+    fields: dict | None = None
+    count: int = 0
+    newest: int = 0
+    newest_after: dict | None = None
+    # Every change's (version, after) and every later change's (version - 1, before): a gap-free chain of
+    # values has the same collection on both sides once the newest change's "after" is left out.
+    afters: Multiset = field(default_factory=Multiset)
+    befores: Multiset = field(default_factory=Multiset)
+
+
+class _PerItem(StreamingCheck):
+    def __init__(self) -> None:
+        self.items: defaultdict[str, _History] = defaultdict(_History)
+        self.found: list[str] = []
+
+    def observe(self, item: Item) -> None:
+        if _is_item(item):
+            history = self.items[item["PK"]]
+            history.version, history.fields = int(item["version"]), _fields(item)
+        elif _is_change(item):
+            history = self.items[item["PK"]]
+            version = int(item["version"])
+            history.count += 1
+            if version > history.newest:
+                history.newest, history.newest_after = version, _fields(item.get("after"))
+            history.afters.add(version, tuple(sorted(_fields(item.get("after")).items())))
+            if version > 1:
+                history.befores.add(version - 1, tuple(sorted(_fields(item.get("before")).items())))
+            if item["SK"] != InventoryChange.sk_for(version):
+                self.found.append(f"{item['PK']}: {item['SK']} records version {item['version']}")
+
+    def seen(self) -> Iterator[tuple[str, _History]]:
+        for pk, history in sorted(self.items.items()):
+            if history.version is not None:
+                yield pk, history
 
 
 @invariant("inventory quantities are never negative")
-def quantities_not_negative(snapshot: TableSnapshot) -> Iterator[str]:
-    for item in snapshot.of_entity("InventoryItem"):
-        if item.get("quantity", 0) < 0:
-            yield f"{item['PK']}: quantity {item['quantity']}"
-    for change in snapshot.of_entity("InventoryChange"):
-        if change.get("after", {}).get("quantity", 0) < 0:
-            yield f"{change['PK']} {change['SK']}: recorded quantity {change['after']['quantity']}"
+class QuantitiesNotNegative(StreamingCheck):
+    def __init__(self) -> None:
+        self.found: list[str] = []
+
+    def observe(self, item: Item) -> None:
+        if _is_item(item) and item.get("quantity", 0) < 0:
+            self.found.append(f"{item['PK']}: quantity {item['quantity']}")
+        elif _is_change(item) and item.get("after", {}).get("quantity", 0) < 0:
+            self.found.append(f"{item['PK']} {item['SK']}: recorded quantity {item['after']['quantity']}")
+
+    def problems(self) -> list[str]:
+        return self.found
 
 
 @invariant("inventory history versions are contiguous")
-def history_contiguous(snapshot: TableSnapshot) -> Iterator[str]:
-    for item in snapshot.of_entity("InventoryItem"):
-        history = _history(snapshot, item)
-        versions = [int(change["version"]) for change in history]
-        if versions != list(range(1, int(item["version"]) + 1)):
-            missing = sorted(set(range(1, int(item["version"]) + 1)) - set(versions))
-            yield f"{item['PK']}: version {item['version']} but history holds {len(versions)} entries" + (
-                f", missing {missing[:10]}" if missing else "")
-        for older, newer in zip(history, history[1:]):
-            if _fields(newer.get("before")) != _fields(older.get("after")):
-                yield (f"{item['PK']}: change {newer['version']} starts from values "
-                       f"change {older['version']} did not leave")
-        for change in history:
-            if change["SK"] != InventoryChange.sk_for(int(change["version"])):
-                yield f"{item['PK']}: {change['SK']} records version {change['version']}"
+class HistoryContiguous(_PerItem):
+    def problems(self) -> Iterator[str]:
+        for pk, history in self.seen():
+            # Keys are unique per version (checked in observe), so count == newest == version means 1..version.
+            if not history.count == history.newest == history.version:
+                yield (f"{pk}: version {history.version} but history holds {history.count} entries"
+                       f" (newest {history.newest})")
+            elif history.count:
+                chain = Multiset(history.afters.count - 1, history.afters.digest)
+                newest = Multiset()
+                newest.add(history.newest, tuple(sorted(history.newest_after.items())))
+                chain.digest = (chain.digest - newest.digest) % (1 << 64)
+                if chain != history.befores:
+                    yield f"{pk}: a change starts from values the change before it did not leave"
+        yield from self.found
 
 
 @invariant("inventory items match their latest history entry")
-def latest_change_matches_item(snapshot: TableSnapshot) -> Iterator[str]:
-    for item in snapshot.of_entity("InventoryItem"):
-        history = _history(snapshot, item)
-        if not history:
-            yield f"{item['PK']}: no history at all"
-            continue
-        latest = history[-1]
-        if int(latest["version"]) != int(item["version"]):
-            yield f"{item['PK']}: at version {item['version']} but latest change is {latest['version']}"
-        elif _fields(latest.get("after")) != _fields(item):
-            yield f"{item['PK']}: stored {_fields(item)} but latest change recorded {_fields(latest.get('after'))}"
+class LatestChangeMatchesItem(_PerItem):
+    def problems(self) -> Iterator[str]:
+        for pk, history in self.seen():
+            if not history.count:
+                yield f"{pk}: no history at all"
+            elif history.newest != history.version:
+                yield f"{pk}: at version {history.version} but latest change is {history.newest}"
+            elif history.newest_after != history.fields:
+                yield f"{pk}: stored {history.fields} but latest change recorded {history.newest_after}"

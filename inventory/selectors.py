@@ -6,6 +6,7 @@ from pynamodb.exceptions import DoesNotExist
 
 from inventory.errors import InventoryError
 from inventory.models import InventoryChange, InventoryItem, OperationMetrics
+from tems.pagination import Page, query_page
 
 
 def item_get(*, sku: str, consistent: bool = True) -> InventoryItem:
@@ -31,6 +32,19 @@ def item_history(*, sku: str, after_version: int = 0, limit: int | None = None) 
         consistent_read=True,
         limit=limit,
     ))
+
+
+def item_history_page(*, sku: str, cursor: str | None = None, limit: int) -> Page[InventoryChange]:
+    """One page of the item's changes, newest first: one Query however long the history is.
+
+    ``CHANGE#<zero-padded version>`` sorts by version, so reading the range backwards is newest first; the
+    cursor is scoped to the item, so one item's cursor cannot page another's history.
+    """
+    return query_page(
+        InventoryChange.query, InventoryItem.pk_for(sku),
+        InventoryChange.sk.between(InventoryChange.sk_for(1), InventoryChange.LAST_SK),
+        scope=f"history:{sku}", cursor=cursor, limit=limit, scan_index_forward=False, consistent_read=True,
+    )
 
 
 def metrics_list() -> list[OperationMetrics]:

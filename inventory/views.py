@@ -19,6 +19,7 @@ from tems.http import after_save, conflict_status
 from tems.errors import DomainError
 from tems.idempotency import FORM_FIELD, key_from_request
 from tems.identity import user_key
+from tems.pagination import next_page_url, page_size
 
 HISTORY_ON_DETAIL = 50
 
@@ -87,8 +88,15 @@ def item_detail(request: HttpRequest, sku: str) -> HttpResponse:
 @staff_required
 def item_history(request: HttpRequest, sku: str) -> HttpResponse:
     item = _item_or_404(sku)
-    return render(request, "inventory/item_history.html",
-                  {"item": item, "history": selectors.item_history(sku=sku)})
+    try:
+        page = selectors.item_history_page(sku=sku, cursor=request.GET.get("cursor"),
+                                           limit=page_size(request.GET.get("limit")))
+    except DomainError as error:
+        return render(request, "inventory/item_history.html", {"item": item, "history": [], "error": error.detail},
+                      status=400)
+    template = "inventory/item_history.html#history-page" if request.htmx else "inventory/item_history.html"
+    return render(request, template, {"item": item, "history": page.items, "next_url": next_page_url(request, page),
+                                      "continued": bool(request.GET.get("cursor"))})
 
 
 @never_cache

@@ -8,14 +8,18 @@ from registrations.forms import EventForm
 from tems.api import api_view, json_response, parse_form
 from tems.idempotency import key_from_request, request_fingerprint
 from tems.identity import user_key
+from tems.pagination import next_page_url, page_size
 
 
 @api_view("GET", "POST")
 def events(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         return _event_create(request)
-    upcoming, past = selectors.event_list()
-    return json_response({"events": [selectors.event_to_dict(e) for e in upcoming + past]})
+    # Upcoming events, soonest first; ``?past=1`` for past events, most recent first. ``?cursor=`` pages on.
+    page = selectors.event_page(past=request.GET.get("past") == "1", cursor=request.GET.get("cursor"),
+                                limit=page_size(request.GET.get("limit")))
+    return json_response({"events": [selectors.event_to_dict(e) for e in page],
+                          "next": next_page_url(request, page)})
 
 
 def _event_create(request: HttpRequest) -> HttpResponse:

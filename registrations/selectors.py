@@ -11,6 +11,7 @@ from registrations.checkins.tickets import ticket_url
 from registrations.errors import RegistrationError
 from registrations.models import WAITLISTED, Event, Registration, RegistrationClaim, WaitlistEntry
 from tems.clock import utcnow
+from tems.pagination import Page, decode_cursor, query_page
 
 
 def event_get(*, event_id: str, consistent: bool = True) -> Event:
@@ -28,6 +29,34 @@ def event_list(*, now: datetime | None = None) -> tuple[list[Event], list[Event]
     upcoming = [event for event in events if event.gsi1sk >= cutoff]
     past = [event for event in reversed(events) if event.gsi1sk < cutoff]
     return upcoming, past
+
+
+def event_page(*, past: bool = False, cursor: str | None = None, limit: int,
+               now: datetime | None = None) -> Page[Event]:
+    """One page of upcoming events (soonest first) or, with ``past``, of past events (most recent first).
+
+    One Query whatever the number of events: the key condition on GSI1SK starts at "now", so the other half of
+    the collection is never read. The two lists have their own cursor scopes, so a cursor of one cannot page
+    the other.
+    """
+    scope = "events:past" if past else "events:upcoming"
+    cutoff = Event.listing_key(now or utcnow(), "")
+    if not past and (start := decode_cursor(cursor, scope=scope)) is not None:
+        # A later page goes on from where the first one started: DynamoDB refuses a start key outside the key
+        # condition, and the last event of the page before may have started since (it was upcoming then).
+        cutoff = min(cutoff, _attribute_string(start.get("GSI1SK")))
+    condition = Event.gsi1sk < cutoff if past else Event.gsi1sk >= cutoff
+    return query_page(Event.by_start.query, Event.COLLECTION, condition, scope=scope, cursor=cursor, limit=limit,
+                      scan_index_forward=not past)
+
+
+def _attribute_string(value: Any) -> str:
+    """The string in a start key's attribute, as DynamoDB (``{"S": ...}``) or PynamoDB hands it over."""
+    if isinstance(value, dict):
+        value = value.get("S")
+    if not isinstance(value, str):
+        raise RegistrationError("invalid", "This cursor is not valid: start again from the first page.")
+    return value
 
 
 def event_to_dict(event: Event) -> dict:

@@ -5,6 +5,7 @@ from registrations import api, views
 app_name = "registrations"
 urlpatterns = [
     path("events/", views.event_list, name="event_list"),
+    path("events/past/", views.event_list_past, name="event_list_past"),
     path("events/new/", views.event_create, name="event_create"),
     path("events/<id:event_id>/", views.event_detail, name="event_detail"),
     path("events/<id:event_id>/edit/", views.event_edit, name="event_edit"),

@@ -21,6 +21,7 @@ from tems.http import after_save, conflict_status
 from tems.errors import DomainError
 from tems.identity import user_key
 from tems.idempotency import REPLAYED_HEADER, key_from_request, request_fingerprint
+from tems.pagination import next_page_url, page_size
 
 
 def _event_or_404(event_id: str):
@@ -33,8 +34,28 @@ def _event_or_404(event_id: str):
 @require_GET
 @login_required
 def event_list(request: HttpRequest) -> HttpResponse:
-    upcoming, past = selectors.event_list()
-    return render(request, "registrations/event_list.html", {"upcoming": upcoming, "past": past})
+    return _event_page(request, past=False)
+
+
+@require_GET
+@login_required
+def event_list_past(request: HttpRequest) -> HttpResponse:
+    return _event_page(request, past=True)
+
+
+def _event_page(request: HttpRequest, *, past: bool) -> HttpResponse:
+    """A page of events; "More events" asks htmx for the next page's cards (a plain link without JavaScript)."""
+    try:
+        page = selectors.event_page(past=past, cursor=request.GET.get("cursor"),
+                                    limit=page_size(request.GET.get("limit")))
+    except DomainError as error:
+        return render(request, "registrations/event_list.html",
+                      {"past": past, "events": [], "error": error.detail}, status=400)
+    template = "registrations/event_list.html"
+    if request.htmx:
+        template += "#event-page"
+    return render(request, template, {"past": past, "events": page.items, "next_url": next_page_url(request, page),
+                                      "continued": bool(request.GET.get("cursor"))})
 
 
 @require_GET

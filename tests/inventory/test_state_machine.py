@@ -21,29 +21,27 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from inventory import invariants as inventory_invariants
 from inventory import selectors, services
 from inventory.errors import InventoryError
 from inventory.models import InventoryItem
 from tems.dynamo import boto3_client, current_config
 from tems.errors import DomainError
-from tems.invariants import TableSnapshot
+from tems.invariants import Item, check_items
 
 NAMES = st.sampled_from(["T-shirt", "Tee", "Lanyard", "Kit"])
 LOCATIONS = st.sampled_from(["", "Store A", "Cage 4"])
 QUANTITIES = st.integers(min_value=0, max_value=30)
 DELTAS = st.integers(min_value=-12, max_value=12).filter(bool)
-CHECKS = (inventory_invariants.quantities_not_negative, inventory_invariants.history_contiguous,
-          inventory_invariants.latest_change_matches_item)
+CHECKS = ("inventory quantities are never negative", "inventory history versions are contiguous",
+          "inventory items match their latest history entry")
 
 
-def partition_snapshot(sku: str) -> TableSnapshot:
+def partition_items(sku: str) -> list[Item]:
     deserializer = TypeDeserializer()
     pages = boto3_client().get_paginator("query").paginate(
         TableName=current_config().table_name, ConsistentRead=True, KeyConditionExpression="PK = :pk",
         ExpressionAttributeValues={":pk": {"S": InventoryItem.pk_for(sku)}})
-    return TableSnapshot([{k: deserializer.deserialize(v) for k, v in raw.items()}
-                          for page in pages for raw in page["Items"]])
+    return [{k: deserializer.deserialize(v) for k, v in raw.items()} for page in pages for raw in page["Items"]]
 
 
 class InventoryMachine(RuleBasedStateMachine):
@@ -134,8 +132,8 @@ class InventoryMachine(RuleBasedStateMachine):
 
     @invariant()
     def inventory_invariants_hold(self) -> None:
-        snapshot = partition_snapshot(self.sku)
-        problems = [problem for check in CHECKS for problem in check(snapshot)]
+        report = check_items(partition_items(self.sku), names=CHECKS)
+        problems = [problem for found in report.results.values() for problem in found]
         assert problems == []
 
 

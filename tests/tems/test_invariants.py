@@ -1,0 +1,113 @@
+"""check_invariants as a stream: parallel scan segments, aggregates that do not grow with the table, a report."""
+
+from __future__ import annotations
+
+import tracemalloc
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from inventory import services as inventory_services
+from registrations.models import CONFIRMED, WAITLISTED, EventSeats, Registration
+from tems.invariants import check_all, check_items
+from tests.registrations.helpers import make_event, register
+
+EVENTS = 12
+
+
+@pytest.fixture
+def populated(ddb):
+    """Twelve events, each with one confirmed and one waitlisted student, and an inventory item with history."""
+    events = [make_event(capacity=1, title=f"Event {n}") for n in range(EVENTS)]
+    for event in events:
+        register(event.event_id, f"ann-{event.event_id}")
+        register(event.event_id, f"bob-{event.event_id}")
+    inventory_services.item_create(sku="MUG", name="Mug", quantity=3, actor="ana")
+    inventory_services.item_adjust(sku="MUG", delta=-1, reason="sold", actor="bo")
+    return events
+
+
+def broken(results: dict[str, list[str]]) -> dict[str, list[str]]:
+    return {name: problems for name, problems in results.items() if problems}
+
+
+@pytest.mark.parametrize("segments", [1, 3, 8])
+def test_clean_table_passes_in_any_number_of_segments(populated, segments):
+    # Claims, event-side and user-side registrations live in different partitions, hence different segments:
+    # a clean result at 8 segments shows the aggregates are joined across segments.
+    assert broken(check_all(segments=segments)) == {}
+
+
+def test_a_break_planted_in_every_event_is_found_whichever_segment_holds_it(populated):
+    for event in populated:
+        EventSeats(*EventSeats.key_for(event.event_id)).update(actions=[EventSeats.registered_count.add(1)])
+    problems = check_all(segments=4)["event counters match their registration items"]
+    assert sorted(problems) == sorted(f"EVENT#{event.event_id}: registered_count=2 but 1 confirmed"
+                                      for event in populated)
+
+
+def test_a_user_side_registration_gone_missing_is_found_across_segments(populated):
+    victim = populated[5]
+    [user_side] = Registration.query(Registration.user_pk_for(f"ann-{victim.event_id}"))
+    user_side.delete()
+    problems = check_all(segments=6)["every claim has both registration items and every registration its claim"]
+    assert problems == [f"event {victim.event_id}: 2 claim(s) but 1 user-side registrations, or the "
+                        f"registrations or statuses they name differ"]
+
+
+def test_command_reports_what_it_checked_and_how_long(populated):
+    out = StringIO()
+    call_command("check_invariants", "--segments", "3", stdout=out)
+    text = out.getvalue()
+    assert "BROKEN" not in text and "\r" not in text  # no progress bar when stdout is not a terminal
+    assert "in 3 segment(s)" in text and " s." in text
+    assert f"{EVENTS:,} Event" in text and "Checked " in text
+
+
+def test_command_rejects_nonsense_segments(ddb):
+    with pytest.raises(CommandError):
+        call_command("check_invariants", "--segments", "0", stdout=StringIO())
+
+
+def _synthetic(events: int, per_event: int):
+    """A stream of consistent registration items, produced one at a time as a scan would."""
+    for e in range(events):
+        event_pk = f"EVENT#e{e}"
+        yield {"PK": event_pk, "SK": "METADATA", "entity": "Event", "capacity": per_event,
+               "registered_count": per_event, "waitlist_count": 0, "waitlist_seq": 0}
+        for r in range(per_event):
+            registration = {"event_id": f"e{e}", "user_id": f"u{r}", "registration_id": f"r{e}-{r}",
+                            "status": CONFIRMED}
+            yield {"PK": event_pk, "SK": f"CLAIM#u{r}", "entity": "RegistrationClaim", **registration}
+            yield {"PK": event_pk, "SK": f"REGISTRATION#r{e}-{r}", "entity": "Registration", **registration}
+            yield {"PK": f"USER#u{r}", "SK": f"REGISTRATION#r{e}-{r}", "entity": "Registration", **registration}
+
+
+def _peak_bytes(events: int, per_event: int) -> int:
+    tracemalloc.start()
+    try:
+        report = check_items(_synthetic(events, per_event))
+        assert broken(report.results) == {} and report.items == events * (1 + 3 * per_event)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_memory_does_not_grow_with_the_number_of_items():
+    small = _peak_bytes(10, 100)      # 3,010 items
+    large = _peak_bytes(10, 5_000)    # 150,010 items: fifty times as many, same ten events
+    assert large < small * 1.5 + 200_000, (small, large)
+
+
+def test_the_stream_still_catches_a_waitlisted_registration_without_its_entry():
+    items = list(_synthetic(1, 3))
+    items[0]["waitlist_count"] = 1
+    items[0]["registered_count"] = 2
+    for item in items[-3:]:
+        item["status"] = WAITLISTED
+    [item for item in items if item["SK"].startswith("REGISTRATION#")][-1]["ticket"] = 1
+    problems = check_items(iter(items)).results["waitlist entries are unique and in ticket order"]
+    assert problems == ["EVENT#e0: 0 waitlist entries but 1 waitlisted registrations, or the registrations or "
+                        "tickets they name differ"]
