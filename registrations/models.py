@@ -203,6 +203,46 @@ class WaitlistEntry(Model):
         return Event.pk_for(event_id), cls.sk_for(ticket)
 
 
+class WaitlistDepartures(Model):
+    """``EVENT#<event_id>`` / ``WAITLEFT#<level>#<block>``: how many waitlist tickets left, per digit (see
+    registrations.waitlist).
+
+    One node of a base-``FANOUT`` tree over ticket numbers: the node of level ``k`` and block ``b`` covers the
+    tickets ``b * FANOUT**(k+1)`` up to the next block, and its attribute ``dNN`` counts the departures (a
+    cancellation or a promotion) whose ticket has digit ``NN`` at level ``k`` in that block. Moved only by ADD
+    inside the transaction that removes the entry; an item nobody departed from does not exist (reads as 0).
+    """
+
+    class Meta(TableMeta):
+        pass
+
+    SK_PREFIX = "WAITLEFT#"
+    # 100 digits per node: a node stays under 1 KB (one write unit, one read unit), and five levels cover every
+    # ten-digit ticket (WaitlistEntry.TICKET_DIGITS), so a position is the sum of at most five nodes' digits.
+    FANOUT = 100
+    LEVELS = 5
+
+    pk = UnicodeAttribute(hash_key=True, attr_name="PK")
+    sk = UnicodeAttribute(range_key=True, attr_name="SK")
+    entity = UnicodeAttribute(default="WaitlistDepartures")
+    # d00 .. d99, declared in a loop: a hundred hand-written lines would say less.
+    for _digit in range(FANOUT):
+        vars()[f"d{_digit:02d}"] = NumberAttribute(null=True)
+    del _digit
+
+    @staticmethod
+    def digit_name(digit: int) -> str:
+        return f"d{digit:02d}"
+
+    @classmethod
+    def key_for(cls, event_id: str, level: int, block: int) -> tuple[str, str]:
+        return Event.pk_for(event_id), f"{cls.SK_PREFIX}{level}#{block:010d}"
+
+    def digit_sum(self, below: int) -> int:
+        """Departures recorded under the digits 0 .. below-1 of this node."""
+        return sum(int(getattr(self, self.digit_name(digit)) or 0) for digit in range(below))
+
+
 class EventCheckins(Model):
     """The door's counter on the same ``EVENT#<id>`` / ``METADATA`` item, without its version attribute.
 

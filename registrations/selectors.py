@@ -8,6 +8,7 @@ from typing import Any
 import segno
 
 from registrations.checkins.tickets import ticket_url
+from registrations import waitlist
 from registrations.errors import RegistrationError
 from registrations.models import WAITLISTED, Event, Registration, RegistrationClaim, WaitlistEntry
 from tems.clock import utcnow
@@ -107,12 +108,8 @@ def waitlist_heads(*, event_id: str, limit: int) -> list[WaitlistEntry]:
 
 
 def waitlist_position(*, event_id: str, ticket: int) -> int:
-    """1 for the head of the queue: the number of entries whose ticket is not after ``ticket``."""
-    return WaitlistEntry.count(
-        Event.pk_for(event_id),
-        WaitlistEntry.sk.between(WaitlistEntry.sk_for(0), WaitlistEntry.sk_for(ticket)),
-        consistent_read=True,
-    )
+    """1 for the head of the queue: one BatchGetItem of at most five counter nodes (registrations.waitlist)."""
+    return waitlist.position(event_id=event_id, ticket=ticket)
 
 
 def waitlist_entries(*, event_id: str) -> list[WaitlistEntry]:

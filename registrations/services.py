@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from registrations import selectors
+from registrations import selectors, waitlist
 from registrations.errors import RegistrationError
 from registrations.models import (
     CANCELLED, CONFIRMED, WAITLISTED, Event, EventSeats, Registration, RegistrationClaim, WaitlistEntry,
@@ -699,11 +699,13 @@ def _cancel_transaction(registration: Registration, head: WaitlistEntry | None, 
     if registration.status == WAITLISTED:
         transaction.delete(WAITLIST_ENTRY, WaitlistEntry(*WaitlistEntry.key_for(event_id, int(registration.ticket))),
                            condition=WaitlistEntry.registration_id == registration_id)
+        waitlist.record_departures(transaction, event_id=event_id, tickets=[int(registration.ticket)])
         transaction.update(EVENT_SEATS, seats, actions=[EventSeats.waitlist_count.add(-1)],
                            condition=EventSeats.pk.exists())
     elif head is not None:
         # The freed seat passes straight to the head: registered_count stays, the waiting list shrinks.
         _add_promotion(transaction, head, now=now)
+        waitlist.record_departures(transaction, event_id=event_id, tickets=[int(head.ticket)])
         transaction.update(EVENT_SEATS, seats, actions=[EventSeats.waitlist_count.add(-1)],
                            condition=EventSeats.waitlist_count > 0)
     else:
@@ -740,9 +742,12 @@ def waitlist_promote(*, event_id: str, now: datetime | None = None,
         heads = selectors.waitlist_heads(event_id=event_id, limit=min(free, PROMOTION_BATCH))
         if not heads:
             return promoted
+        # Their departure counters share the transaction's 100 items: far apart tickets need more of them.
+        heads = heads[:waitlist.fit_batch([int(h.ticket) for h in heads], items_per_ticket=5, fixed_items=1)]
         transaction = LabelledTransaction()
         for n, head in enumerate(heads):
             _add_promotion(transaction, head, now=now, suffix=f"_{n}")
+        waitlist.record_departures(transaction, event_id=event_id, tickets=[int(h.ticket) for h in heads])
         transaction.update(
             EVENT_SEATS, EventSeats(*EventSeats.key_for(event_id)),
             actions=[EventSeats.registered_count.add(len(heads)), EventSeats.waitlist_count.add(-len(heads))],
