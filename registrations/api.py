@@ -8,6 +8,7 @@ from registrations.forms import EventForm
 from tems.api import api_view, json_response, parse_form
 from tems.idempotency import fingerprint, key_from_request, request_payload
 from tems.identity import user_key
+from tems.pagination import next_page_url, page_size
 
 
 @api_view("GET", "POST")
@@ -52,7 +53,10 @@ def registration_create(request: HttpRequest, event_id: str) -> HttpResponse:
 
 @api_view("GET")
 def my_registrations(request: HttpRequest) -> HttpResponse:
-    return json_response({"registrations": selectors.registration_list(user_id=user_key(request.user))})
+    """The caller's registrations, a page at a time: ``{"registrations": [...], "next": url | null}``."""
+    page = selectors.registration_page(user_id=user_key(request.user), cursor=request.GET.get("cursor"),
+                                       limit=page_size(request.GET.get("limit")))
+    return json_response({"registrations": page.items, "next": next_page_url(request, page)})
 
 
 @api_view("DELETE")

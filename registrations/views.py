@@ -20,6 +20,7 @@ from tems.decorators import staff_required
 from tems.http import after_save, conflict_status
 from tems.errors import DomainError
 from tems.identity import user_key
+from tems.pagination import next_page_url, page_size
 from tems.idempotency import REPLAYED_HEADER, fingerprint, key_from_request, request_payload
 
 
@@ -53,6 +54,7 @@ def event_detail(request: HttpRequest, event_id: str) -> HttpResponse:
 
 PANEL = "registrations/event_detail.html#registration-panel"
 ROW = "registrations/my_registrations.html#registration-row"
+ROWS = "registrations/my_registrations.html#registration-rows"
 
 
 def _panel_context(request: HttpRequest, event, *, registration: dict | None = None,
@@ -122,12 +124,22 @@ def registration_create(request: HttpRequest, event_id: str) -> HttpResponse:
 @require_GET
 @login_required
 def my_registrations(request: HttpRequest) -> HttpResponse:
-    registrations = selectors.registration_list(user_id=user_key(request.user))
+    try:
+        page = selectors.registration_page(user_id=user_key(request.user), cursor=request.GET.get("cursor"),
+                                           limit=page_size(request.GET.get("limit")))
+    except DomainError as error:  # a stale or edited cursor: say so and start again from the first page
+        messages.error(request, error.detail)
+        return redirect("registrations:my_registrations")
+    registrations = page.items
     for row in registrations:
         # One key per form: each cancel button is its own tap.
         row["fresh_key"] = str(uuid.uuid4())
         row["starts"] = datetime.fromisoformat(row["event_starts_at"]) if row["event_starts_at"] else None
-    return render(request, "registrations/my_registrations.html", {"registrations": registrations})
+    context = {"registrations": registrations, "next_url": next_page_url(request, page)}
+    if request.htmx and request.GET.get("cursor"):
+        # The More button swaps itself for the next rows (and the next More button).
+        return render(request, ROWS, context)
+    return render(request, "registrations/my_registrations.html", context)
 
 
 @require_POST
