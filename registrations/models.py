@@ -156,6 +156,26 @@ class Registration(Model):
     ticket = NumberAttribute(null=True)
     promoted_at = UTCDateTimeAttribute(null=True)
 
+    # Only the event-side copy is in GSI1 (sparse): the event's attendees by name, so a username prefix is a
+    # key condition (see registrations.attendees). Absent on copies written before the attendee list existed.
+    attendees = CollectionIndex()
+    gsi1pk = UnicodeAttribute(attr_name="GSI1PK", null=True)
+    gsi1sk = UnicodeAttribute(attr_name="GSI1SK", null=True)
+
+    @staticmethod
+    def attendees_pk_for(event_id: str) -> str:
+        return f"ATTENDEES#{event_id}"
+
+    @staticmethod
+    def attendee_name_key(name: str) -> str:
+        # Case-folded, so "ali" finds "Alice"; a search prefix is folded the same way.
+        return name.casefold()
+
+    @classmethod
+    def attendee_index_key_for(cls, event_id: str, name: str, registration_id: str) -> tuple[str, str]:
+        # The id after the name keeps two students of the same name apart.
+        return cls.attendees_pk_for(event_id), f"{cls.attendee_name_key(name)}#{registration_id}"
+
     @staticmethod
     def user_pk_for(user_id: str) -> str:
         return f"USER#{user_id}"

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from registrations import selectors, waitlist
+from registrations import attendees, selectors, waitlist
 from registrations.errors import RegistrationError
 from registrations.models import (
     CANCELLED, CONFIRMED, WAITLISTED, Event, EventSeats, Registration, RegistrationClaim, WaitlistEntry,
@@ -438,7 +438,9 @@ def _base_transaction(attempt: _NewRegistration, *, status: str, position: int |
     transaction.save(USER_REGISTRATION,
                      Registration(*Registration.user_key_for(attempt.user_id, attempt.registration_id), **fields))
     transaction.save(EVENT_REGISTRATION,
-                     Registration(*Registration.event_key_for(attempt.event_id, attempt.registration_id), **fields))
+                     Registration(*Registration.event_key_for(attempt.event_id, attempt.registration_id), **fields,
+                                  **attendees.index_fields(event_id=attempt.event_id, name=attempt.user_name or
+                                                           attempt.user_id, registration_id=attempt.registration_id)))
     transaction.save(OUTBOX, outbox_message(
         message_type="RegistrationCreated", now=attempt.created_at,
         # "user" is the immutable key in every message, as in the cancel and promote ones: the relay finds the

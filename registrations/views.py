@@ -1,18 +1,19 @@
 """Pages of the registrations app: thin, they parse input, call a service and render."""
 
 import functools
+import itertools
 import uuid
 from collections.abc import Callable
 from datetime import datetime
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from registrations import selectors, services
+from registrations import attendees, selectors, services
 from registrations.checkins import selectors as checkin_selectors
 from registrations.errors import RegistrationError
 from registrations.forms import EventEditForm, EventForm
@@ -252,3 +253,39 @@ def _initial(event) -> dict:
         "capacity": event.capacity,
         "version": event.version,
     }
+
+
+# --- staff: attendee list -----------------------------------------------------------------------------------
+
+@require_GET
+@staff_required
+def attendee_list(request: HttpRequest, event_id: str) -> HttpResponse:
+    event = _event_or_404(event_id)
+    status, search = request.GET.get("status") or "", request.GET.get("q") or ""
+    try:
+        page = attendees.attendee_page(event_id=event_id, status=status, search=search,
+                                       cursor=request.GET.get("cursor"), limit=page_size(request.GET.get("limit")))
+    except DomainError as error:  # unknown status, too long a search, a stale cursor: say so, list from the top
+        messages.error(request, error.detail)
+        return redirect("registrations:attendee_list", event_id=event_id)
+    context = {"event": event, "attendees": page.items, "next_url": next_page_url(request, page),
+               "status": status, "q": search, "statuses": attendees.STATUSES}
+    if request.htmx and request.GET.get("cursor"):
+        return render(request, "registrations/attendee_list.html#attendee-rows", context)
+    return render(request, "registrations/attendee_list.html", context)
+
+
+@require_GET
+@staff_required
+def attendee_export(request: HttpRequest, event_id: str) -> HttpResponse:
+    event = _event_or_404(event_id)
+    try:
+        lines = attendees.attendee_csv(event_id=event_id, status=request.GET.get("status"),
+                                       search=request.GET.get("q"))
+        first = next(lines)  # checks the filters before the 200 is committed to
+    except DomainError as error:
+        messages.error(request, error.detail)
+        return redirect("registrations:attendee_list", event_id=event_id)
+    response = StreamingHttpResponse(itertools.chain([first], lines), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="attendees-{event.event_id}.csv"'
+    return response
