@@ -17,9 +17,11 @@ import io
 from collections.abc import Iterator
 from typing import Any
 
+from pynamodb.exceptions import UpdateError
+
 from registrations import waitlist
 from registrations.errors import RegistrationError
-from registrations.models import CONFIRMED, WAITLISTED, Registration
+from registrations.models import CONFIRMED, WAITLISTED, Event, Registration
 from tems.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page, query_page
 
 STATUSES = (CONFIRMED, WAITLISTED)
@@ -101,3 +103,24 @@ def attendee_csv(*, event_id: str, status: str | None = None, search: str | None
         if page.next_cursor is None:
             return
         cursor = page.next_cursor
+
+
+def backfill_index(*, event_id: str) -> int:
+    """Give the event-side registrations written before the attendee list their index key; returns how many.
+
+    Each is one conditional update (the copy still exists and has no key yet), so running it twice, or while
+    students register and cancel, changes nothing twice and resurrects nothing.
+    """
+    updated = 0
+    for registration in Registration.query(Event.pk_for(event_id), Registration.sk.startswith(Registration.SK_PREFIX),
+                                           filter_condition=Registration.gsi1pk.does_not_exist()):
+        fields = index_fields(event_id=event_id, name=registration.user_name or registration.user_id,
+                              registration_id=registration.registration_id)
+        try:
+            registration.update(actions=[Registration.gsi1pk.set(fields["gsi1pk"]),
+                                         Registration.gsi1sk.set(fields["gsi1sk"])],
+                                condition=Registration.pk.exists() & Registration.gsi1pk.does_not_exist())
+        except UpdateError:
+            continue  # cancelled meanwhile, or done by a concurrent run
+        updated += 1
+    return updated

@@ -21,8 +21,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from registrations.models import WaitlistDepartures
-from tems.transactions import LabelledTransaction
+from registrations.errors import RegistrationError
+from registrations.models import Event, EventSeats, WaitlistDepartures, WaitlistEntry
+from tems.transactions import LabelledTransaction, TransactionCancelled
 
 FANOUT = WaitlistDepartures.FANOUT
 LEVELS = WaitlistDepartures.LEVELS
@@ -109,3 +110,52 @@ def positions(*, tickets: Iterable[tuple[str, int]]) -> dict[tuple[str, int], in
 def position(*, event_id: str, ticket: int) -> int:
     """The position of one waiting ticket (see ``positions``): one BatchGetItem of at most ``LEVELS`` nodes."""
     return positions(tickets=[(event_id, ticket)])[(event_id, int(ticket))]
+
+
+# --- existing events: the departures made before the tree existed ------------------------------------------
+
+# Nodes per transaction next to the condition check on the event (DynamoDB allows 100 items).
+REBUILD_CHUNK = 99
+REBUILD_ROUNDS = 20
+
+
+def rebuild_departures(*, event_id: str) -> int:
+    """Set the event's departure nodes to what its entries say (the missing tickets are the departures).
+
+    For events whose waiting list predates the tree. Each chunk of nodes is written with absolute values in one
+    transaction that also checks the event's ``waitlist_seq`` and ``waitlist_count`` are still what was read
+    with the entries, so a join or a departure in between makes it read again instead of writing a stale count
+    (a departure that lands between two chunks ADDs to a node already exact, and the next chunk rereads).
+    Returns the number of nodes written. Raises RegistrationError('busy') if the list never held still.
+    """
+    for _ in range(REBUILD_ROUNDS):
+        try:
+            seats = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
+        except EventSeats.DoesNotExist:
+            return 0
+        seq, count = int(seats.waitlist_seq or 0), int(seats.waitlist_count or 0)
+        live = {int(entry.ticket) for entry in WaitlistEntry.query(
+            Event.pk_for(event_id), WaitlistEntry.sk.startswith(WaitlistEntry.SK_PREFIX), consistent_read=True)}
+        nodes: dict[Node, dict[int, int]] = {}
+        for (level, block, digit), amount in departure_nodes(t for t in range(1, seq + 1) if t not in live).items():
+            nodes.setdefault((level, block), {})[digit] = amount
+        chunks = [sorted(nodes.items())[start:start + REBUILD_CHUNK] for start in range(0, len(nodes), REBUILD_CHUNK)]
+        try:
+            for chunk in chunks:
+                transaction = LabelledTransaction()
+                unchanged = (EventSeats.waitlist_count == count) & (
+                    EventSeats.waitlist_seq == seq if seats.waitlist_seq is not None
+                    else EventSeats.waitlist_seq.does_not_exist())
+                transaction.condition_check("event", EventSeats, *EventSeats.key_for(event_id), condition=unchanged)
+                for (level, block), digits in chunk:
+                    node = WaitlistDepartures(*WaitlistDepartures.key_for(event_id, level, block))
+                    transaction.update(f"{LABEL_PREFIX}_{level}_{block:010d}", node, actions=[
+                        *(getattr(WaitlistDepartures, WaitlistDepartures.digit_name(digit)).set(amount)
+                          for digit, amount in sorted(digits.items())),
+                        WaitlistDepartures.entity.set("WaitlistDepartures"),
+                    ])
+                transaction.commit()
+        except TransactionCancelled:
+            continue  # the list moved: read it again
+        return len(nodes)
+    raise RegistrationError("busy", f"The waiting list of event {event_id} kept changing; run the backfill again.")

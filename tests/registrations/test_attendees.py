@@ -8,6 +8,7 @@ import io
 import pytest
 
 from registrations import attendees
+from registrations.models import Event, Registration
 from tems.dynamo import metered
 from tests.helpers import assert_problem
 from tests.registrations.helpers import make_event, register
@@ -103,3 +104,13 @@ def test_csv_is_streamed_page_by_page_and_safe(moto_ddb, staff_client, monkeypat
     assert rows[0] == list(attendees.CSV_COLUMNS)
     assert sorted(row[1] for row in rows[1:]) == ["'+plus", "'-minus", "'=cmd", "'@at", "plain"]
     assert meter.requests["Query"] == 3  # five attendees, two a page
+
+
+def test_backfill_lists_registrations_written_before_the_index(event, staff_client):
+    for registration in Registration.query(Event.pk_for(event.event_id), Registration.sk.startswith("REGISTRATION#")):
+        registration.update(actions=[Registration.gsi1pk.remove(), Registration.gsi1sk.remove()])
+    assert api(staff_client, event.event_id).json()["attendees"] == []
+    assert attendees.backfill_index(event_id=event.event_id) == 4
+    assert attendees.backfill_index(event_id=event.event_id) == 0
+    assert [a["user"] for a in api(staff_client, event.event_id).json()["attendees"]] == [
+        "alfred", "Alice", "bob", "carol"]

@@ -6,12 +6,14 @@ promotions run on DynamoDB Local and are compared with a brute-force count of th
 
 from __future__ import annotations
 
+import io
 import random
 import threading
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from django.core.management import call_command
 
 from registrations import selectors, services, waitlist
 from registrations.models import CONFIRMED, WAITLISTED, Event, Registration, WaitlistEntry
@@ -162,3 +164,21 @@ def test_a_counter_moved_outside_the_transaction_is_caught(ddb, monkeypatch):
     monkeypatch.setattr(waitlist, "record_departures", counted_outside)
     with pytest.raises(AssertionError, match="positions drifted from the entries"):
         run_scenario(seed=10)
+
+
+def test_backfill_rebuilds_the_departures_made_before_the_tree(ddb):
+    event = make_event(capacity=0)
+    for n in range(6):
+        register(event.event_id, f"w{n}")
+    for user in ("w1", "w3"):
+        cancel(event.event_id, user)()
+    # As on an event from before the tree: the entries are gone but nothing was counted.
+    for node in waitlist.WaitlistDepartures.query(Event.pk_for(event.event_id),
+                                                  waitlist.WaitlistDepartures.sk.startswith("WAITLEFT#")):
+        node.delete()
+    with pytest.raises(AssertionError):
+        assert_positions_exact(event.event_id)
+    call_command("registrations_backfill", "--event", event.event_id, stdout=io.StringIO())
+    assert_positions_exact(event.event_id)
+    call_command("registrations_backfill", "--event", event.event_id, stdout=io.StringIO())  # twice: the same
+    assert_positions_exact(event.event_id)
