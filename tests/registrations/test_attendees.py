@@ -14,12 +14,21 @@ from tests.helpers import assert_problem
 from tests.registrations.helpers import make_event, register
 
 
-@pytest.fixture
-def event(moto_ddb):
+def seed_attendees():
     event = make_event(capacity=2)
     for name in ("carol", "Alice", "bob", "alfred"):
         register(event.event_id, f"key-{name}", user_name=name)
     return event
+
+
+@pytest.fixture
+def event(moto_ddb):
+    return seed_attendees()
+
+
+@pytest.fixture
+def event_on_dynamodb_local(ddb):
+    return seed_attendees()
 
 
 def api(client, event_id, query=""):
@@ -43,7 +52,8 @@ def test_search_is_a_case_insensitive_username_prefix_and_status_filters(event, 
         "bob"]
 
 
-def test_pages_survive_attendees_added_between_them(event, staff_client):
+def test_pages_survive_attendees_added_between_them(event_on_dynamodb_local, staff_client):
+    event = event_on_dynamodb_local
     first = api(staff_client, event.event_id, "?limit=2").json()
     register(event.event_id, "key-aaron", user_name="aaron")  # sorts before the cursor
     register(event.event_id, "key-zed", user_name="zed")  # sorts after it

@@ -1,4 +1,4 @@
-"""My registrations, a page at a time, in a bounded number of requests (moto: single-threaded)."""
+"""My registrations, a page at a time, in a bounded number of requests (moto, and DynamoDB Local for cursors)."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def test_api_pages_newest_first_with_the_same_fields(moto_ddb, student, student_
                             "created_at", "event_title", "event_starts_at"}
 
 
-def test_a_cursor_survives_registrations_added_between_pages(moto_ddb, student, student_client):
+def test_a_cursor_survives_registrations_added_between_pages(ddb, student, student_client):
     before = hold(user_key(student), 6)
     first = student_client.get("/api/me/registrations?limit=2").json()
     added = hold(user_key(student), 2)  # newer: they sort before the cursor, never into the pages after it
