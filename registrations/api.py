@@ -2,7 +2,7 @@
 
 from django.http import HttpRequest, HttpResponse
 
-from registrations import selectors, services
+from registrations import attendees, selectors, services
 from registrations.errors import RegistrationError
 from registrations.forms import EventForm
 from tems.api import api_view, json_response, parse_form
@@ -54,7 +54,10 @@ def registration_create(request: HttpRequest, event_id: str) -> HttpResponse:
 
 @api_view("GET")
 def my_registrations(request: HttpRequest) -> HttpResponse:
-    return json_response({"registrations": selectors.registration_list(user_id=user_key(request.user))})
+    """The caller's registrations, a page at a time: ``{"registrations": [...], "next": url | null}``."""
+    page = selectors.registration_page(user_id=user_key(request.user), cursor=request.GET.get("cursor"),
+                                       limit=page_size(request.GET.get("limit")))
+    return json_response({"registrations": page.items, "next": next_page_url(request, page)})
 
 
 @api_view("DELETE")
@@ -66,3 +69,13 @@ def registration_cancel(request: HttpRequest, registration_id: str) -> HttpRespo
         fingerprint=request_fingerprint(request),
     )
     return outcome.response.to_http(replayed=outcome.replayed)
+
+
+@api_view("GET", staff=True)
+def attendee_list(request: HttpRequest, event_id: str) -> HttpResponse:
+    """Staff: the event's attendees by name, ``?status=``, ``?q=<username prefix>``, ``?cursor=``."""
+    selectors.event_get(event_id=event_id, consistent=False)  # 404 for an unknown event, not an empty list
+    page = attendees.attendee_page(event_id=event_id, status=request.GET.get("status"),
+                                   search=request.GET.get("q"), cursor=request.GET.get("cursor"),
+                                   limit=page_size(request.GET.get("limit")))
+    return json_response({"attendees": page.items, "next": next_page_url(request, page)})

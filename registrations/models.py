@@ -146,6 +146,26 @@ class Registration(RegistrationFields, TableModel):
     def is_user_side(cls, pk: str) -> bool:
         return pk.startswith(cls.USER_PK_PREFIX)
 
+    # Only the event-side copy is in GSI1 (sparse): the event's attendees by name, so a username prefix is a
+    # key condition (see registrations.attendees). Absent on copies written before the attendee list existed.
+    attendees = CollectionIndex()
+    gsi1pk = UnicodeAttribute(attr_name="GSI1PK", null=True)
+    gsi1sk = UnicodeAttribute(attr_name="GSI1SK", null=True)
+
+    @staticmethod
+    def attendees_pk_for(event_id: str) -> str:
+        return f"ATTENDEES#{event_id}"
+
+    @staticmethod
+    def attendee_name_key(name: str) -> str:
+        # Case-folded, so "ali" finds "Alice"; a search prefix is folded the same way.
+        return name.casefold()
+
+    @classmethod
+    def attendee_index_key_for(cls, event_id: str, name: str, registration_id: str) -> tuple[str, str]:
+        # The id after the name keeps two students of the same name apart.
+        return cls.attendees_pk_for(event_id), f"{cls.attendee_name_key(name)}#{registration_id}"
+
     @classmethod
     def user_key_for(cls, user_id: str, registration_id: str) -> tuple[str, str]:
         return cls.user_pk_for(user_id), cls.SK_PREFIX + registration_id
@@ -181,6 +201,40 @@ class WaitlistEntry(TableModel):
     @classmethod
     def key_for(cls, event_id: str, ticket: int) -> tuple[str, str]:
         return Event.pk_for(event_id), cls.sk_for(ticket)
+
+
+class WaitlistDepartures(TableModel):
+    """``EVENT#<event_id>`` / ``WAITLEFT#<level>#<block>``: how many waitlist tickets left, per digit (see
+    registrations.waitlist).
+
+    One node of a base-``FANOUT`` tree over ticket numbers: the node of level ``k`` and block ``b`` covers the
+    tickets ``b * FANOUT**(k+1)`` up to the next block, and its attribute ``dNN`` counts the departures (a
+    cancellation or a promotion) whose ticket has digit ``NN`` at level ``k`` in that block. Moved only by ADD
+    inside the transaction that removes the entry; an item nobody departed from does not exist (reads as 0).
+    """
+
+    SK_PREFIX = "WAITLEFT#"
+    # 100 digits per node: a node stays under 1 KB (one write unit, one read unit), and five levels cover every
+    # ten-digit ticket (WaitlistEntry.TICKET_DIGITS), so a position is the sum of at most five nodes' digits.
+    FANOUT = 100
+    LEVELS = 5
+
+    # d00 .. d99, declared in a loop: a hundred hand-written lines would say less.
+    for _digit in range(FANOUT):
+        vars()[f"d{_digit:02d}"] = NumberAttribute(null=True)
+    del _digit
+
+    @staticmethod
+    def digit_name(digit: int) -> str:
+        return f"d{digit:02d}"
+
+    @classmethod
+    def key_for(cls, event_id: str, level: int, block: int) -> tuple[str, str]:
+        return Event.pk_for(event_id), f"{cls.SK_PREFIX}{level}#{block:010d}"
+
+    def digit_sum(self, below: int) -> int:
+        """Departures recorded under the digits 0 .. below-1 of this node."""
+        return sum(int(getattr(self, self.digit_name(digit)) or 0) for digit in range(below))
 
 
 class EventCheckins(TableModel):

@@ -8,10 +8,11 @@ from typing import Any
 import segno
 
 from registrations.checkins.tickets import ticket_url
+from registrations import waitlist
 from registrations.errors import RegistrationError
 from registrations.models import WAITLISTED, Event, Registration, RegistrationClaim, WaitlistEntry
 from tems.clock import utcnow
-from tems.pagination import Page, decode_cursor, query_page
+from tems.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page, decode_cursor, query_page
 
 
 def event_get(*, event_id: str, consistent: bool = True) -> Event:
@@ -136,12 +137,8 @@ def waitlist_heads(*, event_id: str, limit: int) -> list[WaitlistEntry]:
 
 
 def waitlist_position(*, event_id: str, ticket: int) -> int:
-    """1 for the head of the queue: the number of entries whose ticket is not after ``ticket``."""
-    return WaitlistEntry.count(
-        Event.pk_for(event_id),
-        WaitlistEntry.sk.between(WaitlistEntry.sk_for(0), WaitlistEntry.sk_for(ticket)),
-        consistent_read=True,
-    )
+    """1 for the head of the queue: one BatchGetItem of at most five counter nodes (registrations.waitlist)."""
+    return waitlist.position(event_id=event_id, ticket=ticket)
 
 
 def waitlist_entries(*, event_id: str) -> list[WaitlistEntry]:
@@ -156,6 +153,10 @@ def registration_view(*, registration: Registration | RegistrationClaim) -> dict
     position = None
     if registration.status == WAITLISTED and registration.ticket is not None:
         position = waitlist_position(event_id=registration.event_id, ticket=int(registration.ticket))
+    return _as_dict(registration, position)
+
+
+def _as_dict(registration: Registration | RegistrationClaim, position: int | None) -> dict[str, Any]:
     return registration_to_dict(
         registration_id=registration.registration_id, event_id=registration.event_id,
         user_id=registration.user_id, status=registration.status, position=position,
@@ -163,21 +164,52 @@ def registration_view(*, registration: Registration | RegistrationClaim) -> dict
     )
 
 
-def registration_list(*, user_id: str) -> list[dict[str, Any]]:
-    """The caller's registrations, newest first, each with its event's title and start (for the page)."""
-    registrations = sorted(
-        Registration.query(Registration.user_pk_for(user_id), Registration.sk.startswith(Registration.SK_PREFIX),
-                           consistent_read=True),
-        key=lambda r: r.created_at, reverse=True,
+def _waiting_tickets(registrations: list[Registration]) -> list[tuple[str, int]]:
+    return [(r.event_id, int(r.ticket)) for r in registrations if r.status == WAITLISTED and r.ticket is not None]
+
+
+def _with_positions(registrations: list[Registration]) -> list[tuple[Registration, int | None]]:
+    """Each registration with its waitlist position: one BatchGetItem for the whole page, not one per row."""
+    positions = waitlist.positions(tickets=_waiting_tickets(registrations))
+    return [(r, positions.get((r.event_id, int(r.ticket))) if r.status == WAITLISTED and r.ticket is not None
+             else None) for r in registrations]
+
+
+def registration_page(*, user_id: str, cursor: str | None = None,
+                      limit: int = DEFAULT_PAGE_SIZE) -> Page[dict[str, Any]]:
+    """One page of the caller's registrations, newest first, each with its event's title and start.
+
+    Three requests whatever the student holds: one Query of ``limit`` registrations, one BatchGetItem of
+    their events and one of the waitlist counter nodes (positions); a page of 50 waitlisted ones needs at most
+    250 nodes, so up to three BatchGetItems there. Registration ids begin with their creation time, so the
+    key order is newest first (registrations made before that id scheme sort among them by their random id).
+    The cursor is scoped to the student: nobody can page through someone else's list with it.
+    """
+    page = query_page(
+        Registration.query, Registration.user_pk_for(user_id), Registration.sk.startswith(Registration.SK_PREFIX),
+        scope=f"my-registrations:{user_id}", cursor=cursor, limit=limit, consistent_read=True,
+        scan_index_forward=False,
     )
-    event_ids = {r.event_id for r in registrations}
-    events = {e.event_id: e for e in Event.batch_get([Event.key_for(event_id) for event_id in event_ids])}
-    listed = []
-    for registration in registrations:
+    event_ids = {r.event_id for r in page.items}
+    events = {e.event_id: e for e in Event.batch_get([Event.key_for(event_id) for event_id in sorted(event_ids)])}
+    rows = []
+    for registration, position in _with_positions(page.items):
         event = events.get(registration.event_id)
-        listed.append({
-            **registration_view(registration=registration),
+        rows.append({
+            **_as_dict(registration, position),
             "event_title": event.title if event else registration.event_id,
             "event_starts_at": event.starts_at.isoformat() if event else None,
         })
-    return listed
+    return Page(items=rows, next_cursor=page.next_cursor)
+
+
+def registration_list(*, user_id: str) -> list[dict[str, Any]]:
+    """Every registration of the student, page after page (for tests and tools; pages and the API page)."""
+    listed: list[dict[str, Any]] = []
+    cursor = None
+    while True:
+        page = registration_page(user_id=user_id, cursor=cursor, limit=MAX_PAGE_SIZE)
+        listed.extend(page.items)
+        if page.next_cursor is None:
+            return listed
+        cursor = page.next_cursor

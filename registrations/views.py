@@ -1,18 +1,19 @@
 """Pages of the registrations app: thin, they parse input, call a service and render."""
 
 import functools
+import itertools
 import uuid
 from collections.abc import Callable
 from datetime import datetime
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from registrations import selectors, services
+from registrations import attendees, selectors, services
 from registrations.checkins import selectors as checkin_selectors
 from registrations.errors import RegistrationError
 from registrations.forms import EventEditForm, EventForm
@@ -74,6 +75,7 @@ def event_detail(request: HttpRequest, event_id: str) -> HttpResponse:
 
 PANEL = "registrations/event_detail.html#registration-panel"
 ROW = "registrations/my_registrations.html#registration-row"
+ROWS = "registrations/my_registrations.html#registration-rows"
 
 
 def _panel_context(request: HttpRequest, event, *, registration: dict | None = None,
@@ -142,12 +144,22 @@ def registration_create(request: HttpRequest, event_id: str) -> HttpResponse:
 @require_GET
 @login_required
 def my_registrations(request: HttpRequest) -> HttpResponse:
-    registrations = selectors.registration_list(user_id=user_key(request.user))
+    try:
+        page = selectors.registration_page(user_id=user_key(request.user), cursor=request.GET.get("cursor"),
+                                           limit=page_size(request.GET.get("limit")))
+    except DomainError as error:  # a stale or edited cursor: say so and start again from the first page
+        messages.error(request, error.detail)
+        return redirect("registrations:my_registrations")
+    registrations = page.items
     for row in registrations:
         # One key per form: each cancel button is its own tap.
         row["fresh_key"] = str(uuid.uuid4())
         row["starts"] = datetime.fromisoformat(row["event_starts_at"]) if row["event_starts_at"] else None
-    return render(request, "registrations/my_registrations.html", {"registrations": registrations})
+    context = {"registrations": registrations, "next_url": next_page_url(request, page)}
+    if request.htmx and request.GET.get("cursor"):
+        # The More button swaps itself for the next rows (and the next More button).
+        return render(request, ROWS, context)
+    return render(request, "registrations/my_registrations.html", context)
 
 
 @require_POST
@@ -258,3 +270,39 @@ def _initial(event) -> dict:
         "capacity": event.capacity,
         "version": event.version,
     }
+
+
+# --- staff: attendee list -----------------------------------------------------------------------------------
+
+@require_GET
+@staff_required
+def attendee_list(request: HttpRequest, event_id: str) -> HttpResponse:
+    event = _event_or_404(event_id)
+    status, search = request.GET.get("status") or "", request.GET.get("q") or ""
+    try:
+        page = attendees.attendee_page(event_id=event_id, status=status, search=search,
+                                       cursor=request.GET.get("cursor"), limit=page_size(request.GET.get("limit")))
+    except DomainError as error:  # unknown status, too long a search, a stale cursor: say so, list from the top
+        messages.error(request, error.detail)
+        return redirect("registrations:attendee_list", event_id=event_id)
+    context = {"event": event, "attendees": page.items, "next_url": next_page_url(request, page),
+               "status": status, "q": search, "statuses": attendees.STATUSES}
+    if request.htmx and request.GET.get("cursor"):
+        return render(request, "registrations/attendee_list.html#attendee-rows", context)
+    return render(request, "registrations/attendee_list.html", context)
+
+
+@require_GET
+@staff_required
+def attendee_export(request: HttpRequest, event_id: str) -> HttpResponse:
+    event = _event_or_404(event_id)
+    try:
+        lines = attendees.attendee_csv(event_id=event_id, status=request.GET.get("status"),
+                                       search=request.GET.get("q"))
+        first = next(lines)  # checks the filters before the 200 is committed to
+    except DomainError as error:
+        messages.error(request, error.detail)
+        return redirect("registrations:attendee_list", event_id=event_id)
+    response = StreamingHttpResponse(itertools.chain([first], lines), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="attendees-{event.event_id}.csv"'
+    return response

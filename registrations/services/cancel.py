@@ -7,7 +7,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from registrations import selectors
+from registrations import selectors, waitlist
 from registrations.errors import RegistrationError
 from registrations.models import (
     CANCELLED, CONFIRMED, WAITLISTED, EventSeats, Registration, RegistrationClaim, WaitlistEntry,
@@ -145,11 +145,13 @@ def _cancel_transaction(registration: Registration, head: WaitlistEntry | None, 
     if registration.status == WAITLISTED:
         transaction.delete(WAITLIST_ENTRY, WaitlistEntry(*WaitlistEntry.key_for(event_id, int(registration.ticket))),
                            condition=WaitlistEntry.registration_id == registration_id)
+        waitlist.record_departures(transaction, event_id=event_id, tickets=[int(registration.ticket)])
         transaction.update(EVENT_SEATS, seats, actions=[EventSeats.waitlist_count.add(-1)],
                            condition=EventSeats.pk.exists())
     elif head is not None:
         # The freed seat passes straight to the head: registered_count stays, the waiting list shrinks.
         _add_promotion(transaction, head, now=now)
+        waitlist.record_departures(transaction, event_id=event_id, tickets=[int(head.ticket)])
         transaction.update(EVENT_SEATS, seats, actions=[EventSeats.waitlist_count.add(-1)],
                            condition=EventSeats.waitlist_count > 0)
     else:

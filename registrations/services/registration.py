@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import secrets
 import time
 import uuid
 from collections.abc import Callable
@@ -11,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from registrations import selectors
+from registrations import attendees, selectors
 from registrations.errors import RegistrationError
 from registrations.models import CONFIRMED, WAITLISTED, EventSeats, Registration, RegistrationClaim, WaitlistEntry
 from registrations.services.common import (
@@ -68,7 +69,9 @@ class _NewRegistration:
 
 
 def new_registration_id() -> str:
-    return uuid.uuid4().hex
+    # 32 hex digits as before, but the first 12 are the creation time in milliseconds: the student's list is
+    # then in key order newest first, so it can be paged by one Query instead of read whole and sorted.
+    return f"{time.time_ns() // 1_000_000:012x}{secrets.token_hex(10)}"
 
 
 def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fingerprint: str,
@@ -177,7 +180,9 @@ def _base_transaction(attempt: _NewRegistration, *, status: str, position: int |
     transaction.save(USER_REGISTRATION,
                      Registration(*Registration.user_key_for(attempt.user_id, attempt.registration_id), **fields))
     transaction.save(EVENT_REGISTRATION,
-                     Registration(*Registration.event_key_for(attempt.event_id, attempt.registration_id), **fields))
+                     Registration(*Registration.event_key_for(attempt.event_id, attempt.registration_id), **fields,
+                                  **attendees.index_fields(event_id=attempt.event_id, name=attempt.user_name or
+                                                           attempt.user_id, registration_id=attempt.registration_id)))
     transaction.save(OUTBOX, outbox_message(
         message_type="RegistrationCreated", now=attempt.created_at,
         # "user" is the immutable key in every message, as in the cancel and promote ones: the relay finds the

@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 
-from registrations import selectors
+from registrations import selectors, waitlist
 from registrations.models import CONFIRMED, WAITLISTED, EventSeats, Registration, RegistrationClaim, WaitlistEntry
 from registrations.services.common import EVENT_SEATS, _busy, conflict_backoff
 from tems.clock import utcnow
@@ -87,9 +87,12 @@ def waitlist_promote(*, event_id: str, now: datetime | None = None,
         heads = selectors.waitlist_heads(event_id=event_id, limit=min(free, PROMOTION_BATCH))
         if not heads:
             return promoted
+        # Their departure counters share the transaction's 100 items: far apart tickets need more of them.
+        heads = heads[:waitlist.fit_batch([int(h.ticket) for h in heads], items_per_ticket=5, fixed_items=1)]
         transaction = LabelledTransaction()
         for n, head in enumerate(heads):
             _add_promotion(transaction, head, now=now, suffix=f"_{n}")
+        waitlist.record_departures(transaction, event_id=event_id, tickets=[int(h.ticket) for h in heads])
         transaction.update(
             EVENT_SEATS, EventSeats(*EventSeats.key_for(event_id)),
             actions=[EventSeats.registered_count.add(len(heads)), EventSeats.waitlist_count.add(-len(heads))],

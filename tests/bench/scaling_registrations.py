@@ -1,0 +1,137 @@
+"""Scaling paths of the registrations app for the harness in tests/bench/scaling.py (issue 10).
+
+``PATHS[name](n)`` seeds the freshly configured, empty table with ``n`` items of the kind the path reads and
+returns a callable that makes ONE request as a client would (Django's test Client, logged in). Seeding writes
+the items the services would have written (BatchWriteItem, 25 a request): going through the services would
+take one transaction per item and measure the seeding, not the path.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from registrations import attendees, waitlist
+from registrations.models import (
+    CONFIRMED, WAITLISTED, Event, Registration, RegistrationClaim, WaitlistDepartures, WaitlistEntry,
+)
+from tems.identity import user_key
+
+STARTS = datetime(2030, 1, 1, 9, 0, tzinfo=UTC)
+# One ticket in this many left the waiting list before the measured one: the departure tree is not empty.
+DEPARTED_EVERY = 11
+
+
+def _client(*, staff: bool = False) -> tuple[Client, str]:
+    user = get_user_model().objects.create_user(f"bench-{uuid.uuid4().hex[:10]}", is_staff=staff)
+    client = Client()
+    client.force_login(user)
+    return client, user_key(user)
+
+
+def _event(event_id: str, *, capacity: int, registered: int = 0, waiting: int = 0, seq: int = 0) -> Event:
+    return Event(*Event.key_for(event_id), event_id=event_id, title=f"Bench {event_id}", starts_at=STARTS,
+                 capacity=capacity, registered_count=registered, waitlist_count=waiting, waitlist_seq=seq,
+                 gsi1pk=Event.COLLECTION, gsi1sk=Event.listing_key(STARTS, event_id), version=1)
+
+
+def _registration_id(n: int) -> str:
+    # Time-ordered like services.new_registration_id: later n, later id.
+    return f"{n:012x}{uuid.uuid4().hex[:20]}"
+
+
+def _save_all(items: list) -> None:
+    by_model: dict[type, list] = {}
+    for item in items:
+        by_model.setdefault(type(item), []).append(item)
+    for model, models in by_model.items():
+        with model.batch_write() as batch:
+            for item in models:
+                batch.save(item)
+
+
+def waitlist_position(n: int) -> Callable[[], object]:
+    """The student is at position ``n`` of one event's waiting list; GET /api/me/registrations."""
+    client, me = _client()
+    event_id = uuid.uuid4().hex[:12]
+    departed = (n - 1) // (DEPARTED_EVERY - 1)  # so that n - 1 tickets before mine are still waiting
+    last = n + departed
+    gone = [t for t in range(1, last) if t % DEPARTED_EVERY == 0][:departed]
+    gone_set = set(gone)
+    live = [t for t in range(1, last + 1) if t not in gone_set]
+    assert len(live) == n and live[-1] == last
+    items: list = [_event(event_id, capacity=0, waiting=n, seq=last)]
+    for ticket in live:
+        user = me if ticket == last else f"waiting-{ticket}"
+        registration_id = _registration_id(ticket)
+        items.append(WaitlistEntry(*WaitlistEntry.key_for(event_id, ticket), registration_id=registration_id,
+                                   event_id=event_id, user_id=user, ticket=ticket))
+        if ticket == last:
+            items.append(Registration(*Registration.user_key_for(me, registration_id), registration_id=registration_id,
+                                      event_id=event_id, user_id=me, status=WAITLISTED, ticket=ticket,
+                                      created_at=STARTS - timedelta(days=1)))
+    nodes: dict[tuple[int, int], Counter] = {}
+    for (level, block, digit), amount in waitlist.departure_nodes(gone).items():
+        nodes.setdefault((level, block), Counter())[digit] += amount
+    for (level, block), digits in nodes.items():
+        items.append(WaitlistDepartures(*WaitlistDepartures.key_for(event_id, level, block),
+                                        **{WaitlistDepartures.digit_name(d): c for d, c in digits.items()}))
+    _save_all(items)
+    return lambda: client.get("/api/me/registrations")
+
+
+def my_registrations(n: int) -> Callable[[], object]:
+    """The student holds ``n`` registrations (one in four waitlisted), one event each; GET the first page."""
+    client, me = _client()
+    items: list = []
+    for k in range(n):
+        event_id = f"b{k:011d}"
+        waitlisted = k % 4 == 0
+        items.append(_event(event_id, capacity=1, registered=1, waiting=1 if waitlisted else 0,
+                            seq=1 if waitlisted else 0))
+        registration_id = _registration_id(k)
+        fields = {"registration_id": registration_id, "event_id": event_id, "user_id": me,
+                  "status": WAITLISTED if waitlisted else CONFIRMED, "ticket": 1 if waitlisted else None,
+                  "created_at": STARTS - timedelta(days=1)}
+        items.append(Registration(*Registration.user_key_for(me, registration_id), **fields))
+    _save_all(items)
+    return lambda: client.get("/api/me/registrations")
+
+
+def attendee_list(n: int) -> Callable[[], object]:
+    """An event with ``n`` attendees (one in four waitlisted); staff GET the first page of the API."""
+    client, _ = _client(staff=True)
+    event_id = uuid.uuid4().hex[:12]
+    waiting = n // 4
+    items: list = [_event(event_id, capacity=n - waiting, registered=n - waiting, waiting=waiting, seq=waiting)]
+    ticket = 0
+    for k in range(n):
+        user = f"student-{k:06d}"
+        registration_id = _registration_id(k)
+        waitlisted = k % 4 == 0 and ticket < waiting
+        if waitlisted:
+            ticket += 1
+        fields = {"registration_id": registration_id, "event_id": event_id, "user_id": user, "user_name": user,
+                  "status": WAITLISTED if waitlisted else CONFIRMED, "ticket": ticket if waitlisted else None,
+                  "created_at": STARTS - timedelta(days=1)}
+        items.append(Registration(*Registration.event_key_for(event_id, registration_id), **fields,
+                                  **attendees.index_fields(event_id=event_id, name=user,
+                                                           registration_id=registration_id)))
+        items.append(RegistrationClaim(*RegistrationClaim.key_for(event_id, user), **fields))
+        if waitlisted:
+            items.append(WaitlistEntry(*WaitlistEntry.key_for(event_id, ticket), registration_id=registration_id,
+                                       event_id=event_id, user_id=user, ticket=ticket))
+    _save_all(items)
+    return lambda: client.get(f"/api/events/{event_id}/attendees")
+
+
+PATHS: dict[str, Callable[[int], Callable[[], object]]] = {
+    "waitlist position": waitlist_position,
+    "my registrations": my_registrations,
+    "attendee list": attendee_list,
+}
