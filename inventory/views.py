@@ -15,8 +15,8 @@ from inventory.errors import InventoryError
 from inventory.forms import AdjustmentForm, ItemCreateForm, ItemEditForm, StockImportForm
 from inventory.models import TRACKED_FIELDS
 from tems.decorators import staff_required
-from tems.http import after_save, conflict_status
 from tems.errors import DomainError
+from tems.http import after_save, conflict_status
 from tems.idempotency import FORM_FIELD, key_from_request
 from tems.identity import user_key
 from tems.pagination import next_page_url, page_size

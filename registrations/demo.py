@@ -5,10 +5,14 @@ from registrations.errors import RegistrationError
 from tems.clock import utcnow
 
 DEMO_EVENTS = (
-    ("welcome-fair", "Welcome Week Fair", "Great Hall", 3, 200, "Meet every society, club and service in one afternoon."),
-    ("python-workshop", "Intro to Python Workshop", "Computing Lab 2", 5, 10, "Hands-on, laptops provided. Seats are limited."),
-    ("career-talk", "Careers in Data: Alumni Talk", "Lecture Theatre B", 8, 80, "Three alumni on their first years in industry."),
-    ("robotics-demo", "Robotics Society Demo Night", "Engineering Atrium", 12, 3, "Tiny room, tiny robots: book early."),
+    ("welcome-fair", "Welcome Week Fair", "Great Hall", 3, 200,
+     "Meet every society, club and service in one afternoon."),
+    ("python-workshop", "Intro to Python Workshop", "Computing Lab 2", 5, 10,
+     "Hands-on, laptops provided. Seats are limited."),
+    ("career-talk", "Careers in Data: Alumni Talk", "Lecture Theatre B", 8, 80,
+     "Three alumni on their first years in industry."),
+    ("robotics-demo", "Robotics Society Demo Night", "Engineering Atrium", 12, 3,
+     "Tiny room, tiny robots: book early."),
 )
 
 

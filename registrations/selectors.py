@@ -7,8 +7,8 @@ from typing import Any
 
 import segno
 
-from registrations.checkins.tickets import ticket_url
 from registrations import waitlist
+from registrations.checkins.tickets import ticket_url
 from registrations.errors import RegistrationError
 from registrations.models import WAITLISTED, Event, Registration, RegistrationClaim, WaitlistEntry
 from tems.clock import utcnow

@@ -18,10 +18,10 @@ from registrations.checkins import selectors as checkin_selectors
 from registrations.errors import RegistrationError
 from registrations.forms import EventEditForm, EventForm
 from tems.decorators import staff_required
-from tems.http import after_save, conflict_status
 from tems.errors import DomainError
-from tems.identity import user_key
+from tems.http import after_save, conflict_status
 from tems.idempotency import REPLAYED_HEADER, key_from_request, request_fingerprint
+from tems.identity import user_key
 from tems.pagination import next_page_url, page_size
 
 

@@ -67,7 +67,7 @@ def user_names_for_keys(keys: list[str]) -> dict[str, str]:
     return {str(identity.key): identity.user.get_username() for identity in identities}
 
 
-def _identity_for(user) -> "UserIdentity":
+def _identity_for(user) -> UserIdentity:
     # A new account's first taps arrive together (a double click): two get_or_create calls race to insert the
     # row, and the loser's insert fails (IntegrityError, or SQLite's "database is locked"). The row exists by
     # then, or a moment later, so read it again instead of answering 500.

@@ -92,7 +92,8 @@ def scan_items(*, segments: int = 1, on_page: Callable[[int], None] | None = Non
     """Every item of the table, deserialized, read strongly consistently in ``segments`` parallel scans.
 
     Pages of ``SCAN_PAGE_ITEMS`` are handed over through a queue of one page per segment, so at most ~2 pages
-    per segment are in memory whatever the table's size. ``on_page(n)`` is called (on the caller's thread) after each page of n items.
+    per segment are in memory whatever the table's size. ``on_page(n)`` is called (on the caller's thread) after
+    each page of n items.
     """
     if segments < 1:
         raise ValueError("segments must be at least 1")

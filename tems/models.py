@@ -10,8 +10,8 @@ the configuration; this import only makes start-up order not matter for the ones
 from django.conf import settings
 from django.db import models
 
-from tems.identity import UserIdentity
 from tems.idempotency import IdempotencyRecord
+from tems.identity import UserIdentity
 from tems.lab.models import LabRun, LabSlot
 from tems.outbox import OutboxMessage
 from tems.ratelimit import WriteRateCounter
@@ -45,3 +45,6 @@ class MailQuota(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["user", "kind", "window_start"], name="mail_quota_one_per_hour")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} mails to user {self.user_id} from {self.window_start:%Y-%m-%d %H:00}: {self.sent}"

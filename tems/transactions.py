@@ -121,7 +121,7 @@ class LabelledTransaction:
                 raise
             reasons = {
                 label: Reason(reason.code, reason.message, reason.raw_item)
-                for label, reason in zip(order, error.cancellation_reasons)
+                for label, reason in zip(order, error.cancellation_reasons, strict=False)
                 if reason is not None
             }
             raise TransactionCancelled(reasons, error) from error

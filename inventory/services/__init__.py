@@ -21,12 +21,24 @@ from inventory.errors import InventoryError
 from inventory.selectors import item_get
 from inventory.services.adjustments import Adjustment, adjustment_fingerprint, item_adjust
 from inventory.services.common import (
-    CHANGE, DEFAULT_POLICY, IDEMPOTENCY, ITEM, MAX_QUANTITY, METRICS, METRICS_ATTEMPTS, RetryPolicy,
+    CHANGE,
+    DEFAULT_POLICY,
+    IDEMPOTENCY,
+    ITEM,
+    MAX_QUANTITY,
+    METRICS,
+    METRICS_ATTEMPTS,
+    RetryPolicy,
 )
 from inventory.services.items import item_create, item_modify, item_update
 from inventory.services.metrics import OperationStats, metrics_record
 from inventory.services.stock_counts import (
-    IMPORT_POLICY, IMPORT_ROWS_PER_TRANSACTION, MAX_IMPORT_BYTES, MAX_IMPORT_ROWS, ImportRow, stock_import,
+    IMPORT_POLICY,
+    IMPORT_ROWS_PER_TRANSACTION,
+    MAX_IMPORT_BYTES,
+    MAX_IMPORT_ROWS,
+    ImportRow,
+    stock_import,
 )
 
 __all__ = [

@@ -9,7 +9,14 @@ from inventory.errors import InventoryError
 from inventory.models import InventoryChange, InventoryItem
 from inventory.selectors import item_get
 from inventory.services.common import (
-    DEFAULT_POLICY, IDEMPOTENCY, ITEM, MAX_QUANTITY, RetryPolicy, _busy, _item_from_failure, _write_change,
+    DEFAULT_POLICY,
+    IDEMPOTENCY,
+    ITEM,
+    MAX_QUANTITY,
+    RetryPolicy,
+    _busy,
+    _item_from_failure,
+    _write_change,
 )
 from inventory.services.metrics import _measured
 from tems.idempotency import StoredResponse, completed_record, fingerprint, replay_from_raw
@@ -42,8 +49,8 @@ def item_adjust(*, sku: str, delta: int, reason: str, actor: str, idempotency_ke
     shows; ``user_id`` (``tems.identity.user_key``) scopes the key, so a later account that takes a deleted
     one's name never shares its records. Callers without an account (the lab's writers) fall back to ``actor``.
 
-    Raises InventoryError: 'invalid' (delta 0, or past MAX_QUANTITY in stock); 'not_found'; 'conflict' when the stock cannot cover a
-    decrement (``extra['on_hand']``); 'unprocessable' when the key was used for a different request; 'busy'
+    Raises InventoryError: 'invalid' (delta 0, or past MAX_QUANTITY in stock); 'not_found'; 'conflict' when the
+    stock cannot cover a decrement (``extra['on_hand']``); 'unprocessable' when the key was used for a different request; 'busy'
     when ``policy.attempts`` attempts all lost their race (nothing written; retrying with the key is safe).
     """
     if delta == 0:

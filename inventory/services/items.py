@@ -8,8 +8,17 @@ from inventory.errors import InventoryError
 from inventory.models import InventoryChange, InventoryItem
 from inventory.selectors import item_get
 from inventory.services.common import (
-    CHANGE, DEFAULT_POLICY, ITEM, RetryPolicy, _busy, _change, _check_quantity, _item_from_failure, _not_found,
-    _stale, _write_change,
+    CHANGE,
+    DEFAULT_POLICY,
+    ITEM,
+    RetryPolicy,
+    _busy,
+    _change,
+    _check_quantity,
+    _item_from_failure,
+    _not_found,
+    _stale,
+    _write_change,
 )
 from inventory.services.metrics import _measured
 from tems.clock import utcnow

@@ -132,7 +132,7 @@ def checkin_create(*, event_id: str, ticket_text: str, door: str, staff_id: str,
                 _explain_not_admissible(scan.ticket)
                 continue  # promoted between the condition and the read: the condition decides again
             if cancelled.failed(COUNTER):
-                raise RegistrationError("not_found", f"There is no event with id {event_id!r}.")
+                raise RegistrationError("not_found", f"There is no event with id {event_id!r}.") from None
             if cancelled.is_conflict:
                 conflicts.pause()
                 continue

@@ -7,21 +7,48 @@ This package re-exports every public name, so ``from registrations import servic
 
 from registrations.errors import RegistrationError
 from registrations.services.cancel import (
-    CANCEL_MAX_ROUNDS, cancel_response, registration_cancel, registration_cancel_once,
+    CANCEL_MAX_ROUNDS,
+    cancel_response,
+    registration_cancel,
+    registration_cancel_once,
 )
 from registrations.services.common import (
-    BUSY_RETRY_AFTER_SECONDS, CLAIM, CONFLICT_BASE_DELAY, CONFLICT_MAX_DELAY, EVENT, EVENT_REGISTRATION, EVENT_SEATS,
-    IDEMPOTENCY, MAX_CONFLICTS, MAX_ROUNDS, OUTBOX, TICKET_MAX_DELAY, USER_REGISTRATION, WAITLIST_ENTRY,
+    BUSY_RETRY_AFTER_SECONDS,
+    CLAIM,
+    CONFLICT_BASE_DELAY,
+    CONFLICT_MAX_DELAY,
+    EVENT,
+    EVENT_REGISTRATION,
+    EVENT_SEATS,
+    IDEMPOTENCY,
+    MAX_CONFLICTS,
+    MAX_ROUNDS,
+    OUTBOX,
+    TICKET_MAX_DELAY,
+    USER_REGISTRATION,
+    WAITLIST_ENTRY,
     StoredOutcome,
 )
 from registrations.services.events import (
-    PROMOTION_REQUESTED, EventUpdate, event_api_location, event_create, event_create_once, event_update, new_event_id,
+    PROMOTION_REQUESTED,
+    EventUpdate,
+    event_api_location,
+    event_create,
+    event_create_once,
+    event_update,
+    new_event_id,
     waitlist_promotion_requested,
 )
 from registrations.services.registration import RegistrationOutcome, new_registration_id, registration_create
 from registrations.services.waitlist import (
-    HEAD_CLAIM, HEAD_EVENT_REGISTRATION, HEAD_USER_REGISTRATION, HEAD_WAITLIST_ENTRY, OUTBOX_PROMOTED,
-    PROMOTION_BATCH, PROMOTION_STALE_ROUNDS, waitlist_promote,
+    HEAD_CLAIM,
+    HEAD_EVENT_REGISTRATION,
+    HEAD_USER_REGISTRATION,
+    HEAD_WAITLIST_ENTRY,
+    OUTBOX_PROMOTED,
+    PROMOTION_BATCH,
+    PROMOTION_STALE_ROUNDS,
+    waitlist_promote,
 )
 
 __all__ = [

@@ -10,17 +10,37 @@ from typing import Any
 from registrations import selectors, waitlist
 from registrations.errors import RegistrationError
 from registrations.models import (
-    CANCELLED, CONFIRMED, WAITLISTED, EventSeats, Registration, RegistrationClaim, WaitlistEntry,
+    CANCELLED,
+    CONFIRMED,
+    WAITLISTED,
+    EventSeats,
+    Registration,
+    RegistrationClaim,
+    WaitlistEntry,
 )
 from registrations.services.common import (
-    CLAIM, EVENT_REGISTRATION, EVENT_SEATS, IDEMPOTENCY, OUTBOX, USER_REGISTRATION, WAITLIST_ENTRY, StoredOutcome,
-    _busy, _replay_raw, conflict_backoff, remember_answer,
+    CLAIM,
+    EVENT_REGISTRATION,
+    EVENT_SEATS,
+    IDEMPOTENCY,
+    OUTBOX,
+    USER_REGISTRATION,
+    WAITLIST_ENTRY,
+    StoredOutcome,
+    _busy,
+    _replay_raw,
+    conflict_backoff,
+    remember_answer,
 )
 from registrations.services.waitlist import _add_promotion
 from tems.clock import utcnow
 from tems.errors import DomainError
 from tems.idempotency import (
-    IdempotencyRecord, StoredResponse, completed_record, record_is_absent_or_expired, replay_from_record,
+    IdempotencyRecord,
+    StoredResponse,
+    completed_record,
+    record_is_absent_or_expired,
+    replay_from_record,
 )
 from tems.outbox import outbox_message
 from tems.transactions import LabelledTransaction, TransactionCancelled

@@ -6,7 +6,6 @@ import json
 import logging
 import secrets
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -16,8 +15,19 @@ from registrations import attendees, selectors
 from registrations.errors import RegistrationError
 from registrations.models import CONFIRMED, WAITLISTED, EventSeats, Registration, RegistrationClaim, WaitlistEntry
 from registrations.services.common import (
-    CLAIM, EVENT_REGISTRATION, EVENT_SEATS, IDEMPOTENCY, MAX_ROUNDS, OUTBOX, USER_REGISTRATION, WAITLIST_ENTRY, _busy,
-    _replay_raw, conflict_backoff, remember_answer, ticket_pause,
+    CLAIM,
+    EVENT_REGISTRATION,
+    EVENT_SEATS,
+    IDEMPOTENCY,
+    MAX_ROUNDS,
+    OUTBOX,
+    USER_REGISTRATION,
+    WAITLIST_ENTRY,
+    _busy,
+    _replay_raw,
+    conflict_backoff,
+    remember_answer,
+    ticket_pause,
 )
 from registrations.services.waitlist import waitlist_promote
 from tems.clock import utcnow

@@ -15,6 +15,7 @@ from inventory.errors import InventoryError
 from inventory.models import InventoryItem, OperationMetrics
 from tems.lab.machinery import fire_concurrently, scratch_delete
 from tems.lab.techniques.inventory import TECHNIQUES
+
 # Spare stock on top of what the writers sell, so a correct technique never has to refuse a sale here.
 SPARE_STOCK = 10
 

@@ -146,7 +146,7 @@ def scratch_event_delete(*, event_id: str) -> int:
     registrations = Registration.query(Event.pk_for(event_id), Registration.sk.startswith(Registration.SK_PREFIX),
                                        consistent_read=True)
     student_side = [dict(zip(("PK", "SK"), ({"S": part} for part in Registration.user_key_for(
-        registration.user_id, registration.registration_id)))) for registration in registrations]
+        registration.user_id, registration.registration_id)), strict=True)) for registration in registrations]
     return scratch_delete(partitions=[Event.pk_for(event_id)], keys=student_side)
 
 

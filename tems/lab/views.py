@@ -124,7 +124,8 @@ def _lost_update_context(form: LostUpdateForm | None = None, error: str | None =
 def _costs_context() -> dict:
     runs = lab_runs_recent(kind="costs", limit=1)
     costs = runs[0].result_dict if runs else {}
-    return {"decision_rows": registration_lab.decision_rows(costs), "costs_measured_at": runs[0].created_at if runs else None}
+    return {"decision_rows": registration_lab.decision_rows(costs),
+            "costs_measured_at": runs[0].created_at if runs else None}
 
 
 def _tryit_event(request: HttpRequest, *, fresh: bool = False):

@@ -18,7 +18,14 @@ from django.test import Client, override_settings
 from registrations import services as registration_services
 from tests.bench.context import BenchContext
 from tests.bench.driver import (
-    BENCH_PASSWORD, BENCH_USER_PREFIX, bench_event, cell, gunicorn_server, load_phase, logged_in_clients, measure,
+    BENCH_PASSWORD,
+    BENCH_USER_PREFIX,
+    bench_event,
+    cell,
+    gunicorn_server,
+    load_phase,
+    logged_in_clients,
+    measure,
 )
 
 DOORS = 4

@@ -162,7 +162,7 @@ def gunicorn_server(ctx: BenchContext, *, secret_key: str | None = None) -> Iter
 
 def logged_in_clients(port: int, usernames: list[str]) -> list[HttpClient]:
     clients = [HttpClient(port) for _ in usernames]
-    for client, username in zip(clients, usernames):
+    for client, username in zip(clients, usernames, strict=True):
         client.log_in(username, BENCH_PASSWORD)
     return clients
 

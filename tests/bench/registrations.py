@@ -21,8 +21,15 @@ from tems.dynamo import DynamoMeter
 from tems.lab.techniques.registration import TECHNIQUES
 from tests.bench.context import BenchContext
 from tests.bench.driver import (
-    BENCH_PASSWORD, BENCH_USER_PREFIX, GUNICORN_ARGS, bench_event, cell, gunicorn_server, load_phase,
-    logged_in_clients, measure,
+    BENCH_PASSWORD,
+    BENCH_USER_PREFIX,
+    GUNICORN_ARGS,
+    bench_event,
+    cell,
+    gunicorn_server,
+    load_phase,
+    logged_in_clients,
+    measure,
 )
 
 CLIENT_THREADS = 8  # concurrent clients; with 2 gunicorn workers x 4 threads the server is the bottleneck
@@ -105,7 +112,7 @@ def _technique_counts() -> dict[str, tuple[DynamoMeter, DynamoMeter, DynamoMeter
         def call(idempotency_key: str, technique=technique, event_id=event_id, user_id=user_id) -> Any:
             return technique(event_id=event_id, user_id=user_id, idempotency_key=idempotency_key)
 
-        counts[name] = (measure(lambda: call(key)), measure(lambda: call(key)),
+        counts[name] = (measure(lambda key=key: call(key)), measure(lambda key=key: call(key)),
                         measure(lambda: call(str(uuid.uuid4()))))
     return counts
 

@@ -20,10 +20,15 @@ from importlib import import_module
 from pathlib import Path
 
 from tems.dynamo import (
-    TableConfig, boto3_client, configure_models, ensure_table, metered, ready_clients, table_models,
+    TableConfig,
+    boto3_client,
+    configure_models,
+    ensure_table,
+    metered,
+    ready_clients,
+    table_models,
     transaction_connection,
 )
-
 from tests.bench.context import BenchContext
 
 SIZES = (10, 1_000, 10_000)

@@ -18,7 +18,13 @@ from django.test import Client
 
 from registrations import attendees, waitlist
 from registrations.models import (
-    CONFIRMED, WAITLISTED, Event, Registration, RegistrationClaim, WaitlistDepartures, WaitlistEntry,
+    CONFIRMED,
+    WAITLISTED,
+    Event,
+    Registration,
+    RegistrationClaim,
+    WaitlistDepartures,
+    WaitlistEntry,
 )
 from tems.identity import user_key
 

@@ -172,7 +172,8 @@ def test_the_protection_toggle_survives_start_over(app_server, new_page, student
     expect(page.locator("#tryit-panel form.register-form")).to_have_attribute("data-disable-while-in-flight", "false")
     expect(toggle).not_to_be_checked()
     posts = []
-    page.on("response", lambda r: posts.append(r.status) if r.request.method == "POST" and "/register/" in r.url else None)
+    page.on("response",
+            lambda r: posts.append(r.status) if r.request.method == "POST" and "/register/" in r.url else None)
     page.locator("#tryit-panel form.register-form button[type=submit]").dblclick()
     expect(page.locator("#lab-request-log li.log-ok")).to_have_count(2)  # protection really is still off
     assert posts == [200, 200]

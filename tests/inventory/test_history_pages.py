@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from inventory import services
-from inventory.models import InventoryChange, InventoryItem
+from inventory.models import InventoryChange
 from tems.dynamo import metered
 
 

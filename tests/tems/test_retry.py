@@ -4,7 +4,11 @@ import pytest
 from pynamodb.exceptions import PutError, UpdateError
 
 from tems.transactions import (
-    Reason, RetryPolicy, TransactionCancelled, is_conditional_check_failed, response_code,
+    Reason,
+    RetryPolicy,
+    TransactionCancelled,
+    is_conditional_check_failed,
+    response_code,
 )
 
 

@@ -5,7 +5,7 @@ import pytest
 
 import inventory.models  # noqa: F401 - registers the models
 import registrations.models  # noqa: F401
-import tems.outbox  # noqa: F401
+import tems.outbox
 import tems.ratelimit  # noqa: F401
 from registrations.models import Event, EventSeats, Registration
 from tems.dynamo import TableMeta, TableModel, table_models

@@ -40,7 +40,13 @@ from registrations import services
 from registrations.models import CONFIRMED, EventSeats, Registration, RegistrationClaim
 from tems.clock import utcnow
 from tems.idempotency import (
-    COMPLETED, IN_PROGRESS, RECORD_TTL, IdempotencyRecord, StoredResponse, completed_record, fingerprint,
+    COMPLETED,
+    IN_PROGRESS,
+    RECORD_TTL,
+    IdempotencyRecord,
+    StoredResponse,
+    completed_record,
+    fingerprint,
     record_is_absent_or_expired,
 )
 from tems.transactions import LabelledTransaction, TransactionCancelled

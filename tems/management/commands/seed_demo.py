@@ -23,6 +23,6 @@ class Command(BaseCommand):
         created = [import_module(f"{config.name}.demo").seed() for config in apps.get_app_configs()
                    if module_has_submodule(config.module, "demo")]
         self.stdout.write(f"created {', '.join(created)}")
-        self.stdout.write("Demo log-ins (password for all: %s):" % DEMO_PASSWORD)
+        self.stdout.write(f"Demo log-ins (password for all: {DEMO_PASSWORD}):")
         self.stdout.write(f"  staff:    {DEMO_STAFF}")
         self.stdout.write(f"  students: {', '.join(DEMO_STUDENTS)}")
