@@ -50,8 +50,9 @@ def item_adjust(*, sku: str, delta: int, reason: str, actor: str, idempotency_ke
     one's name never shares its records. Callers without an account (the lab's writers) fall back to ``actor``.
 
     Raises InventoryError: 'invalid' (delta 0, or past MAX_QUANTITY in stock); 'not_found'; 'conflict' when the
-    stock cannot cover a decrement (``extra['on_hand']``); 'unprocessable' when the key was used for a different request; 'busy'
-    when ``policy.attempts`` attempts all lost their race (nothing written; retrying with the key is safe).
+    stock cannot cover a decrement (``extra['on_hand']``); 'unprocessable' when the key was used for a different
+    request; 'busy' when ``policy.attempts`` attempts all lost their race (nothing written; retrying with the key is
+    safe).
     """
     if delta == 0:
         raise InventoryError("invalid", "An adjustment must change the stock: delta cannot be 0.",

@@ -106,7 +106,8 @@ def waitlist_promote(*, event_id: str, now: datetime | None = None,
             else:
                 stale += 1  # the counters or the queue moved since the read: look again
                 if stale >= PROMOTION_STALE_ROUNDS:
-                    raise _busy("The waiting list of this event is changing fast; promotion will finish later.") from None
+                    raise _busy(
+                        "The waiting list of this event is changing fast; promotion will finish later.") from None
             continue
         promoted += len(heads)
         stale = 0
