@@ -64,7 +64,7 @@ def test_stale_edit_shows_conflict_panel_and_saves_nothing(event, staff_client):
     response = staff_client.post(f"/events/{event.event_id}/edit/", form_data(title="Mine", version="1"))
     page = response.content.decode()
     assert response.status_code == 409
-    assert "Someone else saved this event first" in page
+    assert "Someone else saved this event while you were editing" in page
     assert "Theirs" in page and "Mine" in page
     assert 'name="version" value="2"' in page  # saving again is an explicit "apply mine on top"
     assert selectors.event_get(event_id=event.event_id).title == "Theirs"
