@@ -77,6 +77,11 @@ class Event(Model):
         """Whether a new registration would queue: no seat left, or people already waiting for the next one."""
         return self.registered_count >= self.capacity or self.waitlist_count > 0
 
+    @property
+    def registration_closed(self) -> bool:
+        """Registration closes at the start; only for showing it: the registration's condition decides."""
+        return self.starts_at <= utcnow()
+
 
 class EventSeats(Model):
     """The seat counters of the same ``EVENT#<id>`` / ``METADATA`` item, without its version attribute.
@@ -95,6 +100,8 @@ class EventSeats(Model):
     registered_count = NumberAttribute(default=0)
     waitlist_count = NumberAttribute(default=0)
     waitlist_seq = NumberAttribute(null=True)  # absent on events created before the waitlist existed
+    # Read by the registration's own condition: registration closes at the start (issue 11 item 6).
+    starts_at = UTCDateTimeAttribute(null=True)
 
     @classmethod
     def key_for(cls, event_id: str) -> tuple[str, str]:

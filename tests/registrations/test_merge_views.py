@@ -1,4 +1,4 @@
-"""The event edit page merges three ways (issue 11 item 1), and past starts must be confirmed (item 6)."""
+"""The event edit page merges three ways (issue 11 item 1); past starts are confirmed, capacity refusals say why."""
 
 import re
 from datetime import UTC, datetime, timedelta
@@ -107,3 +107,4 @@ def test_editing_an_event_that_has_started_needs_no_confirmation_when_the_start_
     form = opened(staff_client, past.event_id)
     response = staff_client.post(f"/events/{past.event_id}/edit/", {**form, "description": "Slides online"})
     assert response.status_code == 302
+
