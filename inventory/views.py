@@ -207,6 +207,10 @@ def stock_import(request: HttpRequest) -> HttpResponse:
             report = services.stock_import(csv_text=form.cleaned_data["csv_text"],
                                            reason=form.cleaned_data["reason"], actor=request.user.get_username())
         except InventoryError as error:
+            if not form.cleaned_data.get("csv_file"):
+                # Counts pasted into the textarea: their problems belong under it, not under the file field.
+                error.errors = {"csv_text" if name == "csv_file" else name: problems
+                                for name, problems in error.errors.items()}
             _add_errors(form, error)
     status = 400 if form.errors else 200
     return render(request, "inventory/stock_import.html", {"form": form, "report": report}, status=status)

@@ -106,3 +106,20 @@ def test_adjustment_over_htmx_updates_stock_and_refuses_overselling(ddb, live_se
     page.click(".adjust-form button")
     page.locator("text=Only 3 in stock: cannot take 9.").wait_for()
     assert int(selectors.item_get(sku="BADGE").quantity) == 3
+
+
+@pytest.mark.parametrize("viewport", [{"width": 1280, "height": 900}, {"width": 390, "height": 844}],
+                         ids=["desktop", "phone"])
+def test_the_in_stock_column_is_fully_visible(ddb, live_server, browser, two_staff, viewport):
+    services.item_create(sku="HOODIEXXLNAVY2026SPECIAL", name="Hoodie, navy, extra extra large (2026 design)",
+                         quantity=1234, location="Storeroom_A_shelf_12", actor="ana")
+    page = logged_in_page(browser, live_server, "ana")
+    page.set_viewport_size(viewport)
+    page.goto(f"{live_server.url}/inventory/")
+    # Inside its scroll box, not merely inside the page: a cell past the box's edge is cut off until scrolled.
+    frame = page.locator(".table-scroll").bounding_box()
+    right = min(viewport["width"], frame["x"] + frame["width"])
+    for cell in (page.locator("th", has_text="In stock"), page.locator("td.num", has_text="1234").first):
+        box = cell.bounding_box()
+        assert box and box["x"] >= frame["x"] and box["x"] + box["width"] <= right + 0.5, (box, frame)
+    assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"]
