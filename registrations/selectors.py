@@ -150,5 +150,6 @@ def registration_list(*, user_id: str) -> list[dict[str, Any]]:
             **registration_view(registration=registration),
             "event_title": event.title if event else registration.event_id,
             "event_starts_at": event.starts_at.isoformat() if event else None,
+            "event_location": event.location if event else "",
         })
     return listed

@@ -15,9 +15,11 @@ from django.utils.timezone import localtime
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from registrations import edits, selectors, services
+from registrations.calendar import registration_ics
 from registrations.checkins import selectors as checkin_selectors
 from registrations.errors import RegistrationError
 from registrations.forms import EventEditForm, EventForm
+from tems.clock import utcnow
 from tems.decorators import staff_required
 from tems.merge import load_base, panel_rows, sign_base
 from tems.http import after_save, conflict_status
@@ -130,7 +132,27 @@ def my_registrations(request: HttpRequest) -> HttpResponse:
         # One key per form: each cancel button is its own tap.
         row["fresh_key"] = str(uuid.uuid4())
         row["starts"] = datetime.fromisoformat(row["event_starts_at"]) if row["event_starts_at"] else None
+    # By the event's date, soonest first (an event that is gone sorts last): the order a student plans in.
+    registrations.sort(key=lambda row: (row["starts"] is None, row["starts"] or datetime.min))
     return render(request, "registrations/my_registrations.html", {"registrations": registrations})
+
+
+@require_GET
+@login_required
+def registration_calendar(request: HttpRequest, registration_id: str) -> HttpResponse:
+    """The registration as an .ics file; someone else's registration is 404 (keys are per user)."""
+    try:
+        registration = selectors.registration_get(user_id=user_key(request.user), registration_id=registration_id)
+    except RegistrationError as error:
+        raise Http404(error.detail) from None
+    if registration.status == "cancelled":
+        raise Http404("That registration is cancelled.")
+    event = _event_or_404(registration.event_id)
+    body = registration_ics(event=event, registration=selectors.registration_view(registration=registration),
+                            stamp=utcnow())
+    response = HttpResponse(body, content_type="text/calendar; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{event.event_id}.ics"'
+    return response
 
 
 @require_POST

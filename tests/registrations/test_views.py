@@ -168,7 +168,7 @@ def test_cancel_from_the_list_with_htmx_replays_the_same_tap(small_event, studen
     url = f"/registrations/{registration_id}/cancel/"
     first = student_client.post(url, {"from": "list"}, HTTP_HX_REQUEST="true", HTTP_IDEMPOTENCY_KEY=key)
     page = first.content.decode()
-    assert first.status_code == 200 and "Cancelled." in page and f'id="registration-{registration_id}"' in page
+    assert first.status_code == 200 and page.count("Cancelled") == 1 and f'id="registration-{registration_id}"' in page
     again = student_client.post(url, {"from": "list"}, HTTP_HX_REQUEST="true", HTTP_IDEMPOTENCY_KEY=key)
     assert again.content == first.content and again["Idempotent-Replayed"] == "true"
     assert selectors.registration_list(user_id=user_key(student)) == []
