@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from registrations import edits, selectors, services
 from registrations.calendar import registration_ics
+from registrations.statuses import card_statuses
 from registrations.checkins import selectors as checkin_selectors
 from registrations.errors import RegistrationError
 from registrations.forms import EventEditForm, EventForm
@@ -39,6 +40,9 @@ def _event_or_404(event_id: str):
 @login_required
 def event_list(request: HttpRequest) -> HttpResponse:
     upcoming, past = selectors.event_list()
+    statuses = card_statuses(user_id=user_key(request.user), events=upcoming)
+    for event in upcoming:
+        event.card_status = statuses.get(event.event_id)
     return render(request, "registrations/event_list.html", {"upcoming": upcoming, "past": past})
 
 

@@ -74,3 +74,23 @@ def test_every_mail_says_when_where_and_links_the_ticket(full_event, student, ot
     outbox_relay()
     promoted = next(mail.body for mail in mailoutbox if mail.subject == "You have a seat: Robot night")
     assert "/tickets/" in promoted and "Where: Lab 2" in promoted
+
+
+def test_event_cards_show_the_students_own_status_from_one_batch_read(ddb, student, other_student, client):
+    from tems.dynamo import metered
+    registered = make_event(capacity=5, title="Mine")
+    waiting = make_event(capacity=1, title="Queue")
+    full = make_event(capacity=1, title="Packed")
+    make_event(capacity=5, title="Open")
+    register(registered.event_id, user_key(student))
+    register(waiting.event_id, user_key(other_student))
+    register(waiting.event_id, user_key(student))
+    register(full.event_id, user_key(other_student))
+    client.force_login(student)
+    with metered() as meter:
+        page = client.get("/events/").content.decode()
+    cards = {title: page[page.index(f">{title}<"):][:600] for title in ("Mine", "Queue", "Packed", "Open")}
+    assert "Registered" in cards["Mine"] and "Waiting list #1" in cards["Queue"] and "Full" in cards["Packed"]
+    assert "card-status" not in cards["Open"].split("</li>")[0]
+    # The index query, ONE BatchGetItem for all four cards, and one count for the one waitlisted claim.
+    assert meter.total_requests <= 3, meter.total_requests
