@@ -18,8 +18,9 @@ from inventory.selectors import item_get
 from inventory.services import item_update
 from tems.merge import Merge, three_way_merge
 
-# Each round is a merge against a newer version; past this many, others are editing faster than we can merge.
-MERGE_ATTEMPTS = 3
+# A round is lost only when another save committed in between (progress for someone), so N people saving at
+# once need at most N rounds; past this many, others are saving faster than a person could follow anyway.
+MERGE_ATTEMPTS = 10
 # A stand-in for an unknown base: unequal to every value, so every field that differs is a clash to decide.
 _UNKNOWN = object()
 

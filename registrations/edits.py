@@ -18,7 +18,9 @@ from registrations.services import EventUpdate, event_update
 from tems.merge import Merge, three_way_merge
 
 EDITED_FIELDS = ("title", "location", "starts_at", "capacity", "description")
-MERGE_ATTEMPTS = 3
+# A round is lost only when another save committed in between (progress for someone), so N people saving at
+# once need at most N rounds; past this many, others are saving faster than a person could follow anyway.
+MERGE_ATTEMPTS = 10
 _UNKNOWN = object()  # an unknown base: unequal to every value, so each difference is a clash to decide
 
 
