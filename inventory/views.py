@@ -158,7 +158,9 @@ def item_edit(request: HttpRequest, sku: str) -> HttpResponse:
             if error.code == "not_found":
                 raise Http404(error.detail) from None
             if error.code != "precondition_failed":
-                raise
+                _add_errors(form, error)  # 'invalid' or 'busy': said on the form, never a 500
+                return render(request, template, {"form": form, "item": _item_or_404(sku)},
+                              status=200 if request.htmx else error.status)
             conflict = _conflict(request, sku, error, mine)
             # Nothing is written until they decide: the form holds the merge (their fields, mine where only I
             # changed, mine where both did) and is now based on the stored version.

@@ -12,8 +12,6 @@ from dataclasses import dataclass
 from registrations.models import CONFIRMED, WAITLISTED, Event, RegistrationClaim
 from registrations.selectors import registration_view
 
-BATCH_KEYS = 100  # BatchGetItem's limit; PynamoDB splits larger batches itself, this names the bound
-
 
 @dataclass(frozen=True)
 class CardStatus:

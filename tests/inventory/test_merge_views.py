@@ -68,3 +68,15 @@ def test_a_form_without_a_valid_base_treats_every_difference_as_a_clash(item, st
                          quantity=10, location="Store room A", actor="cy")
     response = staff_client.post("/inventory/TSHIRT-M/edit/", {**form, "base": "forged", "quantity": "12"})
     assert response.status_code == 409 and selectors.item_get(sku="TSHIRT-M").name == "Tee (M)"
+
+
+def test_a_busy_item_is_a_message_on_the_form_not_a_500(item, staff_client, monkeypatch):
+    from inventory import edits
+    from inventory.errors import InventoryError
+
+    def busy(**kwargs):
+        raise InventoryError("busy", "TSHIRT-M is being changed by many people at once; try again.", retry_after=1)
+
+    monkeypatch.setattr(edits, "item_update", busy)
+    response = staff_client.post("/inventory/TSHIRT-M/edit/", {**opened_form(staff_client), "quantity": "12"})
+    assert response.status_code == 503 and "being changed by many people at once" in response.content.decode()
