@@ -4,11 +4,11 @@ import re
 
 from django.http import HttpRequest, HttpResponse
 
-from inventory import selectors, services
+from inventory import edits, selectors, services
 from inventory.errors import InventoryError
 from inventory.forms import ItemCreateForm, ItemFieldsForm
-from inventory.models import InventoryItem
-from tems.api import api_view, json_response, parse_form, parse_json_object
+from inventory.models import TRACKED_FIELDS, InventoryItem
+from tems.api import api_view, form_errors, json_response, parse_form, parse_json_object
 from tems.idempotency import parse_key
 from tems.identity import user_key
 from tems.pagination import next_page_url, page_size
@@ -32,15 +32,49 @@ def items(request: HttpRequest) -> HttpResponse:
     return json_response({"items": [selectors.item_to_dict(item) for item in selectors.item_list()]})
 
 
-@api_view("GET", "PUT", staff=True)
+@api_view("GET", "PUT", "PATCH", staff=True)
 def item_detail(request: HttpRequest, sku: str) -> HttpResponse:
     if request.method == "PUT":
         return _item_update(request, sku)
+    if request.method == "PATCH":
+        return _item_patch(request, sku)
     item = selectors.item_get(sku=sku)
     return _with_etag(json_response(selectors.item_to_dict(item)), item)
 
 
 def _item_update(request: HttpRequest, sku: str) -> HttpResponse:
+    version = _if_match(request)
+    form = parse_form(request, ItemFieldsForm, InventoryError)
+    item = services.item_update(sku=sku, expected_version=version, actor=request.user.get_username(),
+                                **form.cleaned_data)
+    return _with_etag(json_response(selectors.item_to_dict(item)), item)
+
+
+def _item_patch(request: HttpRequest, sku: str) -> HttpResponse:
+    """Only the fields the client changed, merged onto the latest version unless someone changed them too."""
+    version = _if_match(request)
+    body = parse_json_object(request)
+    unknown = sorted(set(body) - set(TRACKED_FIELDS))
+    if unknown or not body:
+        raise InventoryError("invalid", f"Send one or more of {', '.join(TRACKED_FIELDS)}, only the fields you "
+                                        f"changed; {'unknown: ' + ', '.join(unknown) if unknown else 'got none'}.")
+    # Validated by the page's own form: fields not sent are filled with a valid stand-in and their errors ignored.
+    stand_in = {"name": "x", "description": "", "quantity": 0, "location": ""}
+    form = ItemFieldsForm(data={**stand_in, **body})
+    errors = {name: problems for name, problems in form_errors(form).items() if name in body}
+    for name, value in body.items():
+        expected = int if name == "quantity" else str
+        if not isinstance(value, expected) or isinstance(value, bool):
+            errors[name] = [f"Must be {'a whole number' if expected is int else 'a string'}."]
+    if errors:
+        raise InventoryError("invalid", "Invalid fields: " + "; ".join(
+            f"{name}: {' '.join(problems)}" for name, problems in errors.items()), errors=errors)
+    changes = {name: form.cleaned_data[name] for name in body}
+    outcome = edits.item_patch(sku=sku, if_match=version, changes=changes, actor=request.user.get_username())
+    return _with_etag(json_response(selectors.item_to_dict(outcome.item)), outcome.item)
+
+
+def _if_match(request: HttpRequest) -> int:
     if_match = request.headers.get("If-Match")
     if not if_match:
         raise InventoryError("precondition_required",
@@ -48,10 +82,7 @@ def _item_update(request: HttpRequest, sku: str) -> HttpResponse:
     match = _ETAG.match(if_match)
     if not match:
         raise InventoryError("invalid", f'If-Match must be one ETag as sent by GET, e.g. "3"; got {if_match[:40]!r}.')
-    form = parse_form(request, ItemFieldsForm, InventoryError)
-    item = services.item_update(sku=sku, expected_version=int(match.group(1)), actor=request.user.get_username(),
-                                **form.cleaned_data)
-    return _with_etag(json_response(selectors.item_to_dict(item)), item)
+    return int(match.group(1))
 
 
 @api_view("POST", staff=True)

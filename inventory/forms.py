@@ -40,6 +40,8 @@ class ItemCreateForm(ItemFieldsForm):
 class ItemEditForm(ItemFieldsForm):
     # The version the page was rendered from: saving applies only if the item is still at it.
     version = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
+    # The values the page was opened with (signed, tems.merge): what this editor changed is what differs from it.
+    base = forms.CharField(required=False, widget=forms.HiddenInput)
 
 
 class AdjustmentForm(forms.Form):

@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from inventory import selectors, services
+from inventory import edits, selectors, services
 from inventory.errors import InventoryError
 from inventory.forms import AdjustmentForm, ItemCreateForm, ItemEditForm, StockImportForm
 from inventory.models import TRACKED_FIELDS
@@ -19,6 +19,7 @@ from tems.errors import DomainError
 from tems.http import after_save, conflict_status
 from tems.idempotency import FORM_FIELD, key_from_request
 from tems.identity import user_key
+from tems.merge import load_base, panel_rows, sign_base
 from tems.pagination import next_page_url, page_size
 
 HISTORY_ON_DETAIL = 50
@@ -132,47 +133,72 @@ def item_adjust(request: HttpRequest, sku: str) -> HttpResponse:
     return render(request, template, context, status=200 if request.htmx else status)
 
 
+LABELS = {"name": "Name", "description": "Description", "quantity": "In stock", "location": "Location"}
+
+
+def _edit_initial(sku: str, values: dict, version: int) -> dict:
+    return {**values, "version": version, "base": sign_base(values, scope=_base_scope(sku, version))}
+
+
+def _base_scope(sku: str, version: int) -> str:
+    return f"item:{sku}:v{version}"
+
+
 @require_http_methods(["GET", "POST"])
 @staff_required
 def item_edit(request: HttpRequest, sku: str) -> HttpResponse:
     template = "inventory/item_edit.html#edit-region" if request.htmx else "inventory/item_edit.html"
     if request.method == "GET":
         item = _item_or_404(sku)
-        form = ItemEditForm(initial={**item.snapshot(), "version": int(item.version)})
+        form = ItemEditForm(initial=_edit_initial(sku, item.snapshot(), int(item.version)))
         return render(request, template, {"form": form, "item": item})
 
     form = ItemEditForm(request.POST)
     conflict = None
     if form.is_valid():
         mine = {name: form.cleaned_data[name] for name in TRACKED_FIELDS}
+        version = form.cleaned_data["version"]
+        base = load_base(form.cleaned_data["base"], scope=_base_scope(sku, version), fields=TRACKED_FIELDS)
         try:
-            services.item_update(sku=sku, expected_version=form.cleaned_data["version"],
-                                 actor=request.user.get_username(), **mine)
+            saved = edits.item_edit(sku=sku, expected_version=version, base=base, mine=mine,
+                                    actor=request.user.get_username())
         except InventoryError as error:
             if error.code == "not_found":
                 raise Http404(error.detail) from None
             if error.code != "precondition_failed":
-                raise
-            conflict = _conflict(error, mine)
-            # Nothing is written until they choose: the panel's "apply mine" re-sends these values at the
-            # stored version, "discard" reloads the stored values.
-            form = ItemEditForm(initial={**mine, "version": error.extra["current"]["version"]})
+                _add_errors(form, error)  # 'invalid' or 'busy': said on the form, never a 500
+                return render(request, template, {"form": form, "item": _item_or_404(sku)},
+                              status=200 if request.htmx else error.status)
+            conflict = _conflict(request, sku, error, mine)
+            # Nothing is written until they decide: the form holds the merge (their fields, mine where only I
+            # changed, mine where both did) and is now based on the stored version.
+            current, at = error.extra["current"], int(error.extra["current"]["version"])
+            theirs = {name: current[name] for name in TRACKED_FIELDS}
+            form = ItemEditForm(initial={**_edit_initial(sku, theirs, at), **error.extra["merge"].values})
         else:
-            messages.success(request, "Saved.")
+            note = f" Kept the changes {saved.merged_with} made meanwhile." if saved.merge else ""
+            messages.success(request, f"Saved.{note}")
             return after_save(request, reverse("inventory:item_detail", kwargs={"sku": sku}))
     item = _item_or_404(sku)
     return render(request, template, {"form": form, "item": item, "conflict": conflict},
                   status=conflict_status(request, conflict))
 
 
-def _conflict(error: InventoryError, mine: dict) -> dict:
-    current = error.extra["current"]
-    rows = [{"field": name, "theirs": current[name], "mine": mine[name], "differs": current[name] != mine[name]}
-            for name in TRACKED_FIELDS]
+def _conflict(request: HttpRequest, sku: str, error: InventoryError, mine: dict) -> dict:
+    current, merge = error.extra["current"], error.extra["merge"]
     changes = [{**change, "fields": _changed_fields(change), "changed_at": datetime.fromisoformat(change["changed_at"])}
                for change in error.extra.get("changes", [])]
-    return {"detail": error.detail, "current": current, "mine": mine, "rows": rows, "changes": changes,
-            "expected_version": error.extra["expected_version"]}
+    url = reverse("inventory:item_edit", kwargs={"sku": sku})
+    return {"title": "Someone else changed this item while you were editing", "detail": error.detail,
+            "opened_version": error.extra["expected_version"], "current_version": current["version"],
+            "rows": panel_rows(merge=merge, base=error.extra["base"], theirs=current, mine=mine, labels=LABELS,
+                               show=_shown),
+            "clashes": len(merge.clashes), "changes": changes, "discard_url": url, "target": "edit-region",
+            "form_id": "edit-form"}
+
+
+def _shown(value) -> str:
+    return "(empty)" if value is None or value == "" else str(value)
 
 
 def _changed_fields(change: dict) -> list[tuple[str, object, object]]:
@@ -191,6 +217,10 @@ def stock_import(request: HttpRequest) -> HttpResponse:
             report = services.stock_import(csv_text=form.cleaned_data["csv_text"],
                                            reason=form.cleaned_data["reason"], actor=request.user.get_username())
         except InventoryError as error:
+            if not form.cleaned_data.get("csv_file"):
+                # Counts pasted into the textarea: their problems belong under it, not under the file field.
+                error.errors = {"csv_text" if name == "csv_file" else name: problems
+                                for name, problems in error.errors.items()}
             _add_errors(form, error)
     status = 400 if form.errors else 200
     return render(request, "inventory/stock_import.html", {"form": form, "report": report}, status=status)

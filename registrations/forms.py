@@ -1,5 +1,6 @@
 from django import forms
 
+from tems.clock import utcnow
 from tems.forms import UtcDateTimeField
 
 MAX_CAPACITY = 100_000
@@ -16,6 +17,16 @@ class EventForm(forms.Form):
         widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
     )
     capacity = forms.IntegerField(min_value=1, max_value=MAX_CAPACITY)
+    # A past start is allowed (recording an event afterwards) but never by accident: it must be confirmed.
+    # The API sends "confirm_past": true; without it a past starts_at is a field error (docs/registrations.md).
+    confirm_past = forms.BooleanField(required=False, label="Yes, this event starts in the past",
+                                      help_text="Registration is closed from the start time on.",
+                                      widget=forms.HiddenInput)
+
+    def __init__(self, *args, opened_starts_at=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        # An edit that keeps the start it was opened with needs no confirmation, even once that start has passed.
+        self.opened_starts_at = opened_starts_at
 
     def clean_title(self) -> str:
         title = self.cleaned_data["title"].strip()
@@ -23,8 +34,23 @@ class EventForm(forms.Form):
             raise forms.ValidationError("A title is required.")
         return title
 
+    def clean(self) -> dict:
+        data = super().clean()
+        starts_at = data.get("starts_at")
+        unchanged = self.opened_starts_at is not None and starts_at == self.opened_starts_at
+        if starts_at and starts_at <= utcnow() and not unchanged and not data.get("confirm_past"):
+            self.add_error("starts_at", forms.ValidationError(
+                "This start is in the past: registration would be closed at once. Correct the date, or tick "
+                "“Yes, this event starts in the past” to save it anyway.", code="past"))
+            # The confirmation is offered only once it is needed.
+            self.fields["confirm_past"].widget = forms.CheckboxInput()
+        data.pop("confirm_past", None)
+        return data
+
 
 class EventEditForm(EventForm):
     # The version the editor's page was rendered from: the update only applies if it is still current.
     version = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
+    # The values the page was opened with (signed, tems.merge): what this editor changed is what differs from it.
+    base = forms.CharField(required=False, widget=forms.HiddenInput)
 

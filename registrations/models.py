@@ -70,6 +70,11 @@ class Event(TableModel):
         """Whether a new registration would queue: no seat left, or people already waiting for the next one."""
         return self.registered_count >= self.capacity or self.waitlist_count > 0
 
+    @property
+    def registration_closed(self) -> bool:
+        """Registration closes at the start; only for showing it: the registration's condition decides."""
+        return self.starts_at <= utcnow()
+
 
 class EventSeats(TableModel):
     """The seat counters of the same ``EVENT#<id>`` / ``METADATA`` item, without its version attribute.
@@ -84,6 +89,8 @@ class EventSeats(TableModel):
     registered_count = NumberAttribute(default=0)
     waitlist_count = NumberAttribute(default=0)
     waitlist_seq = NumberAttribute(null=True)  # absent on events created before the waitlist existed
+    # Read by the registration's own condition: registration closes at the start (issue 11 item 6).
+    starts_at = UTCDateTimeAttribute(null=True)
 
     @classmethod
     def key_for(cls, event_id: str) -> tuple[str, str]:

@@ -8,15 +8,19 @@ address is mailed, within a per-account hourly budget (tems.accounts): anyone ca
 
 from django.conf import settings
 from django.core.mail import EmailMessage
+from django.urls import reverse
+from django.utils.formats import date_format
+from django.utils.timezone import localtime
 
 from registrations import selectors
+from registrations.checkins.tickets import ticket_url
 from registrations.errors import RegistrationError
 from tems.accounts import notification_recipient
 from tems.identity import user_for_key
 from tems.outbox import OutboxMessage, message_id_header
 
 
-def _send(message: OutboxMessage, subject: str, body: str) -> None:
+def _send(message: OutboxMessage, subject: str, body: str, *, ticket: bool = False) -> None:
     data = message.data
     # By the immutable key: a deleted student's mail must not reach whoever took the username since.
     user = user_for_key(data["user"])
@@ -26,28 +30,47 @@ def _send(message: OutboxMessage, subject: str, body: str) -> None:
     if recipient is None:
         return  # unverified, or over its hourly budget: the message is consumed unsent, never retried
     try:
-        title = selectors.event_get(event_id=data["event_id"], consistent=False).title
+        event = selectors.event_get(event_id=data["event_id"], consistent=False)
     except RegistrationError:
-        title = "an event that has since been removed"
-    EmailMessage(subject.format(title=title), body.format(title=title, **data), settings.DEFAULT_FROM_EMAIL,
+        event = None
+    title = event.title if event else "an event that has since been removed"
+    body = body.format(title=title, **data) + _details(event, data, ticket=ticket)
+    EmailMessage(subject.format(title=title), body, settings.DEFAULT_FROM_EMAIL,
                  [recipient], headers={"Message-ID": message_id_header(message)}).send()
+
+
+def _details(event, data: dict, *, ticket: bool) -> str:
+    """When and where, and the links: every mail says them, so nobody has to open TEMS to find out."""
+    if event is None:
+        return ""
+    starts = date_format(localtime(event.starts_at), "l j F Y, H:i")
+    page = settings.TEMS_PUBLIC_URL + reverse("registrations:event_detail", kwargs={"event_id": event.event_id})
+    lines = ["", "", f"When:  {starts}", f"Where: {event.location or 'to be announced'}", f"Event: {page}"]
+    if ticket:
+        lines.append("Ticket: " + ticket_url(event_id=event.event_id, registration_id=data["registration_id"],
+                                             user_id=data["user"]))
+    lines.append("My registrations: " + settings.TEMS_PUBLIC_URL + reverse("registrations:my_registrations"))
+    return "\n".join(lines)
 
 
 def registration_created(message: OutboxMessage) -> None:
     if message.data["status"] == "waitlisted":
         _send(message, "On the waiting list: {title}",
               "{title} is full, so you are number {position} on the waiting list.\n"
-              "If a seat frees up it goes to the first in line and we will write again.\n\n"
+              "What happens next: you need do nothing. When someone cancels, the freed seat goes to the first in "
+              "line; when it is yours we e-mail you at once and your ticket is on the event page. If you can no "
+              "longer come, leave the waiting list on My registrations so the next person moves up.\n\n"
               "Registration {registration_id}")
     else:
         _send(message, "Registered: {title}",
-              "You have a seat at {title}. Show the QR code on your TEMS registration page at the door.\n\n"
-              "Registration {registration_id}")
+              "You have a seat at {title}. Show the QR code of your ticket (link below) at the door.\n\n"
+              "Registration {registration_id}", ticket=True)
 
 
 def registration_promoted(message: OutboxMessage) -> None:
     _send(message, "You have a seat: {title}",
-          "A seat at {title} freed up and it is yours now.\n\nRegistration {registration_id}")
+          "A seat at {title} freed up and it is yours now. Show the QR code of your ticket (link below) at the "
+          "door.\n\nRegistration {registration_id}", ticket=True)
 
 
 def registration_cancelled(message: OutboxMessage) -> None:

@@ -13,6 +13,8 @@ urlpatterns = [
     path("events/<id:event_id>/attendees/", views.attendee_list, name="attendee_list"),
     path("events/<id:event_id>/attendees.csv", views.attendee_export, name="attendee_export"),
     path("me/registrations/", views.my_registrations, name="my_registrations"),
+    path("registrations/<id:registration_id>/calendar.ics", views.registration_calendar,
+         name="registration_calendar"),
     path("registrations/<id:registration_id>/cancel/", views.registration_cancel, name="registration_cancel"),
     path("api/events", api.events, name="api_events"),
     path("api/events/<id:event_id>", api.event_detail, name="api_event_detail"),

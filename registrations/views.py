@@ -11,17 +11,23 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.formats import date_format
+from django.utils.timezone import localtime
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from registrations import attendees, selectors, services
+from registrations import attendees, edits, selectors, services
+from registrations.calendar import registration_ics
 from registrations.checkins import selectors as checkin_selectors
 from registrations.errors import RegistrationError
 from registrations.forms import EventEditForm, EventForm
+from registrations.statuses import card_statuses
+from tems.clock import utcnow
 from tems.decorators import staff_required
 from tems.errors import DomainError
 from tems.http import after_save, conflict_status
 from tems.idempotency import REPLAYED_HEADER, key_from_request, request_fingerprint
 from tems.identity import user_key
+from tems.merge import load_base, panel_rows, sign_base
 from tems.pagination import next_page_url, page_size
 
 
@@ -52,6 +58,10 @@ def _event_page(request: HttpRequest, *, past: bool) -> HttpResponse:
     except DomainError as error:
         return render(request, "registrations/event_list.html",
                       {"past": past, "events": [], "error": error.detail}, status=400)
+    if not past:
+        statuses = card_statuses(user_id=user_key(request.user), events=page.items)
+        for event in page.items:
+            event.card_status = statuses.get(event.event_id)
     template = "registrations/event_list.html"
     if request.htmx:
         template += "#event-page"
@@ -155,11 +165,32 @@ def my_registrations(request: HttpRequest) -> HttpResponse:
         # One key per form: each cancel button is its own tap.
         row["fresh_key"] = str(uuid.uuid4())
         row["starts"] = datetime.fromisoformat(row["event_starts_at"]) if row["event_starts_at"] else None
+    # By the event's date, soonest first (an event that is gone sorts last), within the page: the pages themselves
+    # go newest registration first, the only order one Query of the student's items can give.
+    registrations.sort(key=lambda row: (row["starts"] is None, row["starts"] or datetime.min))
     context = {"registrations": registrations, "next_url": next_page_url(request, page)}
     if request.htmx and request.GET.get("cursor"):
         # The More button swaps itself for the next rows (and the next More button).
         return render(request, ROWS, context)
     return render(request, "registrations/my_registrations.html", context)
+
+
+@require_GET
+@login_required
+def registration_calendar(request: HttpRequest, registration_id: str) -> HttpResponse:
+    """The registration as an .ics file; someone else's registration is 404 (keys are per user)."""
+    try:
+        registration = selectors.registration_get(user_id=user_key(request.user), registration_id=registration_id)
+    except RegistrationError as error:
+        raise Http404(error.detail) from None
+    if registration.status == "cancelled":
+        raise Http404("That registration is cancelled.")
+    event = _event_or_404(registration.event_id)
+    body = registration_ics(event=event, registration=selectors.registration_view(registration=registration),
+                            stamp=utcnow())
+    response = HttpResponse(body, content_type="text/calendar; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{event.event_id}.ics"'
+    return response
 
 
 @require_POST
@@ -215,41 +246,90 @@ def event_create(request: HttpRequest) -> HttpResponse:
                   {"form": form, "creating": True, "fresh_key": str(uuid.uuid4())})
 
 
+LABELS = {"title": "Title", "location": "Location", "starts_at": "Starts", "capacity": "Capacity",
+          "description": "Description"}
+
+
+def _base_scope(event_id: str, version: int) -> str:
+    return f"event:{event_id}:v{version}"
+
+
+def _edit_initial(event_id: str, values: dict, version: int) -> dict:
+    """Form values for ``values`` (canonical, tems.merge) at ``version``, with the signed base they came from."""
+    values = edits.canonical(values)
+    return {**values, "starts_at": datetime.fromisoformat(values["starts_at"]), "version": version,
+            "base": sign_base(values, scope=_base_scope(event_id, version))}
+
+
 @require_http_methods(["GET", "POST"])
 @staff_required
 def event_edit(request: HttpRequest, event_id: str) -> HttpResponse:
     template = "registrations/event_form.html#event-form" if request.htmx else "registrations/event_form.html"
     if request.method == "GET":
         event = _event_or_404(event_id)
-        form = EventEditForm(initial=_initial(event))
-        return render(request, "registrations/event_form.html", {"form": form, "event": event})
+        form = EventEditForm(initial=_edit_initial(event_id, _initial(event), int(event.version)))
+        return render(request, template, {"form": form, "event": event})
 
-    form = EventEditForm(request.POST)
+    base = _posted_base(request, event_id)
+    form = EventEditForm(request.POST, opened_starts_at=base and datetime.fromisoformat(base["starts_at"]))
     conflict = None
     if form.is_valid():
         data = dict(form.cleaned_data)
         expected_version = data.pop("version")
+        data.pop("base")
         try:
-            saved = services.event_update(
-                event_id=event_id, expected_version=expected_version, updated_by=request.user.get_username(), **data
-            )
+            outcome = edits.event_edit(event_id=event_id, expected_version=expected_version, base=base, mine=data,
+                                       updated_by=request.user.get_username())
         except RegistrationError as error:
             if error.code == "not_found":
                 raise Http404(error.detail) from None
-            if error.code == "conflict":
-                conflict = {"detail": error.detail, "current": error.extra["current"], "mine": data}
-                # Re-arm the form at the stored version: saving again is a deliberate "apply mine on top".
-                form = EventEditForm(initial={**data, "version": error.extra["current"]["version"]})
+            if error.code == "conflict" and "merge" in error.extra:
+                conflict = _conflict(event_id, error, data)
+                current = error.extra["current"]
+                # Nothing is written until they decide: the form holds the merge and is based on their version.
+                initial = _edit_initial(event_id, current, int(current["version"]))
+                merged = error.extra["merge"].values
+                form = EventEditForm(initial={**initial, **merged,
+                                              "starts_at": datetime.fromisoformat(merged["starts_at"])})
             else:
                 for field, problems in error.errors.items():
                     for problem in problems:
                         form.add_error(field if field in form.fields else None, problem)
+                if not error.errors:
+                    form.add_error(None, error.detail)
         else:
-            messages.success(request, _saved_notice(saved))
+            note = " Kept the changes saved meanwhile by someone else." if outcome.merge else ""
+            messages.success(request, _saved_notice(outcome.saved) + note)
             return after_save(request, reverse("registrations:event_detail", kwargs={"event_id": event_id}))
     event = _event_or_404(event_id)
     return render(request, template, {"form": form, "event": event, "conflict": conflict},
                   status=conflict_status(request, conflict))
+
+
+def _posted_base(request: HttpRequest, event_id: str) -> dict | None:
+    try:
+        version = int(request.POST.get("version", ""))
+    except ValueError:
+        return None
+    return load_base(request.POST.get("base", ""), scope=_base_scope(event_id, version), fields=edits.EDITED_FIELDS)
+
+
+def _conflict(event_id: str, error: RegistrationError, mine: dict) -> dict:
+    current, merge, base = error.extra["current"], error.extra["merge"], error.extra["base"]
+    url = reverse("registrations:event_edit", kwargs={"event_id": event_id})
+    return {"title": "Someone else saved this event while you were editing", "detail": error.detail,
+            "opened_version": error.extra["expected_version"],
+            "current_version": current["version"],
+            "rows": panel_rows(merge=merge, base=base, theirs=edits.canonical(current), mine=edits.canonical(mine),
+                               labels=LABELS, show=_shown),
+            "clashes": len(merge.clashes), "discard_url": url, "target": "event-form", "form_id": "event-edit-form"}
+
+
+def _shown(value) -> str:
+    if isinstance(value, str) and len(value) >= 19 and value[4] == "-" and value[10] == "T":
+        # A start (canonical ISO): shown as people read dates, in the site's time zone.
+        return date_format(localtime(datetime.fromisoformat(value)), "D j M Y, H:i")
+    return "(empty)" if value is None or value == "" else str(value)
 
 
 def _saved_notice(saved: services.EventUpdate) -> str:

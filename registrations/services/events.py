@@ -203,13 +203,13 @@ def event_update(
             raise RegistrationError(
                 "conflict",
                 f"{current.updated_by or 'Someone'} changed this event after you opened it "
-                f"(version {expected_version} -> {current.version}). Nothing of yours was saved.",
-                current=event_to_dict(current),
+                f"(version {expected_version} → {current.version}). Nothing of yours was saved.",
+                current=event_to_dict(current), expected_version=expected_version,
             ) from None
         raise RegistrationError(
             "invalid",
             f"Capacity cannot go below the {current.registered_count} seats already taken.",
-            errors={"capacity": [f"Must be at least {current.registered_count}."]},
+            errors={"capacity": [_capacity_problem(int(current.registered_count))]},
         ) from None
     try:
         promoted = waitlist_promote(event_id=event_id)
@@ -217,3 +217,9 @@ def event_update(
         logger.warning("promotion after editing event %s left to the outbox", event_id, exc_info=True)
         return EventUpdate(event_id, int(expected_version) + 1, promotion_pending=True)
     return EventUpdate(event_id, int(expected_version) + 1, promoted=promoted)
+
+
+def _capacity_problem(registered: int) -> str:
+    people = "1 person is" if registered == 1 else f"{registered} people are"
+    return (f"{people} registered, so the capacity must be at least {registered}. Seats already given are not "
+            "taken back: to shrink the event further, those registrations must be cancelled first.")

@@ -118,6 +118,7 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
                 return _already_registered(claim, attempt, sleep=sleep)
             if cancelled.failed(EVENT_SEATS):
                 seats = _event_image(cancelled.reasons[EVENT_SEATS].raw_item, event_id)
+                _refuse_if_closed(seats, attempt)
                 if not healed and _seats_free_while_waiting(seats):
                     # A promotion that did not finish (its process died, it was throttled): finish it before
                     # this newcomer, who must not overtake the people waiting, then look again.
@@ -146,7 +147,23 @@ def _event_image(raw_item: dict[str, Any] | None, event_id: str) -> dict[str, An
         "registered_count": int(seats.registered_count or 0),
         "waitlist_count": int(seats.waitlist_count or 0),
         "waitlist_seq": None if seats.waitlist_seq is None else int(seats.waitlist_seq),
+        "starts_at": seats.starts_at,
     }
+
+
+def _still_open(attempt: _NewRegistration):
+    # Part of the seat condition, so "closed" is decided by the write that takes the seat, not by a read. The
+    # stored format (UTCDateTimeAttribute) is fixed-width UTC, so comparing strings compares instants.
+    return EventSeats.starts_at > attempt.created_at
+
+
+def _refuse_if_closed(seats: dict[str, Any], attempt: _NewRegistration) -> None:
+    starts_at = seats["starts_at"]
+    if starts_at is not None and starts_at <= attempt.created_at:
+        raise RegistrationError(
+            "conflict", f"Registration closed when the event started ({starts_at:%a %-d %b %Y, %H:%M} UTC): "
+                        "nobody can register or join the waiting list any more.",
+            reason="registration_closed", starts_at=starts_at.isoformat())
 
 
 def _seats_free_while_waiting(seats: dict[str, Any]) -> bool:
@@ -208,7 +225,7 @@ def _confirm_transaction(attempt: _NewRegistration) -> tuple[LabelledTransaction
         EVENT_SEATS, EventSeats(*EventSeats.key_for(attempt.event_id)),
         actions=[EventSeats.registered_count.add(1)],
         condition=(EventSeats.pk.exists() & (EventSeats.registered_count < EventSeats.capacity)
-                   & (EventSeats.waitlist_count == 0)),
+                   & (EventSeats.waitlist_count == 0) & _still_open(attempt)),
         return_old_on_failure=True,
     )
     return transaction, response
@@ -236,7 +253,8 @@ def _waitlist_transaction(attempt: _NewRegistration,
         actions=[EventSeats.waitlist_count.add(1), EventSeats.waitlist_seq.set(ticket)],
         condition=(EventSeats.pk.exists() & sequence_unchanged
                    & (EventSeats.waitlist_count == seats["waitlist_count"])
-                   & ((EventSeats.registered_count >= EventSeats.capacity) | (EventSeats.waitlist_count > 0))),
+                   & ((EventSeats.registered_count >= EventSeats.capacity) | (EventSeats.waitlist_count > 0))
+                   & _still_open(attempt)),
         return_old_on_failure=True,
     )
     return transaction, response

@@ -162,7 +162,7 @@ def test_students_get_403_and_anonymous_401(created, student_client, client):
 def test_wrong_method_is_405(created, staff_client):
     response = staff_client.delete("/api/inventory/LANYARD")
     assert_problem(response, 405)
-    assert response["Allow"] == "GET, PUT"
+    assert response["Allow"] == "GET, PUT, PATCH"
 
 
 def test_unsafe_api_calls_need_the_csrf_token(created, csrf_staff_client):

@@ -24,7 +24,8 @@ def two_staff(transactional_db):
         User.objects.create_user(name, f"{name}@uni.test", "pw-browser-1", is_staff=True)
 
 
-def test_conflict_panel_swaps_in_and_apply_mine_saves(ddb, live_server, browser, two_staff):
+def test_a_colleagues_location_survives_my_rename(ddb, live_server, browser, two_staff):
+    # Issue 11 item 1, as it was seen: the second editor's save used to write the stale location back.
     services.item_create(sku="TSHIRT-M", name="T-shirt (M)", quantity=10, location="Store room A", actor="ana")
     mine = logged_in_page(browser, live_server, "ana")
     theirs = logged_in_page(browser, live_server, "bo")
@@ -35,33 +36,59 @@ def test_conflict_panel_swaps_in_and_apply_mine_saves(ddb, live_server, browser,
     theirs.wait_for_url(f"{live_server.url}/inventory/TSHIRT-M/")
 
     mine.fill("input[name=name]", "Tee medium")
+    mine.click("#edit-form button[type=submit]")
+    mine.wait_for_url(f"{live_server.url}/inventory/TSHIRT-M/")
+    assert "Kept the changes bo made meanwhile" in mine.inner_text("body")
+    stored = selectors.item_get(sku="TSHIRT-M")
+    assert (stored.name, stored.location, int(stored.version)) == ("Tee medium", "Cage 4", 3)
+
+
+@pytest.mark.parametrize("viewport", [{"width": 1280, "height": 900}, {"width": 390, "height": 844}],
+                         ids=["desktop", "phone"])
+def test_a_clash_is_decided_in_the_panel_and_nothing_is_clipped(ddb, live_server, browser, two_staff, viewport):
+    services.item_create(sku="TSHIRT-M", name="T-shirt (M)", quantity=10, location="Store room A", actor="ana")
+    mine = logged_in_page(browser, live_server, "ana")
+    mine.set_viewport_size(viewport)
+    mine.goto(f"{live_server.url}/inventory/TSHIRT-M/edit/")
+    services.item_update(sku="TSHIRT-M", expected_version=1, name="Tee (M)", description="", quantity=10,
+                         location="Cage 4", actor="bo")
+    mine.fill("input[name=name]", "Shirt medium")
+    mine.fill("input[name=quantity]", "12")
     mine.evaluate("window.notReloaded = true")
     mine.click("#edit-form button[type=submit]")
     panel = mine.locator(".conflict")
     panel.wait_for()
     assert mine.evaluate("window.notReloaded === true")  # swapped in by htmx, not a new page
-    text = panel.inner_text()
-    assert "bo changed this item" in text and "Cage 4" in text and "Tee medium" in text
-    assert selectors.item_get(sku="TSHIRT-M").name == "T-shirt (M)"  # nothing written while they choose
+    clash = panel.locator("tr.merge-clash")
+    assert clash.count() == 1 and "Shirt medium" in clash.inner_text() and "Tee (M)" in clash.inner_text()
+    # Every cell of the panel lies inside the viewport: the Yours column is not clipped on a phone.
+    for cell in panel.locator("td").all():
+        box = cell.bounding_box()
+        assert box["x"] >= 0 and box["x"] + box["width"] <= viewport["width"] + 0.5, cell.inner_text()
+    assert mine.evaluate("document.documentElement.scrollWidth") <= viewport["width"]
+    assert selectors.item_get(sku="TSHIRT-M").name == "Tee (M)"  # nothing written while they decide
 
-    mine.click("text=Apply my values on top of v2")
+    mine.fill("input[name=name]", "Tee (M)")  # their name wins the clash; my quantity and their room stay
+    mine.click("text=Save the form’s values on top of v2")
     mine.wait_for_url(f"{live_server.url}/inventory/TSHIRT-M/")
     stored = selectors.item_get(sku="TSHIRT-M")
-    assert (stored.name, stored.location, int(stored.version)) == ("Tee medium", "Store room A", 3)
+    assert (stored.name, int(stored.quantity), stored.location, int(stored.version)) == ("Tee (M)", 12, "Cage 4", 3)
 
 
 def test_discard_mine_reloads_the_stored_values(ddb, live_server, browser, two_staff):
     services.item_create(sku="MUG", name="Mug", quantity=4, actor="ana")
     mine = logged_in_page(browser, live_server, "ana")
     mine.goto(f"{live_server.url}/inventory/MUG/edit/")
+    services.item_update(sku="MUG", expected_version=1, name="Cup", description="", quantity=4, location="",
+                         actor="bo")
     services.item_adjust(sku="MUG", delta=-1, reason="sold", actor="bo")
     mine.fill("input[name=name]", "Big mug")
     mine.click("#edit-form button[type=submit]")
     mine.locator(".conflict").wait_for()
     mine.click("text=Discard mine")
     mine.locator(".conflict").wait_for(state="detached")
-    assert mine.input_value("input[name=name]") == "Mug" and mine.input_value("input[name=quantity]") == "3"
-    assert int(selectors.item_get(sku="MUG").version) == 2
+    assert mine.input_value("input[name=name]") == "Cup" and mine.input_value("input[name=quantity]") == "3"
+    assert int(selectors.item_get(sku="MUG").version) == 3
 
 
 def test_adjustment_over_htmx_updates_stock_and_refuses_overselling(ddb, live_server, browser, two_staff):
@@ -79,3 +106,20 @@ def test_adjustment_over_htmx_updates_stock_and_refuses_overselling(ddb, live_se
     page.click(".adjust-form button")
     page.locator("text=Only 3 in stock: cannot take 9.").wait_for()
     assert int(selectors.item_get(sku="BADGE").quantity) == 3
+
+
+@pytest.mark.parametrize("viewport", [{"width": 1280, "height": 900}, {"width": 390, "height": 844}],
+                         ids=["desktop", "phone"])
+def test_the_in_stock_column_is_fully_visible(ddb, live_server, browser, two_staff, viewport):
+    services.item_create(sku="HOODIEXXLNAVY2026SPECIAL", name="Hoodie, navy, extra extra large (2026 design)",
+                         quantity=1234, location="Storeroom_A_shelf_12", actor="ana")
+    page = logged_in_page(browser, live_server, "ana")
+    page.set_viewport_size(viewport)
+    page.goto(f"{live_server.url}/inventory/")
+    # Inside its scroll box, not merely inside the page: a cell past the box's edge is cut off until scrolled.
+    frame = page.locator(".table-scroll").bounding_box()
+    right = min(viewport["width"], frame["x"] + frame["width"])
+    for cell in (page.locator("th", has_text="In stock"), page.locator("td.num", has_text="1234").first):
+        box = cell.bounding_box()
+        assert box and box["x"] >= frame["x"] and box["x"] + box["width"] <= right + 0.5, (box, frame)
+    assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"]

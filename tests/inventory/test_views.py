@@ -148,10 +148,10 @@ def test_stale_form_shows_conflict_panel_with_both_versions_and_writes_nothing(i
     assert "Someone else changed this item while you were editing" in page
     assert "cy, dee changed this item after you opened it (version 1 → 3)" in page
     # Theirs and mine side by side, what changed in between and who did it.
-    assert "Stored now (v3)" in page and "Yours (based on v1)" in page
+    assert "Stored now (v3)" in page and "You opened version 1; it is at version 3 now." in page
     assert "Cage 4" in page and "Tee medium" in page
     assert "sold at the fair" in page and "<strong>dee</strong>" in page and "<strong>cy</strong>" in page
-    assert "Apply my values on top of v3" in page and "Discard mine" in page
+    assert "Save the form’s values on top of v3" in page and "Discard mine" in page
     assert 'name="version" value="3"' in page and 'value="Tee medium"' in page
     stored = selectors.item_get(sku="TSHIRT-M")
     assert (stored.name, int(stored.version)) == ("T-shirt (M)", 3)
@@ -185,7 +185,7 @@ def test_conflict_without_js_is_a_409_page(item, staff_client):
     services.item_adjust(sku="TSHIRT-M", delta=-3, reason="sold", actor="dee")
     response = staff_client.post("/inventory/TSHIRT-M/edit/", edit_form(name="Tee medium"))
     assert response.status_code == 409 and "<html" in response.content.decode()
-    assert "Apply my values on top of v2" in response.content.decode()
+    assert "Save the form’s values on top of v2" in response.content.decode()
 
 
 def test_invalid_edit_shows_errors(item, staff_client):

@@ -1,0 +1,44 @@
+"""The student's own status on each listed event card (issue 11 item 9): Registered / Waiting list #n / Full.
+
+Read in a bounded way: ONE BatchGetItem of the student's claims for the listed events (100 keys a request), not a
+read per card; only a waitlisted claim costs one more (its position), and a student waits for few events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from registrations.models import CONFIRMED, WAITLISTED, Event, RegistrationClaim
+from registrations.selectors import registration_view
+
+
+@dataclass(frozen=True)
+class CardStatus:
+    kind: str  # "registered" | "waitlisted" | "full"
+    position: int | None = None
+
+    @property
+    def label(self) -> str:
+        if self.kind == "registered":
+            return "Registered"
+        if self.kind == "waitlisted":
+            return f"Waiting list #{self.position}" if self.position else "Waiting list"
+        return "Full"
+
+
+def card_statuses(*, user_id: str, events: Iterable[Event]) -> dict[str, CardStatus]:
+    """{event_id: status} for the listed events where the student has one, or the event is full."""
+    events = list(events)
+    claims = {claim.event_id: claim for claim in RegistrationClaim.batch_get(
+        [RegistrationClaim.key_for(event.event_id, user_id) for event in events])}
+    statuses: dict[str, CardStatus] = {}
+    for event in events:
+        claim = claims.get(event.event_id)
+        if claim is not None and claim.status == CONFIRMED:
+            statuses[event.event_id] = CardStatus("registered")
+        elif claim is not None and claim.status == WAITLISTED:
+            statuses[event.event_id] = CardStatus("waitlisted", registration_view(registration=claim)["position"])
+        elif event.registered_count >= event.capacity:
+            statuses[event.event_id] = CardStatus("full")
+    return statuses
