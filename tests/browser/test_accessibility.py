@@ -113,11 +113,13 @@ def test_focus_ring_and_input_borders_have_three_to_one_contrast(app_server, bro
     assert focused[0] != "none" and _contrast(page, focused[1], header) >= 3
 
 
-def test_phone_nav_links_are_at_least_24_px_targets(app_server, browser, contexts, staff_user):
+def test_phone_nav_links_are_44_px_tall_targets(app_server, browser, contexts, staff_user):
+    # WCAG 2.2 AA's floor is 24 px, which the links just met as bare text with neighbours closer than 24 px;
+    # a thumb on a phone needs the 44 px of 2.5.5, which the stylesheet gives them.
     page = new_sized_page(browser, PHONE, contexts)
     log_in(page, app_server, "staffer", "pw-staff-1")
     targets = page.locator(".site-header nav a, .site-header nav button")
     assert targets.count() >= 5
     for n in range(targets.count()):
         box = targets.nth(n).bounding_box()
-        assert box["height"] >= 24 and box["width"] >= 24, (targets.nth(n).inner_text(), box)
+        assert box["height"] >= 44 and box["width"] >= 24, (targets.nth(n).inner_text(), box)
