@@ -24,6 +24,7 @@ def serious_axe_violations(page: Page) -> list[str]:
         """() => axe.run(document, {runOnly: {type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa",
                                                                    "wcag22aa"]}})
                   .then(r => r.violations.filter(v => v.impact === "serious" || v.impact === "critical")
-                  .map(v => v.id + ": " + v.help + " @ " + v.nodes.slice(0, 3).map(n => n.target.join(" ")).join(", ")))"""
+                  .map(v => v.id + ": " + v.help + " @ "
+                            + v.nodes.slice(0, 3).map(n => n.target.join(" ")).join(", ")))"""
     )
     return violations
