@@ -9,7 +9,7 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3 $$HOME/.pyenv/versions/
 RUN_PORT ?= 8000
 DYNAMODB_PORT ?= 8765
 
-.PHONY: install run test bench browser clean check-python
+.PHONY: install run test bench browser clean check-python screenshots
 
 check-python:
 	@if [ -z "$(PYTHON)" ]; then echo "TEMS needs Python 3.12 or newer (Django 6): install python3.12 and run again." >&2; exit 1; fi
@@ -46,6 +46,10 @@ test: install browser
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/cfn-lint deploy/tems.yaml
 	$(PY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
+
+# Screenshots of the main pages (desktop and phone) into docs/screenshots/, from a running `make run`.
+screenshots: install browser
+	$(PY) tests/browser/screenshots.py --base-url http://127.0.0.1:$(RUN_PORT)
 
 bench: install
 	$(PY) -m tests.bench $(BENCH_SECTIONS)

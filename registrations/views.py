@@ -4,7 +4,7 @@ import functools
 import itertools
 import uuid
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -13,6 +13,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.formats import date_format
 from django.utils.timezone import localtime
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from registrations import attendees, edits, selectors, services
@@ -71,6 +72,7 @@ def _event_page(request: HttpRequest, *, past: bool) -> HttpResponse:
 
 @require_GET
 @login_required
+@never_cache  # Back must not show a seat count or a panel from before the last tap
 def event_detail(request: HttpRequest, event_id: str) -> HttpResponse:
     event = _event_or_404(event_id)
     context = _panel_context(request, event)
@@ -153,6 +155,7 @@ def registration_create(request: HttpRequest, event_id: str) -> HttpResponse:
 
 @require_GET
 @login_required
+@never_cache  # Back must not show a seat count or a panel from before the last tap
 def my_registrations(request: HttpRequest) -> HttpResponse:
     try:
         page = selectors.registration_page(user_id=user_key(request.user), cursor=request.GET.get("cursor"),
@@ -167,7 +170,7 @@ def my_registrations(request: HttpRequest) -> HttpResponse:
         row["starts"] = datetime.fromisoformat(row["event_starts_at"]) if row["event_starts_at"] else None
     # By the event's date, soonest first (an event that is gone sorts last), within the page: the pages themselves
     # go newest registration first, the only order one Query of the student's items can give.
-    registrations.sort(key=lambda row: (row["starts"] is None, row["starts"] or datetime.min))
+    registrations.sort(key=lambda row: (row["starts"] is None, row["starts"] or datetime.min.replace(tzinfo=UTC)))
     context = {"registrations": registrations, "next_url": next_page_url(request, page)}
     if request.htmx and request.GET.get("cursor"):
         # The More button swaps itself for the next rows (and the next More button).
@@ -193,10 +196,18 @@ def registration_calendar(request: HttpRequest, registration_id: str) -> HttpRes
     return response
 
 
-@require_POST
+CANCEL_CONFIRM = "registrations/cancel_confirm.html"
+CANCEL_STEP = "registrations/_cancel_form.html"
+
+
+@require_http_methods(["GET", "POST"])
 @login_required
 @_page_errors
 def registration_cancel(request: HttpRequest, registration_id: str) -> HttpResponse:
+    """GET asks first (a page, or the question swapped in place by htmx); POST cancels."""
+    from_event_page = request.POST.get("from", request.GET.get("from")) == "event"
+    if request.method == "GET":
+        return _cancel_confirm(request, registration_id, from_event_page=from_event_page)
     user_id = user_key(request.user)
     # The key's record is written in the cancel's own transaction: a retried tap replays this outcome.
     outcome = services.registration_cancel_once(
@@ -204,15 +215,15 @@ def registration_cancel(request: HttpRequest, registration_id: str) -> HttpRespo
         fingerprint=request_fingerprint(request),
     )
     event = _event_or_404(outcome.data["event_id"])
-    notice = f"Your registration for “{event.title}” is cancelled."
-    from_event_page = request.POST.get("from") == "event"
+    notice = _cancel_notice(event, was_waitlisted=request.POST.get("status") == "waitlisted")
     if request.htmx:
         if from_event_page:
             context = _panel_context(request, event, notice=("success", notice), lookup=False)
             response = render(request, PANEL, {**context, "seats_oob": True})
         else:
             response = render(request, ROW, {"row": {"registration_id": registration_id, "status": "cancelled",
-                                                     "event_id": event.event_id, "event_title": event.title}})
+                                                     "event_id": event.event_id, "event_title": event.title,
+                                                     "notice": notice}})
         if outcome.replayed:
             response[REPLAYED_HEADER] = "true"
         return response
@@ -220,6 +231,29 @@ def registration_cancel(request: HttpRequest, registration_id: str) -> HttpRespo
     if from_event_page:
         return redirect("registrations:event_detail", event_id=event.event_id)
     return redirect("registrations:my_registrations")
+
+
+def _cancel_confirm(request: HttpRequest, registration_id: str, *, from_event_page: bool) -> HttpResponse:
+    registration = selectors.registration_view(
+        registration=selectors.registration_get(user_id=user_key(request.user), registration_id=registration_id))
+    event = _event_or_404(registration["event_id"])
+    origin = "event" if from_event_page else "list"
+    back_url = (reverse("registrations:event_detail", kwargs={"event_id": event.event_id}) if from_event_page
+                else reverse("registrations:my_registrations"))
+    context = {"registration_id": registration_id, "status": registration["status"],
+               "position": registration.get("position"), "event": event, "from": origin, "back_url": back_url,
+               "target": "#registration-panel" if from_event_page else "closest li", "fresh_key": str(uuid.uuid4())}
+    if request.GET.get("keep"):
+        # "Keep my seat": htmx puts the first step back; without JavaScript the link itself leads back.
+        return render(request, CANCEL_STEP, context) if request.htmx else redirect(back_url)
+    return render(request, f"{CANCEL_CONFIRM}#cancel-confirm" if request.htmx else CANCEL_CONFIRM, context)
+
+
+def _cancel_notice(event, *, was_waitlisted: bool) -> str:
+    if was_waitlisted:
+        return f"You left the waiting list for “{event.title}”."
+    return (f"Your registration for “{event.title}” is cancelled. Your seat went to the next person on the "
+            "waiting list, or back to the free seats if nobody was waiting.")
 
 
 @require_http_methods(["GET", "POST"])

@@ -124,6 +124,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Inside HtmxMiddleware (it reads request.htmx): a log-in redirect for htmx or a post becomes a whole-page one.
+    "tems.http.LoginRedirectMiddleware",
     "tems.ratelimit.WriteRateMiddleware",
     # Last, as django-axes asks: it turns a lockout signalled during authentication into the lockout page.
     "axes.middleware.AxesMiddleware",
@@ -229,7 +231,12 @@ DEFAULT_FROM_EMAIL = os.environ.get("DJANGO_DEFAULT_FROM_EMAIL", "TEMS <events@t
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    "filters": {"refusals_on_one_line": {"()": "tems.log_filters.RefusalsOnOneLine"}},
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("TEMS_LOG_LEVEL", "INFO")},
-    "loggers": {"botocore": {"level": "WARNING"}, "pynamodb": {"level": "WARNING"}, "axes": {"level": "WARNING"}},
+    "loggers": {"botocore": {"level": "WARNING"}, "pynamodb": {"level": "WARNING"}, "axes": {"level": "WARNING"},
+                # Django's default config gives "django" its own console handler under DEBUG, and the record
+                # then reaches root's too: every line twice. Root's handler is the one.
+                "django": {"handlers": [], "level": "INFO"},
+                "django.request": {"filters": ["refusals_on_one_line"]}},
 }

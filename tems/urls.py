@@ -7,6 +7,7 @@ from tems import views
 
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="registrations:event_list"), name="home"),
+    path("favicon.ico", views.favicon, name="favicon"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("accounts/signup/", views.signup, name="signup"),

@@ -4,7 +4,8 @@ from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_http_methods
+from django.templatetags.static import static
+from django.views.decorators.http import require_GET, require_http_methods
 
 from tems import accounts
 from tems.api import problem
@@ -14,7 +15,10 @@ from tems.forms import SignUpForm
 def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
     if request.path.startswith("/api/"):
         return problem(403, f"CSRF check failed ({reason}). Send the csrftoken cookie's value in X-CSRFToken.")
-    return render(request, "403_csrf.html", {"reason": reason}, status=403)
+    response = render(request, "403_csrf.html", {"reason": reason}, status=403)
+    # Tells static/js/tems-idempotency.js this 403 is a stale token, which it refreshes and retries the tap with.
+    response["TEMS-Error"] = "csrf"
+    return response
 
 
 @require_http_methods(["GET", "POST"])
@@ -75,3 +79,9 @@ def login_locked_out(request: HttpRequest, original_response: HttpResponse | Non
                       status=429)
     response["Retry-After"] = str(minutes * 60)
     return response
+
+
+@require_GET
+def favicon(request: HttpRequest) -> HttpResponse:
+    # Browsers ask for /favicon.ico whatever the page links; send them to the hashed static file.
+    return redirect(static("favicon.ico"), permanent=True)

@@ -2,11 +2,13 @@
  *
  * Forms marked data-idempotent carry a hidden idempotency_key. The server renders a fresh one (so a plain
  * form post works without JavaScript); with JavaScript a new key is made at the moment of each tap, so a
- * deliberate second tap is a new request. A network failure is retried once with the SAME key: if the first
- * attempt did reach the server, the retry is answered with its stored result instead of applying it twice.
+ * deliberate second tap is a new request. Two failures are retried once with the SAME key, so that if the first
+ * attempt did reach the server the retry is answered with its stored result instead of being applied twice:
+ * - no answer at all (network failure): retried after a short pause;
+ * - a stale CSRF token (the session was renewed in another tab): the token is refreshed, then retried.
  *
- * data-disable-while-in-flight="false" on the form keeps the button enabled while a request is in flight
- * (the lab uses it to show that real double taps are harmless too).
+ * Everything else htmx does itself: hx-disabled-elt and .htmx-request give the busy state, htmx-config in
+ * base.html decides which answers swap, and tems-feedback.js explains a failed answer.
  */
 (function () {
   "use strict";
@@ -36,22 +38,36 @@
     return form.querySelector("input[name=idempotency_key]");
   }
 
-  function setBusy(form, busy) {
-    if (form.dataset.disableWhileInFlight === "false") return;
-    form.querySelectorAll("button[type=submit], button:not([type])").forEach(function (button) {
-      button.disabled = busy;
-      button.setAttribute("aria-busy", busy ? "true" : "false");
-    });
+  function retrySameKey(form, kind, delay) {
+    form.dataset.retried = kind;
+    form.dataset.retrying = "true";
+    window.setTimeout(function () { window.htmx.trigger(form, "submit"); }, delay);
+  }
+
+  // Django's CSRF cookie holds the current token (readable by design: CSRF_COOKIE_HTTPONLY is off). A log-in in
+  // another tab replaced it, so the token this page was rendered with, in hx-headers and in each form, is stale.
+  function refreshCsrfToken() {
+    var match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
+    if (!match) return false;
+    var token = decodeURIComponent(match[1]);
+    var headers = JSON.parse(document.body.getAttribute("hx-headers") || "{}");
+    headers["X-CSRFToken"] = token;
+    document.body.setAttribute("hx-headers", JSON.stringify(headers));
+    document.querySelectorAll("input[name=csrfmiddlewaretoken]").forEach(function (input) { input.value = token; });
+    return true;
   }
 
   // Capture phase: runs before htmx reads the form, so the request carries the key made for this tap.
   document.addEventListener("submit", function (event) {
     var form = idempotentForm(event.target);
     if (!form) return;
-    if (form.dataset.retrying === "true") return; // a network retry of the same tap keeps its key
+    if (form.dataset.retrying === "true") { // a retry of the same tap keeps its key
+      form.dataset.retrying = "false";
+      return;
+    }
     var field = keyField(form);
     if (field) field.value = uuid4();
-    form.dataset.retried = "false";
+    form.dataset.retried = "";
   }, true);
 
   document.addEventListener("htmx:configRequest", function (event) {
@@ -60,40 +76,23 @@
     if (field) event.detail.headers["Idempotency-Key"] = field.value;
   });
 
-  document.addEventListener("htmx:beforeRequest", function (event) {
-    var form = idempotentForm(event.detail.elt);
-    if (form) setBusy(form, true);
-  });
-
-  document.addEventListener("htmx:afterRequest", function (event) {
-    var form = idempotentForm(event.detail.elt);
-    if (!form) return;
-    form.dataset.retrying = "false";
-    if (!event.detail.failed || event.detail.xhr.status) setBusy(form, false);
-  });
-
   // No response at all (connection dropped, server unreachable): retry once, with the same key.
   document.addEventListener("htmx:sendError", function (event) {
     var form = idempotentForm(event.detail.elt);
-    if (!form) return;
-    if (form.dataset.retried !== "true") {
-      form.dataset.retried = "true";
-      form.dataset.retrying = "true";
-      window.setTimeout(function () { window.htmx.trigger(form, "submit"); }, 300);
-      return;
-    }
-    setBusy(form, false);
-    var status = form.querySelector(".form-status");
-    if (status) status.textContent = "We could not reach TEMS. Check your connection and tap again.";
-  });
+    if (!form || form.dataset.retried) return; // tems-feedback.js tells the person
+    event.detail.temsRetrying = true;
+    retrySameKey(form, "network", 300);
+  }, true);
 
-  // A plain (non-htmx) post: disable the button so the page's own double tap is not a second request.
-  document.addEventListener("submit", function (event) {
-    var form = idempotentForm(event.target);
-    if (form && !form.hasAttribute("hx-post") && !event.defaultPrevented) {
-      window.setTimeout(function () { setBusy(form, true); }, 0);
-    }
-  });
+  // A stale CSRF token (the 403 page says so in TEMS-Error): refresh it and send the same tap again.
+  document.addEventListener("htmx:responseError", function (event) {
+    var form = idempotentForm(event.detail.elt);
+    var xhr = event.detail.xhr;
+    if (!form || form.dataset.retried || xhr.status !== 403 || xhr.getResponseHeader("TEMS-Error") !== "csrf") return;
+    if (!refreshCsrfToken()) return;
+    event.detail.temsRetrying = true;
+    retrySameKey(form, "csrf", 0);
+  }, true);
 
   window.temsUuid4 = uuid4; // for the browser tests and the lab
 })();

@@ -78,11 +78,11 @@ def test_conflict_panel_is_a_fragment_for_htmx_and_apply_mine_saves(event, staff
     response = staff_client.post(f"/events/{event.event_id}/edit/", form_data(title="Mine", version="1"),
                                  HTTP_HX_REQUEST="true")
     page = response.content.decode()
-    assert response.status_code == 200
+    assert response.status_code == 409  # htmx swaps it: responseHandling in base.html
     assert "<html" not in page and 'id="event-form"' in page and "Someone else saved" in page
     applied = staff_client.post(f"/events/{event.event_id}/edit/", form_data(title="Mine", version="2"),
                                 HTTP_HX_REQUEST="true")
-    assert applied.status_code == 204 and applied["HX-Redirect"] == f"/events/{event.event_id}/"
+    assert applied.status_code == 200 and applied["HX-Redirect"] == f"/events/{event.event_id}/"
     stored = selectors.event_get(event_id=event.event_id)
     assert (stored.title, stored.version) == ("Mine", 3)
 
@@ -102,8 +102,8 @@ def test_event_page_renders_a_fresh_key_into_the_register_form(small_event, stud
     second = student_client.get(f"/events/{small_event.event_id}/").content.decode()
     keys = KEY_INPUT.findall(first) + KEY_INPUT.findall(second)
     assert len(keys) == 2 and keys[0] != keys[1] and all(uuid.UUID(k) for k in keys)
-    assert "data-idempotent" in first and 'data-disable-while-in-flight="true"' in first
-    assert ">Register</button>" in first
+    assert "data-idempotent" in first and 'hx-disabled-elt="find button[type=submit]"' in first
+    assert '<span class="idle-label">Register</span>' in first
     assert "/static/js/tems-idempotency.js" in first and "My registrations" in first
 
 
@@ -156,8 +156,12 @@ def test_post_without_a_key_is_refused_with_a_message(small_event, student, stud
 def test_my_registrations_lists_them_with_idempotent_cancel_buttons(small_event, student, student_client):
     register(small_event.event_id, user_key(student))
     page = student_client.get("/me/registrations/").content.decode()
-    assert "Robot night" in page and "Confirmed" in page and "Cancel registration" in page
-    assert len(KEY_INPUT.findall(page)) == 1
+    assert "Robot night" in page and "Confirmed" in page and "Cancel registration…" in page
+    # Cancelling asks first: the key for the tap is on the confirmation, one per question asked.
+    registration_id = re.search(r'/registrations/([0-9a-f]+)/cancel/\?from=list', page).group(1)
+    confirm = student_client.get(f"/registrations/{registration_id}/cancel/?from=list").content.decode()
+    assert "goes at once to the next person on the waiting list" in confirm and len(KEY_INPUT.findall(confirm)) == 1
+    assert "Yes, cancel my registration" in confirm and "Keep my seat" in confirm
 
 
 def test_cancel_from_the_list_with_htmx_replays_the_same_tap(small_event, student, student_client):
@@ -166,7 +170,8 @@ def test_cancel_from_the_list_with_htmx_replays_the_same_tap(small_event, studen
     url = f"/registrations/{registration_id}/cancel/"
     first = student_client.post(url, {"from": "list"}, HTTP_HX_REQUEST="true", HTTP_IDEMPOTENCY_KEY=key)
     page = first.content.decode()
-    assert first.status_code == 200 and page.count("Cancelled") == 1 and f'id="registration-{registration_id}"' in page
+    assert first.status_code == 200 and page.count("Cancelled") == 1 and "is cancelled" in page
+    assert f'id="registration-{registration_id}"' in page
     again = student_client.post(url, {"from": "list"}, HTTP_HX_REQUEST="true", HTTP_IDEMPOTENCY_KEY=key)
     assert again.content == first.content and again["Idempotent-Replayed"] == "true"
     assert selectors.registration_list(user_id=user_key(student)) == []
@@ -180,7 +185,7 @@ def test_cancel_without_javascript_redirects_and_promotes(small_event, student, 
                                    {"from": "event", "idempotency_key": str(uuid.uuid4())})
     assert response.status_code == 302 and response["Location"] == f"/events/{small_event.event_id}/"
     page = student_client.get(response["Location"]).content.decode()
-    assert "is cancelled" in page and ">Register</button>" not in page and "Join the waiting list" in page
+    assert "is cancelled" in page and 'idle-label">Register<' not in page and "Join the waiting list" in page
     assert selectors.claim_get(event_id=small_event.event_id, user_id="next-in-line").status == "confirmed"
 
 
@@ -207,3 +212,30 @@ def test_a_busy_cancel_is_not_stored_so_the_same_tap_can_retry(small_event, stud
     retried = student_client.post(url, {"idempotency_key": key})
     assert retried.status_code == 302 and not retried.has_header("Idempotent-Replayed")
     assert selectors.registration_list(user_id=user_key(student)) == []
+
+
+def test_cancel_asks_first_without_javascript_and_says_what_leaving_the_waiting_list_did(small_event, student,
+                                                                                          student_client):
+    register(small_event.event_id, "first-in")
+    registration_id = register(small_event.event_id, user_key(student)).data["registration_id"]
+    url = f"/registrations/{registration_id}/cancel/"
+    confirm = student_client.get(f"{url}?from=event")
+    page = confirm.content.decode()
+    assert confirm.status_code == 200 and "<html" in page and "Leave the waiting list?" in page
+    assert "You are number 1 on the waiting list" in page and "Yes, leave the waiting list" in page
+    assert student_client.get(f"{url}?from=event&keep=1")["Location"] == f"/events/{small_event.event_id}/"
+    fragment = student_client.get(f"{url}?from=event", HTTP_HX_REQUEST="true").content.decode()
+    assert "<html" not in fragment and 'hx-target="#registration-panel"' in fragment and "autofocus" in fragment
+    done = student_client.post(url, {"from": "event", "status": "waitlisted", "idempotency_key": str(uuid.uuid4())},
+                               follow=True).content.decode()
+    assert "You left the waiting list for “Robot night”." in done and "is cancelled" not in done
+
+
+def test_someone_elses_registration_has_no_confirmation_page(small_event, student_client):
+    registration_id = register(small_event.event_id, "someone-else").data["registration_id"]
+    assert student_client.get(f"/registrations/{registration_id}/cancel/").status_code == 404
+
+
+def test_event_page_and_my_registrations_are_never_cached(small_event, student_client):
+    for url in (f"/events/{small_event.event_id}/", "/me/registrations/"):
+        assert "no-store" in student_client.get(url)["Cache-Control"]
