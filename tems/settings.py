@@ -1,6 +1,7 @@
 """TEMS settings. Every knob is read from the environment here, and only here, with safe local defaults."""
 
 import os
+import tempfile
 from datetime import timedelta
 from pathlib import Path
 
@@ -171,6 +172,11 @@ DATABASES = {
         os.environ.get("DATABASE_URL", f"sqlite:///{DATA_DIR / 'db.sqlite3'}"), conn_max_age=60
     )
 }
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # Tests: the browser tests' live server answers concurrent taps on threads, and an in-memory test database is
+    # one connection shared by all of them (sqlite3 "bad parameter or other API misuse", a 500 on a double tap).
+    # A file gives each thread its own connection; pytest-xdist adds a per-worker suffix to the name.
+    DATABASES["default"]["TEST"] = {"NAME": str(Path(tempfile.gettempdir()) / f"tems-test-{BASE_DIR.name}.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -6,7 +6,7 @@ from playwright.sync_api import expect
 
 from registrations.models import Event
 from tems.clock import utcnow
-from tests.browser.conftest import log_in
+from tests.browser.helpers import log_in
 
 
 def test_more_events_appends_the_next_page(app_server, new_page, student):

@@ -33,10 +33,11 @@ def test_staff_edit_from_a_stale_page_shows_the_conflict(app_server, new_page, s
     second.get_by_label("Title").fill("Quiz (second)")
     second.get_by_role("button", name="Save changes").click()
     panel = second.locator(".conflict")
-    expect(panel).to_contain_text("Someone else saved this event first")
+    expect(panel).to_contain_text("Someone else saved this event while you were editing")
     expect(panel).to_contain_text("Quiz (first)")
     assert selectors.event_get(event_id=event.event_id).title == "Quiz (first)"
 
-    second.get_by_role("button", name="Save changes").click()  # apply mine on top of their version
+    # Both changed the title: the form keeps mine for the person to decide, and saving applies it on top of v2.
+    second.get_by_role("button", name="Save the form’s values on top of v2").click()
     second.wait_for_url(f"{app_server}/events/{event.event_id}/")
     assert selectors.event_get(event_id=event.event_id).title == "Quiz (second)"

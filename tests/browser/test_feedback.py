@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 
 from registrations import selectors, services
 from tems.identity import user_key
-from tests.browser.conftest import log_in
+from tests.browser.helpers import log_in
 from tests.browser.pages import DESKTOP, PHONE, new_sized_page
 
 

@@ -11,7 +11,9 @@ from registrations.models import Event, EventSeats, Registration
 from tems.dynamo import TableMeta, TableModel, table_models
 from tems.idempotency import IdempotencyRecord
 
-# The attribute names each model writes (DynamoDB names), as they were before the base model existed.
+# The attribute names each model writes (DynamoDB names), as they were before the base model existed, plus the
+# ones added since on purpose: EventSeats.starts_at (registration closes at the start), Registration.GSI1PK/SK
+# (the attendee index).
 ITEM_SHAPES = {
     "CheckIn": {
         "PK", "SK", "checked_in_at", "checked_in_by", "door", "entity", "event_id", "registration_id", "scan_key",
@@ -24,7 +26,7 @@ ITEM_SHAPES = {
         "updated_by", "version", "waitlist_count", "waitlist_seq"
     },
     "EventCheckins": {"PK", "SK", "checked_in_count", "registered_count"},
-    "EventSeats": {"PK", "SK", "capacity", "registered_count", "waitlist_count", "waitlist_seq"},
+    "EventSeats": {"PK", "SK", "capacity", "registered_count", "starts_at", "waitlist_count", "waitlist_seq"},
     "IdempotencyRecord": {
         "PK", "SK", "attempt_id", "created_at", "entity", "expires_at", "fingerprint", "key", "lease_expires_at",
         "response_body", "response_content_type", "response_headers", "response_status", "status", "user_id"
@@ -45,8 +47,8 @@ ITEM_SHAPES = {
         "message_type", "payload"
     },
     "Registration": {
-        "PK", "SK", "created_at", "entity", "event_id", "promoted_at", "registration_id", "status", "ticket", "user_id",
-        "user_name"
+        "GSI1PK", "GSI1SK", "PK", "SK", "created_at", "entity", "event_id", "promoted_at", "registration_id", "status",
+        "ticket", "user_id", "user_name"
     },
     "RegistrationClaim": {
         "PK", "SK", "created_at", "entity", "event_id", "registration_id", "status", "ticket", "user_id", "user_name"
