@@ -11,7 +11,7 @@ from inventory.models import TRACKED_FIELDS, InventoryItem
 from tems.api import api_view, form_errors, json_response, parse_form, parse_json_object
 from tems.idempotency import parse_key
 from tems.identity import user_key
-from tems.pagination import next_page_url, page_size
+from tems.pagination import next_page_url, page_args
 
 _ETAG = re.compile(r'^\s*"(\d{1,12})"\s*$')
 
@@ -105,8 +105,7 @@ def adjustments(request: HttpRequest, sku: str) -> HttpResponse:
 @api_view("GET", staff=True)
 def history(request: HttpRequest, sku: str) -> HttpResponse:
     item = selectors.item_get(sku=sku)
-    page = selectors.item_history_page(sku=sku, cursor=request.GET.get("cursor"),
-                                       limit=page_size(request.GET.get("limit")))
+    page = selectors.item_history_page(sku=sku, **page_args(request))
     return json_response({"sku": item.sku, "version": int(item.version),
                           "changes": [selectors.change_to_dict(change) for change in page],
                           "next": next_page_url(request, page)})

@@ -20,7 +20,7 @@ from tems.http import after_save, conflict_status
 from tems.idempotency import FORM_FIELD, key_from_request
 from tems.identity import user_key
 from tems.merge import load_base, panel_rows, sign_base
-from tems.pagination import next_page_url, page_size
+from tems.pagination import next_page_url, page_args
 
 HISTORY_ON_DETAIL = 50
 
@@ -90,8 +90,7 @@ def item_detail(request: HttpRequest, sku: str) -> HttpResponse:
 def item_history(request: HttpRequest, sku: str) -> HttpResponse:
     item = _item_or_404(sku)
     try:
-        page = selectors.item_history_page(sku=sku, cursor=request.GET.get("cursor"),
-                                           limit=page_size(request.GET.get("limit")))
+        page = selectors.item_history_page(sku=sku, **page_args(request))
     except DomainError as error:
         return render(request, "inventory/item_history.html", {"item": item, "history": [], "error": error.detail},
                       status=400)

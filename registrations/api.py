@@ -8,7 +8,7 @@ from registrations.forms import EventForm
 from tems.api import api_view, json_response, parse_form
 from tems.idempotency import key_from_request, request_fingerprint
 from tems.identity import user_key
-from tems.pagination import next_page_url, page_size
+from tems.pagination import next_page_url, page_args
 
 
 @api_view("GET", "POST")
@@ -16,8 +16,7 @@ def events(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         return _event_create(request)
     # Upcoming events, soonest first; ``?past=1`` for past events, most recent first. ``?cursor=`` pages on.
-    page = selectors.event_page(past=request.GET.get("past") == "1", cursor=request.GET.get("cursor"),
-                                limit=page_size(request.GET.get("limit")))
+    page = selectors.event_page(past=request.GET.get("past") == "1", **page_args(request))
     return json_response({"events": [selectors.event_to_dict(e) for e in page],
                           "next": next_page_url(request, page)})
 
@@ -55,8 +54,7 @@ def registration_create(request: HttpRequest, event_id: str) -> HttpResponse:
 @api_view("GET")
 def my_registrations(request: HttpRequest) -> HttpResponse:
     """The caller's registrations, a page at a time: ``{"registrations": [...], "next": url | null}``."""
-    page = selectors.registration_page(user_id=user_key(request.user), cursor=request.GET.get("cursor"),
-                                       limit=page_size(request.GET.get("limit")))
+    page = selectors.registration_page(user_id=user_key(request.user), **page_args(request))
     return json_response({"registrations": page.items, "next": next_page_url(request, page)})
 
 
@@ -76,6 +74,5 @@ def attendee_list(request: HttpRequest, event_id: str) -> HttpResponse:
     """Staff: the event's attendees by name, ``?status=``, ``?q=<username prefix>``, ``?cursor=``."""
     selectors.event_get(event_id=event_id, consistent=False)  # 404 for an unknown event, not an empty list
     page = attendees.attendee_page(event_id=event_id, status=request.GET.get("status"),
-                                   search=request.GET.get("q"), cursor=request.GET.get("cursor"),
-                                   limit=page_size(request.GET.get("limit")))
+                                   search=request.GET.get("q"), **page_args(request))
     return json_response({"attendees": page.items, "next": next_page_url(request, page)})

@@ -29,7 +29,7 @@ from tems.http import after_save, conflict_status
 from tems.idempotency import REPLAYED_HEADER, key_from_request, request_fingerprint
 from tems.identity import user_key
 from tems.merge import load_base, panel_rows, sign_base
-from tems.pagination import next_page_url, page_size
+from tems.pagination import next_page_url, page_args
 
 
 def _event_or_404(event_id: str):
@@ -54,8 +54,7 @@ def event_list_past(request: HttpRequest) -> HttpResponse:
 def _event_page(request: HttpRequest, *, past: bool) -> HttpResponse:
     """A page of events; "More events" asks htmx for the next page's cards (a plain link without JavaScript)."""
     try:
-        page = selectors.event_page(past=past, cursor=request.GET.get("cursor"),
-                                    limit=page_size(request.GET.get("limit")))
+        page = selectors.event_page(past=past, **page_args(request))
     except DomainError as error:
         return render(request, "registrations/event_list.html",
                       {"past": past, "events": [], "error": error.detail}, status=400)
@@ -158,8 +157,7 @@ def registration_create(request: HttpRequest, event_id: str) -> HttpResponse:
 @never_cache  # Back must not show a seat count or a panel from before the last tap
 def my_registrations(request: HttpRequest) -> HttpResponse:
     try:
-        page = selectors.registration_page(user_id=user_key(request.user), cursor=request.GET.get("cursor"),
-                                           limit=page_size(request.GET.get("limit")))
+        page = selectors.registration_page(user_id=user_key(request.user), **page_args(request))
     except DomainError as error:  # a stale or edited cursor: say so and start again from the first page
         messages.error(request, error.detail)
         return redirect("registrations:my_registrations")
@@ -395,7 +393,7 @@ def attendee_list(request: HttpRequest, event_id: str) -> HttpResponse:
     status, search = request.GET.get("status") or "", request.GET.get("q") or ""
     try:
         page = attendees.attendee_page(event_id=event_id, status=status, search=search,
-                                       cursor=request.GET.get("cursor"), limit=page_size(request.GET.get("limit")))
+                                       **page_args(request))
     except DomainError as error:  # unknown status, too long a search, a stale cursor: say so, list from the top
         messages.error(request, error.detail)
         return redirect("registrations:attendee_list", event_id=event_id)

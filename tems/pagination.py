@@ -73,6 +73,13 @@ def page_size(raw: str | None, *, default: int = DEFAULT_PAGE_SIZE, maximum: int
     return int(raw)
 
 
+def page_args(request: Any) -> dict[str, Any]:
+    """The ``cursor`` and ``limit`` a list request asked for (``?cursor=&limit=``), for a selector's keywords.
+
+    Raises DomainError('invalid') for a limit out of range; a bad cursor is refused by the selector's decode."""
+    return {"cursor": request.GET.get("cursor"), "limit": page_size(request.GET.get("limit"))}
+
+
 def query_page(query: Callable[..., Any], *query_args: Any, scope: str, cursor: str | None, limit: int,
                convert: Callable[[Any], T] = lambda item: item, **query_kwargs: Any) -> Page[T]:
     """One page of a PynamoDB ``Model.query`` / ``Index.query``: pass the bound method and its arguments,

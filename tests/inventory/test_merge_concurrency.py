@@ -8,13 +8,12 @@ catch the old "apply my values on top" resolution, which silently writes the sta
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 
 from inventory import edits, selectors, services
 from inventory.models import TRACKED_FIELDS
 from tems.merge import Merge
+from tests.race import race
 
 BASE = {"name": "T-shirt (M)", "description": "Navy, logo front", "quantity": 10, "location": "Store room A"}
 MINE = {"name": "Tee medium", "description": "Navy, new logo", "quantity": 12, "location": "Cage 4"}
@@ -32,23 +31,12 @@ def test_concurrent_editors_of_different_fields_all_keep_their_change(ddb, monke
     if broken:
         monkeypatch.setattr(edits, "three_way_merge", apply_on_top)
     services.item_create(sku="TSHIRT-M", actor="ana", **BASE)
-    barrier = threading.Barrier(len(TRACKED_FIELDS))
-    errors: list[BaseException] = []
 
     def edit(field: str) -> None:
-        barrier.wait()
-        try:
-            edits.item_edit(sku="TSHIRT-M", expected_version=1, base=BASE, mine={**BASE, field: MINE[field]},
-                            actor=f"editor-{field}")
-        except BaseException as error:  # re-asserted below
-            errors.append(error)
+        edits.item_edit(sku="TSHIRT-M", expected_version=1, base=BASE, mine={**BASE, field: MINE[field]},
+                        actor=f"editor-{field}")
 
-    threads = [threading.Thread(target=edit, args=(field,)) for field in TRACKED_FIELDS]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert errors == []
+    race([lambda field=field: edit(field) for field in TRACKED_FIELDS])
     stored = selectors.item_get(sku="TSHIRT-M")
     assert stored.snapshot() == MINE
     # One history entry per editor, contiguous: every save was one conditional write.

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import random
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -19,29 +18,8 @@ from registrations import selectors, services, waitlist
 from registrations.models import CONFIRMED, WAITLISTED, Event, Registration, WaitlistEntry
 from tems.dynamo import metered
 from tems.transactions import LabelledTransaction
+from tests.race import race
 from tests.registrations.helpers import STARTS, assert_invariants_clean, make_event, register
-
-
-def race(calls: list[Callable[[], Any]]) -> list[Any]:
-    """Every call at the same moment (a barrier), each on its own thread; none may raise."""
-    barrier = threading.Barrier(len(calls))
-    results: list[Any] = [None] * len(calls)
-    errors: list[BaseException] = []
-
-    def run(index: int) -> None:
-        barrier.wait()
-        try:
-            results[index] = calls[index]()
-        except Exception as error:  # asserted empty below
-            errors.append(error)
-
-    threads = [threading.Thread(target=run, args=(n,)) for n in range(len(calls))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert errors == []
-    return results
 
 
 def depart(event_id: str, tickets: list[int]) -> None:
