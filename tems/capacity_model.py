@@ -372,6 +372,9 @@ class CapacityModel:
             self._windows: dict[tuple[str, str], _Window] = {}
             self._holds: dict[tuple[str, str], float] = {}
             self._transacting: Counter[tuple[str, str]] = Counter()
+            # The ClientRequestToken of the transaction holding each item: botocore repeats a transaction with
+            # the same token, and AWS answers that repeat as the same transaction, never as a conflict with itself.
+            self._holders: dict[tuple[str, str], str] = {}
             self._writing: Counter[tuple[str, str]] = Counter()
             self._requests: Counter[str] = Counter()
             self._throttles: Counter[str] = Counter()
@@ -424,10 +427,17 @@ class CapacityModel:
                 elif units:
                     self._window(*key).take(now, units)
 
-    def _held(self, item: tuple[str, str], now: float, *, by_writes_too: bool = False) -> bool:
+    def _held(self, item: tuple[str, str], now: float, *, by_writes_too: bool = False,
+              token: str | None = None) -> bool:
         if self._transacting[item] > 0 or self._holds.get(item, 0.0) > now:
-            return True
+            return token is None or self._holders.get(item) != token
         return by_writes_too and self._writing[item] > 0
+
+    @staticmethod
+    def _release(counter: Counter[tuple[str, str]], item: tuple[str, str]) -> None:
+        counter[item] -= 1
+        if counter[item] <= 0:
+            del counter[item]  # a long run touches many items: keep only those in flight
 
     # -- the report --
 
@@ -472,12 +482,15 @@ class CapacityModel:
             conn = self._local.conn = http.client.HTTPConnection(self._upstream_host, self._upstream_port, timeout=60)
         return conn
 
-    def forward(self, body: bytes, headers: dict[str, str]) -> tuple[int, list[tuple[str, str]], bytes]:
-        """Send one request to DynamoDB Local on this thread's keep-alive connection."""
+    def forward(self, body: bytes, headers: dict[str, str], *,
+                own: bool = False) -> tuple[int, list[tuple[str, str]], bytes]:
+        """Send one request to DynamoDB Local on this thread's keep-alive connection (``own``: the model's)."""
         for attempt in range(2):
             conn = self._connection()
             try:
                 conn.request("POST", "/", body=body, headers={**headers, "Content-Length": str(len(body))})
+                if not own:
+                    self._local.sent = True
                 answer = conn.getresponse()
                 return answer.status, answer.getheaders(), answer.read()
             except (http.client.HTTPException, OSError):
@@ -490,7 +503,7 @@ class CapacityModel:
     def _call(self, operation: str, payload: dict[str, Any], headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
         """A request of the model's own (DescribeTable, reading images), signed like the client's."""
         status, _, body = self.forward(json.dumps(payload).encode(),
-                                       {**headers, "X-Amz-Target": _TARGET_PREFIX + operation})
+                                       {**headers, "X-Amz-Target": _TARGET_PREFIX + operation}, own=True)
         return status, json.loads(body or b"{}")
 
     def schema(self, table: str, headers: dict[str, str]) -> Schema | None:
@@ -541,7 +554,15 @@ class CapacityModel:
         handler = getattr(self, f"_op_{operation}", None)
         if handler is None:
             return self.forward(body, headers)
-        return handler(params, body, headers)
+        self._local.sent = False
+        try:
+            return handler(params, body, headers)
+        except (KeyError, TypeError, AttributeError, ValueError):
+            if self._local.sent:
+                raise
+            # A request the model cannot read (a missing key, a malformed item): DynamoDB Local's own validation
+            # answers it, exactly as if the model were not there.
+            return self.forward(body, headers)
 
     def _refuse(self, operation: str, status: int, code: str, payload: dict[str, Any], *,
                 conflict: bool) -> tuple[int, list[tuple[str, str]], bytes]:
@@ -611,7 +632,7 @@ class CapacityModel:
             return status, answer_headers, answer
         finally:
             with self._lock:
-                self._writing[item] -= 1
+                self._release(self._writing, item)
 
     def _op_PutItem(self, params, body, headers):
         return self._single_write("PutItem", params, body, headers)
@@ -647,14 +668,17 @@ class CapacityModel:
                           for (kind, _, _, item), old in zip(actions, olds, strict=True)]
         estimate = charges_of(estimated_news)
         items = [_item_id(schema.table, key) for _, schema, key, _ in actions]
+        # Without a token (botocore always sends one) a transaction is its own: it conflicts with every hold.
+        token = params.get("ClientRequestToken") or f"tems-capacity-model-{id(params)}"
         now = time.monotonic()
         reasons: list[dict[str, str]] | None = None
         conflict = False
         with self._lock:
-            if any(self._held(item, now) for item in items):
+            held = [self._held(item, now, token=token) for item in items]
+            if any(held):
                 conflict = True
-                reasons = [{"Code": "TransactionConflict", "Message": _CONFLICT_MESSAGE} if self._held(item, now)
-                           else {"Code": "None"} for item in items]
+                reasons = [{"Code": "TransactionConflict", "Message": _CONFLICT_MESSAGE} if is_held
+                           else {"Code": "None"} for is_held in held]
             else:
                 try:
                     admitted = self._admit([c for charges in estimate for c in charges], now)
@@ -666,6 +690,7 @@ class CapacityModel:
                 else:
                     for item in items:
                         self._transacting[item] += 1
+                        self._holders[item] = token
         if reasons is not None:
             return self._cancelled("TransactWriteItems", reasons, conflict=conflict)
         forwarded_at = time.monotonic()
@@ -675,7 +700,7 @@ class CapacityModel:
             with self._lock:
                 until = forwarded_at + self.hold_seconds
                 for item in items:
-                    self._transacting[item] -= 1
+                    self._release(self._transacting, item)
                     self._holds[item] = max(self._holds.get(item, 0.0), until)
                 self._forget_holds(time.monotonic())
         if status == 200 and any(kind == "Update" for kind, *_ in actions):
@@ -690,6 +715,7 @@ class CapacityModel:
     def _forget_holds(self, now: float) -> None:
         if len(self._holds) > 10_000:  # keep the map small on a long run; expired holds mean nothing
             self._holds = {item: until for item, until in self._holds.items() if until > now}
+            self._holders = {item: self._holders[item] for item in self._holds if item in self._holders}
 
     def _cancelled(self, operation: str, reasons: list[dict[str, str]], *, conflict: bool):
         codes = ", ".join(reason["Code"] for reason in reasons)
@@ -890,7 +916,7 @@ class CapacityModel:
         finally:
             with self._lock:
                 for item in writing:
-                    self._writing[item] -= 1
+                    self._release(self._writing, item)
 
 
 def _throttle_all():

@@ -6,8 +6,10 @@ limits small enough to reach in a second or two on a two-core machine.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
+import urllib.request
 import uuid
 
 import boto3
@@ -18,7 +20,15 @@ from pynamodb.exceptions import PutError, TransactGetError, TransactWriteError
 from pynamodb.transactions import TransactGet
 
 from inventory.models import InventoryItem
-from tems.capacity_model import CapacityModel, format_report, item_size, read_units, write_units
+from tems.capacity_model import (
+    REPORT_PATH,
+    RESET_PATH,
+    CapacityModel,
+    format_report,
+    item_size,
+    read_units,
+    write_units,
+)
 from tems.dynamo import LOCAL_CREDENTIALS, TABLE_SCHEMA, TableConfig, configure_models, transaction_connection
 from tems.transactions import (
     TRANSACTION_CONFLICT,
@@ -338,3 +348,52 @@ def test_the_apps_retry_path_gives_up_with_its_busy_error(table, start_model, ap
         retry_on_conflict(lambda: _bump(item.sku), attempts=3, sleep=lambda _: None,
                           on_exhausted=lambda last: Busy(str(last)))
     assert model.report()["conflicts"] == 3
+
+
+def test_a_transaction_repeated_with_its_token_is_not_a_conflict_with_itself(table, start_model):
+    """botocore repeats a TransactWriteItems with the same ClientRequestToken; AWS answers it as that one."""
+    model = start_model(hold_ms=3000)
+    client = _client(model.endpoint)
+    key = {"PK": {"S": f"token-{uuid.uuid4().hex[:6]}"}, "SK": {"S": "s"}}
+    items = [{"Update": {"TableName": table, "Key": key, "UpdateExpression": "ADD n :one",
+                         "ExpressionAttributeValues": {":one": {"N": "1"}}}}]
+    token = str(uuid.uuid4())
+    client.transact_write_items(TransactItems=items, ClientRequestToken=token)
+    client.transact_write_items(TransactItems=items, ClientRequestToken=token)
+    with pytest.raises(ClientError) as caught:
+        client.transact_write_items(TransactItems=items, ClientRequestToken=str(uuid.uuid4()))
+    assert caught.value.response["Error"]["Code"] == "TransactionCanceledException"
+    assert caught.value.response["CancellationReasons"][0]["Code"] == TRANSACTION_CONFLICT
+    assert client.get_item(TableName=table, Key=key)["Item"]["n"] == {"N": "1"}  # applied once
+
+
+def test_a_batch_write_hands_back_what_was_throttled(table, start_model):
+    model = start_model(scale=500)  # 2 WCU per real second per partition
+    client = _client(model.endpoint)
+    pk = f"batch-{uuid.uuid4().hex[:6]}"
+    requests = [{"PutRequest": {"Item": _item(pk, str(n))}} for n in range(5)]
+    answer = client.batch_write_item(RequestItems={table: requests})
+    assert answer["UnprocessedItems"][table] == requests[2:]
+    with pytest.raises(ClientError) as caught:  # nothing of it fits: the whole request is throttled
+        client.batch_write_item(RequestItems={table: requests[2:]})
+    assert caught.value.response["Error"]["Code"] == "ProvisionedThroughputExceededException"
+    assert len(client.query(TableName=table, KeyConditionExpression="PK = :pk",
+                            ExpressionAttributeValues={":pk": {"S": pk}})["Items"]) == 2
+
+
+def test_a_request_the_model_cannot_read_gets_dynamodb_locals_own_answer(table, start_model):
+    model = start_model()
+    with pytest.raises(ClientError) as caught:
+        _client(model.endpoint).put_item(TableName=table, Item={"SK": {"S": "no partition key"}})
+    assert caught.value.response["Error"]["Code"] == "ValidationException"
+
+
+def test_the_report_and_reset_over_http(table, start_model):
+    model = start_model(scale=4)
+    _client(model.endpoint).put_item(TableName=table, Item=_item(f"http-{uuid.uuid4().hex[:6]}", "s"))
+    with urllib.request.urlopen(model.endpoint + REPORT_PATH) as answer:
+        report = json.load(answer)
+    assert report["scale"] == 4 and report["requests"] == {"PutItem": 1}
+    assert report["tables"][0]["limit_wcu_1s"] == 1000
+    urllib.request.urlopen(urllib.request.Request(model.endpoint + RESET_PATH, method="POST")).close()
+    assert model.report()["requests"] == {} and model.report()["partitions"] == []
