@@ -962,6 +962,9 @@ _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length"
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as botocore's pool expects
+    # Headers and body leave in two writes: with Nagle's algorithm on, the body waits for the client's delayed
+    # ACK (40 ms on Linux), which made every request through the model 25 times slower than DynamoDB Local.
+    disable_nagle_algorithm = True
     capacity_model: CapacityModel
 
     def log_message(self, format: str, *args: Any) -> None:
