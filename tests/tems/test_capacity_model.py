@@ -397,3 +397,49 @@ def test_the_report_and_reset_over_http(table, start_model):
     assert report["tables"][0]["limit_wcu_1s"] == 1000
     urllib.request.urlopen(urllib.request.Request(model.endpoint + RESET_PATH, method="POST")).close()
     assert model.report()["requests"] == {} and model.report()["partitions"] == []
+
+
+# --- the app's own retry paths, through the model ------------------------------------------------------------
+
+def test_a_stock_adjustment_retries_past_a_held_item(table, start_model, app_on):
+    """inventory.services.item_adjust meets the conflict AWS would send, backs off, and gets through."""
+    from inventory.services import RetryPolicy, item_adjust, item_create
+
+    model = start_model(hold_ms=400)
+    app_on(model)
+    sku = f"adj-{uuid.uuid4().hex[:6]}"
+    item_create(sku=sku, name="n", quantity=5, actor="staff")  # its transaction holds the item for 400 ms
+    adjusted = item_adjust(sku=sku, delta=-1, reason="sold", actor="staff",
+                           policy=RetryPolicy(attempts=20, sleep=time.sleep, uniform=lambda low, high: 0.1))
+    assert adjusted.quantity == 4
+    assert model.report()["conflicts_by_operation"]["TransactWriteItems"] >= 1
+
+
+def test_a_stock_adjustment_held_too_long_answers_busy(table, start_model, app_on):
+    from inventory.errors import InventoryError
+    from inventory.services import RetryPolicy, item_adjust, item_create
+
+    model = start_model(hold_ms=5000)
+    app_on(model)
+    sku = f"busy-{uuid.uuid4().hex[:6]}"
+    item_create(sku=sku, name="n", quantity=5, actor="staff")  # held for 5 s from here
+    with pytest.raises(InventoryError) as caught:
+        item_adjust(sku=sku, delta=-1, reason="sold", actor="staff",
+                    policy=RetryPolicy(attempts=3, sleep=lambda _: None))
+    assert caught.value.code == "busy"
+    assert model.report()["conflicts"] == 3
+
+
+@pytest.mark.xfail(strict=True, raises=TransactionCancelled, reason="issue 13 finding: a throttled transaction (ThrottlingError) reaches the "
+                                       "caller as TransactionCancelled, not as the 'busy' domain error")
+def test_a_throttled_stock_adjustment_answers_busy(table, start_model, app_on):
+    from inventory.errors import InventoryError
+    from inventory.services import RetryPolicy, item_adjust, item_create
+
+    app_on(start_model(scale=1000, hold_ms=0.01))  # 1 WCU per second per partition; no conflicts to speak of
+    sku = f"thr-{uuid.uuid4().hex[:6]}"
+    item_create(sku=sku, name="n", quantity=5, actor="staff")  # fills the item's partition for a second
+    with pytest.raises(InventoryError) as caught:
+        item_adjust(sku=sku, delta=-1, reason="sold", actor="staff",
+                    policy=RetryPolicy(attempts=3, sleep=lambda _: None))
+    assert caught.value.code == "busy"
