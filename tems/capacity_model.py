@@ -339,8 +339,7 @@ class CapacityModel:
         class Handler(_Handler):
             capacity_model = model
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
-        self._server.daemon_threads = True
+        self._server = _Server(("127.0.0.1", self.port), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, name="capacity-model", daemon=True)
         self._thread.start()
         return self
@@ -955,6 +954,13 @@ def _rewritten(headers: list[tuple[str, str]], body: bytes) -> list[tuple[str, s
     """Upstream's headers for a body the model changed: the checksum botocore verifies must match the new bytes."""
     kept = [(name, value) for name, value in headers if name.lower() not in ("x-amz-crc32", "content-length")]
     return kept + [("x-amz-crc32", str(zlib.crc32(body) & 0xFFFFFFFF))]
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    # The default listen backlog of 5 drops the SYNs of a burst of new connections (botocore opens up to 64 at
+    # once); the kernel's retry a second later would look like DynamoDB latency.
+    request_queue_size = 256
 
 
 _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "host", "proxy-connection"}

@@ -443,3 +443,37 @@ def test_a_throttled_stock_adjustment_answers_busy(table, start_model, app_on):
         item_adjust(sku=sku, delta=-1, reason="sold", actor="staff",
                     policy=RetryPolicy(attempts=3, sleep=lambda _: None))
     assert caught.value.code == "busy"
+
+
+def test_under_concurrency_every_request_gets_one_answer(table, start_model):
+    """Sixteen writers race transactions on one item: each is applied, conflicted or throttled, and counted once."""
+    model = start_model(scale=20, hold_ms=20)  # 50 WCU per real second; a 400 ms hold
+    key = {"PK": {"S": f"race-{uuid.uuid4().hex[:6]}"}, "SK": {"S": "s"}}
+    outcomes: list[str] = []
+    lock = threading.Lock()
+
+    def writer() -> None:
+        client = _client(model.endpoint)
+        for _ in range(5):
+            try:
+                client.transact_write_items(TransactItems=[{"Update": {
+                    "TableName": table, "Key": key, "UpdateExpression": "ADD n :one",
+                    "ExpressionAttributeValues": {":one": {"N": "1"}}}}])
+                outcome = "applied"
+            except ClientError as error:
+                outcome = error.response["CancellationReasons"][0]["Code"]
+            with lock:
+                outcomes.append(outcome)
+
+    threads = [threading.Thread(target=writer) for _ in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    applied = outcomes.count("applied")
+    report = model.report()
+    assert len(outcomes) == 80 and set(outcomes) <= {"applied", TRANSACTION_CONFLICT, "ThrottlingError"}
+    assert report["conflicts"] == outcomes.count(TRANSACTION_CONFLICT) > 0
+    assert report["throttles"] == outcomes.count("ThrottlingError")
+    stored = _client(model.endpoint).get_item(TableName=table, Key=key, ConsistentRead=True)["Item"]["n"]
+    assert int(stored["N"]) == applied >= 1
