@@ -379,6 +379,9 @@ class CapacityModel:
             self._throttles: Counter[str] = Counter()
             self._conflicts: Counter[str] = Counter()
             self._started = time.monotonic()
+            # How long DynamoDB Local took over each accepted transaction: its items are held at least that
+            # long, so when this exceeds the (scaled) hold time, the machine, not the model, set the conflicts.
+            self._in_flight: list[float] = []
 
     def _limit(self, scope: str, kind: str) -> float:
         name = ("partition_" if "|" in scope else "table_") + ("wcu" if kind == WRITE else "rcu")
@@ -469,6 +472,7 @@ class CapacityModel:
                 "throttles_by_operation": dict(self._throttles),
                 "conflicts": sum(self._conflicts.values()),
                 "conflicts_by_operation": dict(self._conflicts),
+                "transaction_in_flight_ms": _summary(self._in_flight),
                 "partitions": [row for row in rows if "|" in row["scope"]],
                 "tables": [row for row in rows if "|" not in row["scope"]],
             }
@@ -697,11 +701,13 @@ class CapacityModel:
             status, answer_headers, answer = self.forward(body, headers)
         finally:
             with self._lock:
+                now = time.monotonic()
+                self._in_flight.append(now - forwarded_at)
                 until = forwarded_at + self.hold_seconds
                 for item in items:
                     self._release(self._transacting, item)
                     self._holds[item] = max(self._holds.get(item, 0.0), until)
-                self._forget_holds(time.monotonic())
+                self._forget_holds(now)
         if status == 200 and any(kind == "Update" for kind, *_ in actions):
             updated = [i for i, (kind, *_) in enumerate(actions) if kind == "Update"]
             fetched = self._images([(actions[i][1].table, actions[i][2]) for i in updated], headers)
@@ -918,6 +924,15 @@ class CapacityModel:
                     self._release(self._writing, item)
 
 
+def _summary(seconds: list[float]) -> dict[str, float]:
+    if not seconds:
+        return {"count": 0}
+    ordered = sorted(seconds)
+    return {"count": len(ordered), "p50": round(ordered[len(ordered) // 2] * 1000, 2),
+            "p99": round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000, 2),
+            "max": round(ordered[-1] * 1000, 2)}
+
+
 def _throttle_all():
     return _error(400, "ProvisionedThroughputExceededException",
                   {"message": _THROTTLE_MESSAGE, "ThrottlingReasons": []})
@@ -1015,6 +1030,10 @@ def format_report(report: dict[str, Any], *, top: int = 10) -> str:
         (f"  throttles {report['throttles']} {report['throttles_by_operation']}, "
         f"conflicts {report['conflicts']} {report['conflicts_by_operation']}"),
     ]
+    in_flight = report["transaction_in_flight_ms"]
+    if in_flight["count"]:
+        lines.append(f"  transactions in flight upstream: p50 {in_flight['p50']:g} ms, p99 {in_flight['p99']:g} ms "
+                     f"(items are held at least this long; compare with the hold of {report['hold_ms_real']:g} ms)")
     for row in (report["tables"] + report["partitions"][:top]):
         parts = []
         for short, kind in (("wcu", WRITE), ("rcu", READ)):
