@@ -594,8 +594,15 @@ class CapacityModel:
         if schema.hash_key not in key:
             return self.forward(body, headers)
         item = _item_id(table, key)
-        old, = self._images([(table, key)], headers)
-        new = params["Item"] if operation == "PutItem" else None if operation == "DeleteItem" else old
+        asked = params.get("ReturnValues", "NONE")
+        if operation == "UpdateItem":
+            # An update's old image cannot come back with its new one: read it first.
+            old, = self._images([(table, key)], headers)
+            new = old  # the estimate until the answer tells
+        else:
+            # A put or delete can return the old image itself (ALL_OLD), which saves a request; until then the
+            # estimate is the new item alone (a delete: 1 WCU).
+            old, new = None, params["Item"] if operation == "PutItem" else None
         now = time.monotonic()
         with self._lock:
             if self._held(item, now):
@@ -615,23 +622,27 @@ class CapacityModel:
         if refused_by is not None:
             return self._throttle(operation, refused_by, headers, WRITE)
         try:
-            if operation != "UpdateItem":
-                return self.forward(body, headers)
-            # The new image of an update: ask for it in the answer if the client did not ask for something else.
-            asked = params.get("ReturnValues", "NONE")
-            send = json.dumps({**params, "ReturnValues": "ALL_NEW"}).encode() if asked == "NONE" else body
+            # Ask for the image the model lacks (an update's new one, a put's or delete's old one) in the answer,
+            # unless the client asked for something else; what the client did not ask for is removed again.
+            wanted = "ALL_NEW" if operation == "UpdateItem" else "ALL_OLD"
+            send = json.dumps({**params, "ReturnValues": wanted}).encode() if asked == "NONE" else body
             status, answer_headers, answer = self.forward(send, headers)
-            if status == 200:
-                if asked in ("NONE", "ALL_NEW"):
-                    parsed = json.loads(answer)
-                    new = parsed.get("Attributes")
-                    if asked == "NONE":
-                        parsed.pop("Attributes", None)
-                        answer = json.dumps(parsed).encode()
-                        answer_headers = _rewritten(answer_headers, answer)
-                else:
-                    new, = self._images([(table, key)], headers)
-                self._settle(admitted, write_charges(schema, key, old, new))
+            if status != 200:
+                return status, answer_headers, answer  # a failed condition keeps the admitted estimate
+            if asked in ("NONE", wanted):
+                parsed = json.loads(answer)
+                image = parsed.get("Attributes")
+                if asked == "NONE" and "Attributes" in parsed:
+                    del parsed["Attributes"]
+                    answer = json.dumps(parsed).encode()
+                    answer_headers = _rewritten(answer_headers, answer)
+            else:  # UPDATED_OLD/UPDATED_NEW (or ALL_OLD of an update): read the new image after
+                image, = self._images([(table, key)], headers)
+            if operation == "UpdateItem":
+                new = image
+            else:  # a put or delete answers 200 only for ReturnValues NONE or ALL_OLD: the image is the old one
+                old = image
+            self._settle(admitted, write_charges(schema, key, old, new))
             return status, answer_headers, answer
         finally:
             with self._lock:

@@ -128,6 +128,10 @@ def test_the_model_charges_each_partition_what_aws_would(table, start_model):
     # Moving the index key is a delete on the old index partition plus a put on the new one.
     client.update_item(TableName=table, Key={"PK": {"S": f"gsi-{run}"}, "SK": {"S": "s"}},
                        UpdateExpression="SET GSI1PK = :g", ExpressionAttributeValues={":g": {"S": f"g2-{run}"}})
+    # Replacing a 1.5 KB item by a small one costs the larger of the two, and deletes its index entry.
+    client.put_item(TableName=table, Item=_item(f"swap-{run}", "s", one_and_half_kb, GSI1PK=f"g3-{run}", GSI1SK="a"))
+    client.put_item(TableName=table, Item={"PK": {"S": f"swap-{run}"}, "SK": {"S": "s"}})
+    client.delete_item(TableName=table, Key={"PK": {"S": f"swap-{run}"}, "SK": {"S": "s"}})
     client.put_item(TableName=table, Item=_item(f"read-{run}", "s", 5 * 1024))
     client.get_item(TableName=table, Key={"PK": {"S": f"read-{run}"}, "SK": {"S": "s"}}, ConsistentRead=True)
     report = model.report()
@@ -142,6 +146,8 @@ def test_the_model_charges_each_partition_what_aws_would(table, start_model):
     assert _row(report, f"{table}|PK=gsi-{run}")["wcu_consumed"] == 2 + 2  # the put, then the update
     assert _row(report, f"{table}/GSI1|GSI1PK=g1-{run}")["wcu_consumed"] == 2 + 2  # entry put, then deleted
     assert _row(report, f"{table}/GSI1|GSI1PK=g2-{run}")["wcu_consumed"] == 2
+    assert _row(report, f"{table}|PK=swap-{run}")["wcu_consumed"] == 2 + 2 + 1  # put, replace, delete (small)
+    assert _row(report, f"{table}/GSI1|GSI1PK=g3-{run}")["wcu_consumed"] == 2 + 2  # entry put, then deleted
     # 5 KB: 2 RCU strongly consistent, 1 eventually consistent, 4 in a transaction.
     assert _row(report, f"{table}|PK=read-{run}")["rcu_consumed"] == 2 + 1 + 4
     assert "scale x1" in format_report(report)
@@ -161,6 +167,12 @@ def test_the_answer_is_the_one_the_client_asked_for(table, start_model):
     assert updated["Attributes"] == {"n": {"N": "2"}}
     read = client.get_item(TableName=table, Key=key)
     assert read["Item"]["n"] == {"N": "3"} and "ConsumedCapacity" not in read
+    put = client.put_item(TableName=table, Item={**key, "n": {"N": "4"}})
+    assert "Attributes" not in put
+    put = client.put_item(TableName=table, Item={**key, "n": {"N": "5"}}, ReturnValues="ALL_OLD")
+    assert put["Attributes"] == {**key, "n": {"N": "4"}}
+    deleted = client.delete_item(TableName=table, Key=key)
+    assert "Attributes" not in deleted
     read = client.get_item(TableName=table, Key=key, ReturnConsumedCapacity="TOTAL")
     assert read["ConsumedCapacity"]["CapacityUnits"] == 0.5
 
