@@ -26,11 +26,12 @@ The rules, and what the model assumes where AWS does not say (docs/capacity-mode
   write of the projected item's size; an update that moves the index key is a delete plus a put. Reads: 1 RCU per
   started 4 KB strongly consistent, 0.5 eventually consistent, 2 transactional. An item's size is the sum of its
   attribute names and values (strings as UTF-8, numbers ~1 byte per 2 digits + 1, containers 3 bytes + 1 per
-  element) - AWS's approximation. To know the old image of a write, the model reads the item first (a consistent
-  GetItem/BatchGetItem it sends itself), and the new image of an update after; the client's request and answer
-  are passed through untouched except that GetItem/Query/Scan ask upstream for ``ReturnConsumedCapacity`` (the
-  field is removed again if the client did not ask for it), because only the engine knows what a Query read
-  before its filter. ConditionCheck in a transaction is 2 WCU, as DynamoDB Local itself reports it.
+  element) - AWS's approximation. The images a charge needs come from upstream: a put or delete asks for
+  ``ReturnValues=ALL_OLD``, an update reads the item first (a consistent GetItem of the model's own) and asks for
+  ``ALL_NEW``, a transaction reads its items first (BatchGetItem) and its updated items after; GetItem/Query/Scan
+  ask for ``ReturnConsumedCapacity``, because only the engine knows what a Query read before its filter.
+  Whatever the client did not ask for is removed from the answer again, so it gets exactly what it asked for.
+  ConditionCheck in a transaction is 2 WCU, as DynamoDB Local itself reports it.
 - **Limits.** Each partition key value (an item collection, of the table or of a GSI) may take 1,000 WCU and
   3,000 RCU in any 1 s window; the table (and each GSI) as a whole takes a configurable ceiling (default 4,000
   WCU / 12,000 RCU, where an on-demand table starts). The model does **not** split a hot partition "for heat" as
@@ -54,7 +55,9 @@ The rules, and what the model assumes where AWS does not say (docs/capacity-mode
   held key comes back in ``UnprocessedItems`` (an assumption: AWS does not document this case).
 - **Time scale** ``scale`` = S: the machine offers 1/S of the load it stands for, so every limit is divided by S
   and the hold time multiplied by S. Reports give both the real units in a real second and the equivalent at
-  scale (real x S) against AWS's limits, and always print S.
+  scale (real x S) against AWS's limits, and always print S. Choose S so that the scaled hold exceeds the time
+  DynamoDB Local takes over a transaction (``transaction_in_flight_ms`` in the report; items are held at least
+  that long) and a single request's units stay well under 1,000/S.
 """
 
 from __future__ import annotations
