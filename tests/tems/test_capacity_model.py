@@ -7,10 +7,14 @@ limits small enough to reach in a second or two on a two-core machine.
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 import threading
 import time
 import urllib.request
 import uuid
+from pathlib import Path
 
 import boto3
 import pytest
@@ -30,6 +34,7 @@ from tems.capacity_model import (
     write_units,
 )
 from tems.dynamo import LOCAL_CREDENTIALS, TABLE_SCHEMA, TableConfig, configure_models, transaction_connection
+from tems.local_dynamodb import free_port
 from tems.transactions import (
     TRANSACTION_CONFLICT,
     LabelledTransaction,
@@ -489,3 +494,29 @@ def test_under_concurrency_every_request_gets_one_answer(table, start_model):
     assert report["throttles"] == outcomes.count("ThrottlingError")
     stored = _client(model.endpoint).get_item(TableName=table, Key=key, ConsistentRead=True)["Item"]["n"]
     assert int(stored["N"]) == applied >= 1
+
+
+def test_it_runs_standalone_and_prints_its_report_with_the_scale(dynamodb_local_endpoint):
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tems.capacity_model", "--upstream", dynamodb_local_endpoint, "--port", str(port),
+         "--scale", "7", "--hold-ms", "12"],
+        cwd=Path(__file__).resolve().parents[2], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}{REPORT_PATH}", timeout=1) as answer:
+                    report = json.load(answer)
+                break
+            except OSError:
+                assert time.monotonic() < deadline and process.poll() is None, "the model did not start"
+                time.sleep(0.2)
+        assert report["scale"] == 7 and report["hold_ms_real"] == pytest.approx(84)
+        tables = _client(f"http://127.0.0.1:{port}").list_tables()  # passed through unchanged
+        assert "TableNames" in tables
+    finally:
+        process.send_signal(signal.SIGTERM)
+        output, _ = process.communicate(timeout=10)
+    assert process.returncode == 0
+    assert "capacity model: scale x7" in output
