@@ -436,10 +436,10 @@ def test_a_stock_adjustment_held_too_long_answers_busy(table, start_model, app_o
     from inventory.errors import InventoryError
     from inventory.services import RetryPolicy, item_adjust, item_create
 
-    model = start_model(hold_ms=5000)
+    model = start_model(hold_ms=1500)
     app_on(model)
     sku = f"busy-{uuid.uuid4().hex[:6]}"
-    item_create(sku=sku, name="n", quantity=5, actor="staff")  # held for 5 s from here
+    item_create(sku=sku, name="n", quantity=5, actor="staff")  # held for 1.5 s from here
     with pytest.raises(InventoryError) as caught:
         item_adjust(sku=sku, delta=-1, reason="sold", actor="staff",
                     policy=RetryPolicy(attempts=3, sleep=lambda _: None))
