@@ -77,7 +77,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from tems.local_dynamodb import free_port
 
@@ -384,7 +384,7 @@ class CapacityModel:
             self._started = time.monotonic()
             # How long DynamoDB Local took over each accepted transaction: its items are held at least that
             # long, so when this exceeds the (scaled) hold time, the machine, not the model, set the conflicts.
-            self._in_flight: list[float] = []
+            self._in_flight: deque[float] = deque(maxlen=100_000)  # the latest, so a long run stays small
 
     def _limit(self, scope: str, kind: str) -> float:
         name = ("partition_" if "|" in scope else "table_") + ("wcu" if kind == WRITE else "rcu")
@@ -446,8 +446,11 @@ class CapacityModel:
 
     # -- the report --
 
-    def report(self) -> dict[str, Any]:
-        """Peak units per partition key and per table in any 1 s window, against the limits; throttles, conflicts."""
+    def report(self, *, top: int | None = None) -> dict[str, Any]:
+        """Peak units per partition key and per table in any 1 s window, against the limits; throttles, conflicts.
+
+        Partitions come most loaded first; ``top`` keeps only that many (a run with an idempotency key per request
+        has as many partitions as requests). ``partition_count`` is always the full number."""
         with self._lock:
             scopes: dict[str, dict[str, Any]] = {}
             for (scope, kind), window in self._windows.items():
@@ -476,7 +479,8 @@ class CapacityModel:
                 "conflicts": sum(self._conflicts.values()),
                 "conflicts_by_operation": dict(self._conflicts),
                 "transaction_in_flight_ms": _summary(self._in_flight),
-                "partitions": [row for row in rows if "|" in row["scope"]],
+                "partition_count": sum(1 for row in rows if "|" in row["scope"]),
+                "partitions": [row for row in rows if "|" in row["scope"]][:top],
                 "tables": [row for row in rows if "|" not in row["scope"]],
             }
 
@@ -938,7 +942,7 @@ class CapacityModel:
                     self._release(self._writing, item)
 
 
-def _summary(seconds: list[float]) -> dict[str, float]:
+def _summary(seconds: Iterable[float]) -> dict[str, float]:
     if not seconds:
         return {"count": 0}
     ordered = sorted(seconds)
@@ -1015,8 +1019,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def do_GET(self) -> None:
-        if self.path.rstrip("/") == REPORT_PATH:
-            body = json.dumps(self.capacity_model.report(), indent=1).encode()
+        path, _, query = self.path.partition("?")
+        if path.rstrip("/") == REPORT_PATH:
+            top = parse_qs(query).get("top")
+            body = json.dumps(self.capacity_model.report(top=int(top[0]) if top else None), indent=1).encode()
             self._send(200, [("Content-Type", "application/json")], body)
         else:
             self._send(*self.capacity_model.forward(b"", self._headers()))
