@@ -85,9 +85,9 @@ def app_on(table):
     configure_models(TableConfig.from_settings())
 
 
-def _client(endpoint: str, *, attempts: int = 1):
+def _client(endpoint: str, *, attempts: int = 1, mode: str = "standard"):
     return boto3.client("dynamodb", region_name=REGION, endpoint_url=endpoint, **LOCAL_CREDENTIALS,
-                        config=Config(retries={"mode": "standard", "total_max_attempts": attempts}))
+                        config=Config(retries={"mode": mode, "total_max_attempts": attempts}))
 
 
 def _item(pk: str, sk: str, padding: int = ONE_KB_PADDING, **extra: str) -> dict:
@@ -248,9 +248,11 @@ def test_the_throttle_is_the_error_aws_sends(table, start_model):
          "resource": f"arn:aws:dynamodb:{REGION}:000000000000:table/{table}"}]
 
 
-def test_botocore_retries_the_throttle_as_on_aws(table, start_model):
+# PynamoDB's clients use botocore's standard mode; a plain boto3 client (tems.dynamo.boto3_client) its legacy one.
+@pytest.mark.parametrize("mode", ["standard", "legacy"])
+def test_botocore_retries_the_throttle_as_on_aws(table, start_model, mode):
     model = start_model(scale=500)  # 2 WCU per real second
-    client = _client(model.endpoint, attempts=6)  # PynamoDB's clients use botocore's standard mode too
+    client = _client(model.endpoint, attempts=6, mode=mode)
     pk = f"retry-{uuid.uuid4().hex[:6]}"
     client.put_item(TableName=table, Item=_item(pk, "1"))
     client.put_item(TableName=table, Item=_item(pk, "2"))
