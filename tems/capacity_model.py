@@ -377,6 +377,7 @@ class CapacityModel:
             # The ClientRequestToken of the transaction holding each item: botocore repeats a transaction with
             # the same token, and AWS answers that repeat as the same transaction, never as a conflict with itself.
             self._holders: dict[tuple[str, str], str] = {}
+            self._next_forget = 0.0
             self._writing: Counter[tuple[str, str]] = Counter()
             self._requests: Counter[str] = Counter()
             self._throttles: Counter[str] = Counter()
@@ -665,7 +666,7 @@ class CapacityModel:
         return self._single_write("DeleteItem", params, body, headers)
 
     def _op_TransactWriteItems(self, params, body, headers):
-        actions = []  # (kind, table, key, item-for-put)
+        actions = []  # (kind, schema, key, the item of a Put)
         for entry in params.get("TransactItems") or []:
             (kind, action), = entry.items()
             schema = self.schema(action.get("TableName", ""), headers)
@@ -736,7 +737,10 @@ class CapacityModel:
         return status, answer_headers, answer
 
     def _forget_holds(self, now: float) -> None:
-        if len(self._holds) > 10_000:  # keep the map small on a long run; expired holds mean nothing
+        # Keep the map small on a long run (expired holds mean nothing), at most once a second so a busy run
+        # with many live holds does not rebuild it on every transaction.
+        if len(self._holds) > 10_000 and now >= self._next_forget:
+            self._next_forget = now + 1.0
             self._holds = {item: until for item, until in self._holds.items() if until > now}
             self._holders = {item: self._holders[item] for item in self._holds if item in self._holders}
 
