@@ -523,3 +523,21 @@ def test_it_runs_standalone_and_prints_its_report_with_the_scale(dynamodb_local_
         output, _ = process.communicate(timeout=10)
     assert process.returncode == 0
     assert "capacity model: scale x7" in output
+
+
+def test_reads_are_charged_to_the_partition_they_read_and_throttled_there(table, start_model):
+    model = start_model(partition_rcu=1)  # one strongly consistent 4 KB read per second per partition
+    client = _client(model.endpoint)
+    run = uuid.uuid4().hex[:6]
+    client.put_item(TableName=table, Item=_item(f"q-{run}", "s", GSI1PK=f"col-{run}", GSI1SK="a"))
+    client.query(TableName=table, IndexName="GSI1", KeyConditionExpression="#pk = :pk AND begins_with(GSI1SK, :a)",
+                 ExpressionAttributeNames={"#pk": "GSI1PK"}, ExpressionAttributeValues={
+                     ":pk": {"S": f"col-{run}"}, ":a": {"S": "a"}})
+    assert _row(model.report(), f"{table}/GSI1|GSI1PK=col-{run}")["rcu_consumed"] == 0.5
+    key = {"PK": {"S": f"q-{run}"}, "SK": {"S": "s"}}
+    client.get_item(TableName=table, Key=key, ConsistentRead=True)
+    with pytest.raises(ClientError) as caught:
+        client.get_item(TableName=table, Key=key, ConsistentRead=True)
+    assert caught.value.response["Error"]["Code"] == "ProvisionedThroughputExceededException"
+    assert caught.value.response["ThrottlingReasons"][0]["reason"] == "TableReadKeyRangeThroughputExceeded"
+    assert _row(model.report(), f"{table}|PK=q-{run}")["read_throttles"] == 1
