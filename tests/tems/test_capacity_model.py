@@ -541,3 +541,16 @@ def test_reads_are_charged_to_the_partition_they_read_and_throttled_there(table,
     assert caught.value.response["Error"]["Code"] == "ProvisionedThroughputExceededException"
     assert caught.value.response["ThrottlingReasons"][0]["reason"] == "TableReadKeyRangeThroughputExceeded"
     assert _row(model.report(), f"{table}|PK=q-{run}")["read_throttles"] == 1
+
+
+def test_table_management_passes_through(start_model):
+    """ensure_table (CreateTable, DescribeTable, the TTL calls) works through the model as against DynamoDB Local."""
+    from tems.dynamo import ensure_table
+
+    client = _client(start_model().endpoint)
+    name = f"tems_cap_mgmt_{uuid.uuid4().hex[:8]}"
+    try:
+        assert ensure_table(client=client, table_name=name) == [f"created table {name}", "enabled TTL on expires_at"]
+        assert ensure_table(client=client, table_name=name) == []
+    finally:
+        client.delete_table(TableName=name)
