@@ -26,6 +26,10 @@ _SEND_ORDER = ("condition_check", "delete", "put", "update")
 
 CONDITIONAL_CHECK_FAILED = "ConditionalCheckFailed"
 TRANSACTION_CONFLICT = "TransactionConflict"
+# A transaction whose item's partition was over its throughput is cancelled with this reason, and botocore does
+# not retry a cancelled transaction: like a conflict it says nothing about the data, so it is retried the same way.
+THROTTLING_ERROR = "ThrottlingError"
+TRANSIENT_REASONS = frozenset({TRANSACTION_CONFLICT, THROTTLING_ERROR})
 # A single-item write's refused condition arrives as an exception code, not a cancellation reason.
 CONDITIONAL_CHECK_FAILED_EXCEPTION = "ConditionalCheckFailedException"
 TRANSACTION_CANCELED_EXCEPTION = "TransactionCanceledException"
@@ -54,8 +58,9 @@ class TransactionCancelled(Exception):
 
     @property
     def is_conflict(self) -> bool:
-        """Another transaction touched an item at the same time: nothing is wrong, try again."""
-        return any(reason.code == TRANSACTION_CONFLICT for reason in self.reasons.values())
+        """Another transaction touched an item at the same time, or a partition was throttled: nothing is wrong
+        with the request, try again after a pause."""
+        return any(reason.code in TRANSIENT_REASONS for reason in self.reasons.values())
 
     @property
     def only_conflicts(self) -> bool:
