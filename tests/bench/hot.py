@@ -498,11 +498,11 @@ def chart(results: list[DesignResult], scenario: Scenario) -> str:
     """A hand-written SVG: accepted registrations per real second over (real) time, one line per design, and the
     students' arrival rate for reference."""
     series = [(result.name, timeline(result, scenario)) for result in results if not result.missing]
-    width, height, left, top, right, bottom = 680, 320, 70, 20, 190, 40
+    width, height, left, top, right, bottom = 720, 320, 70, 20, 230, 40
     plot_w, plot_h = width - left - right, height - top - bottom
     longest = max([len(points) for _, points in series] + [1])
     top_rate = max([max(points or [0]) for _, points in series] + [scenario.real_rate]) * 1.15
-    colours = ["#d1242f", "#1a7f37", "#1f6feb", "#9a6700"]
+    colours = ["#d1242f", "#1a7f37", "#1f6feb", "#8250df"]
 
     def x(index: float) -> float:
         return left + plot_w * index / max(longest, 1)
@@ -531,7 +531,12 @@ def chart(results: list[DesignResult], scenario: Scenario) -> str:
     arrival_end = x(min(longest, scenario.arrival_seconds / scenario.crowd * BUCKETS_PER_REAL_SECOND))
     parts.append(f'<line x1="{left}" y1="{y(scenario.real_rate):.1f}" x2="{arrival_end:.1f}" '
                  f'y2="{y(scenario.real_rate):.1f}" stroke="#57606a" stroke-dasharray="4 3"/>')
-    legend = [("students arriving/s", "#57606a")]
+    # One seat item admits one transaction per hold time: the single counter's ceiling, whatever its WCU.
+    ceiling = 1000 / scenario.hold_ms
+    parts.append(f'<line x1="{left}" y1="{y(ceiling):.1f}" x2="{left + plot_w}" y2="{y(ceiling):.1f}" '
+                 'stroke="#9a6700" stroke-dasharray="2 3"/>')
+    legend = [(f"students arriving/s (for {scenario.arrival_seconds / scenario.crowd:g} s)", "#57606a"),
+              (f"1 item, 1 tx per {scenario.hold_ms:g} ms hold", "#9a6700")]
     for index, (name, points) in enumerate(series):
         colour = colours[index % len(colours)]
         legend.append((name, colour))
