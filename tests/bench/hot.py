@@ -16,6 +16,9 @@ How it is driven, and why:
   API view does. Two shared cores cannot push HTTP (gunicorn + Django + the proxy + DynamoDB Local) at the
   rates needed; the view adds parsing and a status mapping, no DynamoDB request. A ``RegistrationError('busy')``
   is what the API answers 503; any other exception escaping the service would be a 500 and is counted apart.
+- **One QR code drawing** (``qr_drawn_once``): the service draws the ticket's QR code in every round of its retry
+  loop (28 ms of Python each); the harness reuses the first drawing (same size, same WCU) so that app-server CPU,
+  which scales out on AWS, does not starve the one client process. ``HOT_REAL_QR=1`` draws every one.
 - **Open loop**: a scheduler thread releases request i at t0 + t_i (fixed rate, whatever the answers), onto a
   thread pool large enough that an arrival never waits for a thread. The lag between scheduled and actual start
   is measured and reported: if it grows, the machine could not offer the load and the run says so.
@@ -55,7 +58,8 @@ import time
 import urllib.request
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -63,7 +67,7 @@ from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer
 
-from registrations import services
+from registrations import selectors, services
 from registrations.errors import RegistrationError
 from registrations.models import CONFIRMED, WAITLISTED, Event, Registration, RegistrationClaim, WaitlistEntry
 from tems.capacity_model import REPORT_PATH, RESET_PATH
@@ -137,6 +141,34 @@ SEAT_DESIGNS: dict[str, SeatDesign] = {
     "sharded": SeatDesign(create_event=lambda capacity: _event(capacity, seat_shards=SEAT_SHARDS),
                           missing=_sharded_missing),
 }
+
+
+# --- the QR code, drawn once --------------------------------------------------------------------------------------
+
+@contextmanager
+def qr_drawn_once() -> Iterator[None]:
+    """Every registration's QR code is the first one drawn (same size, so the same WCU), unless HOT_REAL_QR=1.
+
+    The service draws the ticket's QR code SVG (28 ms of Python on this machine) in every round of its retry
+    loop, and a hot single counter costs ~8 rounds per request: in one client process that alone was more CPU than
+    two cores have, so the crowd arrived late. On AWS that CPU is the app servers', which scale out; the database
+    sees the record's size, which this keeps. (A finding for the service: draw it once per registration.)"""
+    if os.environ.get("HOT_REAL_QR") == "1":
+        yield
+        return
+    real = selectors.registration_qr_svg
+    drawn: list[str] = []
+
+    def once(*, ticket_url: str) -> str:
+        if not drawn:
+            drawn.append(real(ticket_url=ticket_url))
+        return drawn[0]
+
+    selectors.registration_qr_svg = once
+    try:
+        yield
+    finally:
+        selectors.registration_qr_svg = real
 
 
 # --- the capacity model, in a process of its own ---------------------------------------------------------------
@@ -557,7 +589,9 @@ HOW_TO_READ = """How the run is made and what the rows mean:
   last row), the machine could not offer the load: fewer requests per second reached the service than the rows
   say, which flatters the design. Requests call `registrations.services.registration_create` in process (what
   `POST /api/events/<id>/registrations` calls; two cores cannot push this through HTTP); its `busy` error is the
-  API's 503, anything else escaping would be a 500 (*other errors*).
+  API's 503, anything else escaping would be a 500 (*other errors*). Every registration's QR code SVG is the first
+  one drawn (same size, so the same WCU): the service draws it in every round of its retry loop, 28 ms of Python
+  each here, which is app-server CPU (it scales out on AWS), not the database's; `HOT_REAL_QR=1` draws them all.
 - **Scale model.** S divides every AWS limit and multiplies every duration (hold time, arrival spacing, double-tap
   delay, the service's retry pauses) so one machine second stands for 1/S real second; K divides students and
   seats at the same arrival rate. Rates are x S, latencies / S; counts are of the / K crowd (x K for the real
@@ -707,7 +741,8 @@ def run_all(ctx: BenchContext, scenario: Scenario, designs: list[str] | None = N
     ensure_table()
     results = []
     try:
-        with ModelProcess(upstream=ctx.endpoint, scale=scenario.scale, hold_ms=scenario.hold_ms) as model:
+        with (ModelProcess(upstream=ctx.endpoint, scale=scenario.scale, hold_ms=scenario.hold_ms) as model,
+              qr_drawn_once()):
             for name in designs or list(SEAT_DESIGNS):
                 print(f"  {name}: {scenario.run_students:,} students over {scenario.machine_seconds:.0f} s ...",
                       flush=True)
