@@ -5,7 +5,7 @@ import pytest
 
 from tems.dynamo import TableConfig, configure_models
 from tests.bench.context import BenchContext
-from tests.bench.hot import Scenario, crowd, run_all, summary
+from tests.bench.hot import DesignResult, Scenario, chart, crowd, run_all, section, summary
 from tests.helpers import REGION
 
 pytestmark = pytest.mark.dynamodb_local
@@ -51,3 +51,9 @@ def test_a_tiny_run_adds_up(dynamodb_local_endpoint):
     assert table["tickets_dense"] and table["entries_match"] and table["positions_exact"]
     assert all(not problems for problems in invariants.values()), invariants
     assert result.model["scale"] == 2.0
+    # The page shows every measured design side by side and says plainly which one is not in the build.
+    page = section([result, result, DesignResult("sharded", missing="not in this build")], TINY, invariants, 1.0)
+    assert "**sharded**: not in this build" in page
+    assert "| | single counter | single counter |" in page
+    assert "S = 2, K = 1" in page
+    assert chart([result], TINY).count("<polyline") == 1
