@@ -9,7 +9,7 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3 $$HOME/.pyenv/versions/
 RUN_PORT ?= 8000
 DYNAMODB_PORT ?= 8765
 
-.PHONY: install run test bench browser clean check-python screenshots
+.PHONY: install run test bench bench-hot browser clean check-python screenshots
 
 check-python:
 	@if [ -z "$(PYTHON)" ]; then echo "TEMS needs Python 3.12 or newer (Django 6): install python3.12 and run again." >&2; exit 1; fi
@@ -53,6 +53,11 @@ screenshots: install browser
 
 bench: install
 	$(PY) -m tests.bench $(BENCH_SECTIONS)
+
+# One hot event per seat design through the capacity model (tests/bench/hot.py): minutes, so not in `make bench`.
+# It writes docs/PERFORMANCE-hot.md and docs/bench-hot.svg; HOT_SCALE, HOT_CROWD, HOT_SECONDS change the scale model.
+bench-hot: install
+	$(PY) -m tests.bench hot
 
 clean:
 	rm -rf $(VENV) node_modules .pytest_cache

@@ -2,6 +2,8 @@
 
 Every module of this package with ``run(ctx: BenchContext) -> str`` is a section: it returns Markdown, and a new
 module is picked up with no edit here. These are measurements, not tests: nothing here asserts a timing.
+A module marked ``SLOW = True`` runs only when named (``python -m tests.bench hot``); a full run puts its ``LINK``
+(Markdown pointing at the page it writes itself) in its place.
 """
 
 from __future__ import annotations
@@ -22,16 +24,18 @@ OUTPUT = Path(__file__).resolve().parents[2] / "docs" / "PERFORMANCE.md"
 FIRST = ("registrations", "checkins", "inventory")
 
 
-def sections() -> list[tuple[str, Callable[..., str]]]:
-    """Every module of this package that has ``run(ctx)``, imported (Django must be set up)."""
+def sections() -> list[tuple[str, Callable[..., str], bool]]:
+    """Every module of this package that has ``run(ctx)`` and whether it is SLOW, imported (Django must be set
+    up)."""
     names = sorted((module.name for module in pkgutil.iter_modules([str(Path(__file__).parent)])
                     if not module.name.startswith("_")),
                    key=lambda name: (FIRST.index(name) if name in FIRST else len(FIRST), name))
     found = []
     for name in names:
-        run = getattr(import_module(f"{PACKAGE}.{name}"), "run", None)
+        module = import_module(f"{PACKAGE}.{name}")
+        run = getattr(module, "run", None)
         if callable(run):
-            found.append((name, run))
+            found.append((name, run, bool(getattr(module, "SLOW", False))))
     return found
 
 
@@ -69,8 +73,11 @@ def main() -> int:
         settings.DATA_DIR.mkdir(parents=True, exist_ok=True)
         call_command("migrate", verbosity=0)
         ctx = BenchContext(dynamodb.endpoint, config.table_name, config.region)
-        for name, run in sections():
+        for name, run, slow in sections():
             if only and name not in only:
+                continue
+            if slow and not only:
+                sections_written.append(import_module(f"{PACKAGE}.{name}").LINK)
                 continue
             print(f"benchmarking {name} ...", flush=True)
             sections_written.append(run(ctx))

@@ -1,0 +1,59 @@
+"""The hot-event harness (tests/bench/hot.py) at a tiny size: its crowd has the promised shape, and its
+bookkeeping adds up (every request answered once, the table's counts agree with the answers)."""
+
+import pytest
+
+from tems.dynamo import TableConfig, configure_models
+from tests.bench.context import BenchContext
+from tests.bench.hot import DesignResult, Scenario, chart, crowd, run_all, section, summary
+from tests.helpers import REGION
+
+pytestmark = pytest.mark.dynamodb_local
+
+TINY = Scenario(students=30, capacity=20, arrival_seconds=1.0, scale=2.0, crowd=1.0, threads=40)
+
+
+def test_the_crowd_arrives_at_a_fixed_rate_with_its_second_taps():
+    taps = crowd(TINY)
+    firsts = [tap for tap in taps if tap.kind == "first"]
+    assert [tap.student for tap in firsts] == list(range(30))
+    assert [tap.at for tap in firsts] == pytest.approx([i / TINY.machine_rate for i in range(30)])
+    first_of = {tap.student: tap for tap in firsts}
+    doubles = [tap for tap in taps if tap.kind == "double tap"]
+    retries = [tap for tap in taps if tap.kind == "retry"]
+    assert (len(doubles), len(retries)) == (3, 2)  # 10 % and 5 % of 30, never the same student twice
+    assert not {tap.student for tap in doubles} & {tap.student for tap in retries}
+    assert all(tap.key != first_of[tap.student].key for tap in doubles)
+    assert all(tap.key == first_of[tap.student].key for tap in retries)
+    # 50-150 ms later in real time, stretched by the scale on the machine
+    assert all(0.05 * TINY.scale <= tap.at - first_of[tap.student].at <= 0.15 * TINY.scale
+               for tap in doubles + retries)
+    assert [tap.at for tap in taps] == sorted(tap.at for tap in taps)
+
+
+def test_a_tiny_run_adds_up(dynamodb_local_endpoint):
+    try:
+        results, invariants = run_all(BenchContext(dynamodb_local_endpoint, "unused", REGION), TINY,
+                                      designs=["single counter"])
+    finally:
+        configure_models(TableConfig.from_settings())
+    result, = results
+    numbers = summary(result, TINY)
+    assert numbers["requests"] == len(crowd(TINY)) == 35
+    assert sum(numbers["outcomes"].values()) == 35
+    assert not numbers["errors"], numbers["outcomes"]
+    created_students = {answer.tap.student for answer in result.answers if answer.outcome == "created"}
+    table = result.table
+    assert table["duplicates"] == 0 and table["oversell"] == 0
+    assert table["students_registered"] == len(created_students) == numbers["created"]
+    assert table["confirmed"] + table["waitlisted"] == table["students_registered"] == table["claims"]
+    assert table["confirmed"] == table["expected_confirmed"] == min(20, len(created_students))
+    assert table["tickets_dense"] and table["entries_match"] and table["positions_exact"]
+    assert all(not problems for problems in invariants.values()), invariants
+    assert result.model["scale"] == 2.0
+    # The page shows every measured design side by side and says plainly which one is not in the build.
+    page = section([result, result, DesignResult("sharded", missing="not in this build")], TINY, invariants, 1.0)
+    assert "**sharded**: not in this build" in page
+    assert "| | single counter | single counter |" in page
+    assert "S = 2, K = 1" in page
+    assert chart([result], TINY).count("<polyline") == 1
