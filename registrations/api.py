@@ -57,7 +57,9 @@ def my_registrations(request: HttpRequest) -> HttpResponse:
     """The caller's registrations, a page at a time: ``{"registrations": [...], "next": url | null}``."""
     page = selectors.registration_page(user_id=user_key(request.user), cursor=request.GET.get("cursor"),
                                        limit=page_size(request.GET.get("limit")))
-    return json_response({"registrations": page.items, "next": next_page_url(request, page)})
+    # A read draws each ticket's QR code inline (cached per ticket); a registration's own answer only links it.
+    return json_response({"registrations": [selectors.with_qr_svg(row) for row in page.items],
+                          "next": next_page_url(request, page)})
 
 
 @api_view("DELETE")
