@@ -122,15 +122,14 @@ def with_qr_svg(registration: dict[str, Any]) -> dict[str, Any]:
     return {**registration, "qr_svg": registration_qr_svg(ticket_url=registration["ticket_url"])}
 
 
-def registration_qr(*, user_id: str, registration_id: str) -> tuple[str, str]:
-    """(ticket URL, SVG) of the caller's live registration. RegistrationError('not_found') for anyone else's,
-    and for a cancelled one (it has no ticket any more)."""
+def registration_ticket_url(*, user_id: str, registration_id: str) -> str:
+    """The ticket URL of the caller's live registration (one GetItem). RegistrationError('not_found') for anyone
+    else's, and for a cancelled one (it has no ticket any more)."""
     registration = registration_get(user_id=user_id, registration_id=registration_id)
     if registration.status == CANCELLED:
         raise RegistrationError("not_found", "That registration is cancelled: it has no ticket.")
-    url = ticket_url(event_id=registration.event_id, registration_id=registration.registration_id,
-                     user_id=registration.user_id)
-    return url, registration_qr_svg(ticket_url=url)
+    return ticket_url(event_id=registration.event_id, registration_id=registration.registration_id,
+                      user_id=registration.user_id)
 
 
 def claim_get(*, event_id: str, user_id: str) -> RegistrationClaim | None:

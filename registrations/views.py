@@ -89,7 +89,6 @@ def event_detail(request: HttpRequest, event_id: str) -> HttpResponse:
 # without JavaScript) and replaced at the moment of each tap by static/js/tems-idempotency.js.
 
 PANEL = "registrations/event_detail.html#registration-panel"
-SVG_CONTENT_TYPE = "image/svg+xml"
 ROW = "registrations/my_registrations.html#registration-row"
 ROWS = "registrations/my_registrations.html#registration-rows"
 
@@ -203,6 +202,7 @@ def registration_calendar(request: HttpRequest, registration_id: str) -> HttpRes
 # The QR code of a ticket never changes while the registration lives, but a cancelled one must stop showing it
 # soon: an hour in the owner's browser cache, then a revalidation (304 by ETag, one GetItem and no drawing).
 QR_MAX_AGE_SECONDS = 3600
+SVG_CONTENT_TYPE = "image/svg+xml"
 
 
 @require_GET
@@ -210,11 +210,13 @@ QR_MAX_AGE_SECONDS = 3600
 def registration_qr(request: HttpRequest, registration_id: str) -> HttpResponse:
     """The ticket's QR code as an SVG image, drawn on read; only for its owner (anyone else's is 404)."""
     try:
-        ticket, svg = selectors.registration_qr(user_id=user_key(request.user), registration_id=registration_id)
+        ticket = selectors.registration_ticket_url(user_id=user_key(request.user), registration_id=registration_id)
     except RegistrationError as error:
         raise Http404(error.detail) from None
+    # The drawing is a function of the ticket URL alone, so the URL's hash is its ETag: a 304 draws nothing.
     etag = quote_etag(hashlib.sha256(ticket.encode()).hexdigest()[:32])
-    response = get_conditional_response(request, etag=etag) or HttpResponse(svg, content_type=SVG_CONTENT_TYPE)
+    response = get_conditional_response(request, etag=etag) or HttpResponse(
+        selectors.registration_qr_svg(ticket_url=ticket), content_type=SVG_CONTENT_TYPE)
     response["ETag"] = etag
     # private: the image is one student's ticket, never for a shared cache.
     patch_cache_control(response, private=True, max_age=QR_MAX_AGE_SECONDS)
