@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import io
 from datetime import datetime
 from typing import Any
 
@@ -85,9 +86,14 @@ QR_CACHE_SIZE = 1024
 
 @functools.lru_cache(maxsize=QR_CACHE_SIZE)
 def registration_qr_svg(*, ticket_url: str) -> str:
-    """An inline SVG QR code of the registration's ticket URL (deterministic: same ticket, same drawing)."""
+    """An SVG QR code of the registration's ticket URL (deterministic: same ticket, same drawing), fit both to
+    be inlined in a page and to be served on its own as ``image/svg+xml``."""
     code = segno.make(ticket_url, error="m")
-    return code.svg_inline(scale=4, omitsize=True, title="Ticket QR code", svgclass="qr")
+    drawing = io.BytesIO()
+    # svgns: a standalone SVG image without its namespace is not drawn by browsers (segno's svg_inline omits it).
+    code.save(drawing, kind="svg", xmldecl=False, svgns=True, nl=False, scale=4, omitsize=True,
+              title="Ticket QR code", svgclass="qr")
+    return drawing.getvalue().decode()
 
 
 def registration_qr_url(*, registration_id: str) -> str:

@@ -22,6 +22,8 @@ def test_the_owner_gets_the_tickets_qr_code_as_a_cacheable_svg(event, student, s
         response = student_client.get(data["qr_url"])
     assert response.status_code == 200 and response["Content-Type"] == "image/svg+xml"
     assert response.content.decode() == selectors.registration_qr_svg(ticket_url=data["ticket_url"])
+    # On its own (not inlined in a page) an SVG is only drawn by browsers with its namespace.
+    assert response.content.startswith(b'<svg xmlns="http://www.w3.org/2000/svg"')
     assert dict(meter.requests) == {"GetItem": 1}  # the registration, to know it is theirs and still live
     assert "private" in response["Cache-Control"] and "max-age=3600" in response["Cache-Control"]
     assert response["ETag"]
