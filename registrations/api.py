@@ -55,7 +55,9 @@ def registration_create(request: HttpRequest, event_id: str) -> HttpResponse:
 def my_registrations(request: HttpRequest) -> HttpResponse:
     """The caller's registrations, a page at a time: ``{"registrations": [...], "next": url | null}``."""
     page = selectors.registration_page(user_id=user_key(request.user), **page_args(request))
-    return json_response({"registrations": page.items, "next": next_page_url(request, page)})
+    # A read draws each ticket's QR code inline (cached per ticket); a registration's own answer only links it.
+    return json_response({"registrations": [selectors.with_qr_svg(row) for row in page.items],
+                          "next": next_page_url(request, page)})
 
 
 @api_view("DELETE")

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import functools
+import io
 from datetime import datetime
 from typing import Any
 
 import segno
+from django.urls import reverse
 
 from registrations import waitlist
 from registrations.checkins.tickets import ticket_url
 from registrations.errors import RegistrationError
-from registrations.models import WAITLISTED, Event, Registration, RegistrationClaim, WaitlistEntry
+from registrations.models import CANCELLED, WAITLISTED, Event, Registration, RegistrationClaim, WaitlistEntry
 from tems.clock import utcnow
 from tems.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page, decode_cursor, query_page
 
@@ -76,10 +79,26 @@ def event_to_dict(event: Event) -> dict:
 
 # --- registrations ------------------------------------------------------------------------------------------
 
+# Drawing a QR code costs milliseconds of pure Python (segno), about a third of a registration's time when it
+# was drawn on the write path; a ticket's drawing never changes, so each process keeps the last ones it drew.
+QR_CACHE_SIZE = 1024
+
+
+@functools.lru_cache(maxsize=QR_CACHE_SIZE)
 def registration_qr_svg(*, ticket_url: str) -> str:
-    """An inline SVG QR code of the registration's ticket URL (deterministic: same ticket, same drawing)."""
+    """An SVG QR code of the registration's ticket URL (deterministic: same ticket, same drawing), fit both to
+    be inlined in a page and to be served on its own as ``image/svg+xml``."""
     code = segno.make(ticket_url, error="m")
-    return code.svg_inline(scale=4, omitsize=True, title="Ticket QR code", svgclass="qr")
+    drawing = io.BytesIO()
+    # svgns: a standalone SVG image without its namespace is not drawn by browsers (segno's svg_inline omits it).
+    code.save(drawing, kind="svg", xmldecl=False, svgns=True, nl=False, scale=4, omitsize=True,
+              title="Ticket QR code", svgclass="qr")
+    return drawing.getvalue().decode()
+
+
+def registration_qr_url(*, registration_id: str) -> str:
+    """Where the owner's browser (or API client) fetches the ticket's QR code, drawn on read and cacheable."""
+    return reverse("registrations:registration_qr", kwargs={"registration_id": registration_id})
 
 
 def registration_to_dict(*, registration_id: str, event_id: str, user_id: str, status: str,
@@ -88,19 +107,35 @@ def registration_to_dict(*, registration_id: str, event_id: str, user_id: str, s
 
     ``user`` shows the display name; the immutable ``user_id`` stays internal (synthetic lab and bench students
     have no name, and show their id). ``ticket_url`` is signed from the registration's stable facts only, so a
-    replay shows the same ticket.
+    replay shows the same ticket. The QR code is not in it: ``qr_url`` draws it on read (the stored answer of a
+    write holds only what must be durable; see docs/registrations.md), and reads add ``qr_svg`` with
+    ``with_qr_svg``.
     """
-    url = ticket_url(event_id=event_id, registration_id=registration_id, user_id=user_id)
     return {
         "registration_id": registration_id,
         "event_id": event_id,
         "user": user_name or user_id,
         "status": status,
         "position": position,
-        "ticket_url": url,
-        "qr_svg": registration_qr_svg(ticket_url=url),
+        "ticket_url": ticket_url(event_id=event_id, registration_id=registration_id, user_id=user_id),
+        "qr_url": registration_qr_url(registration_id=registration_id),
         "created_at": created_at.isoformat(),
     }
+
+
+def with_qr_svg(registration: dict[str, Any]) -> dict[str, Any]:
+    """``registration`` (a read's dict) with ``qr_svg``, the ticket's QR code drawn inline, for API reads."""
+    return {**registration, "qr_svg": registration_qr_svg(ticket_url=registration["ticket_url"])}
+
+
+def registration_ticket_url(*, user_id: str, registration_id: str) -> str:
+    """The ticket URL of the caller's live registration (one GetItem). RegistrationError('not_found') for anyone
+    else's, and for a cancelled one (it has no ticket any more)."""
+    registration = registration_get(user_id=user_id, registration_id=registration_id)
+    if registration.status == CANCELLED:
+        raise RegistrationError("not_found", "That registration is cancelled: it has no ticket.")
+    return ticket_url(event_id=registration.event_id, registration_id=registration.registration_id,
+                      user_id=registration.user_id)
 
 
 def claim_get(*, event_id: str, user_id: str) -> RegistrationClaim | None:

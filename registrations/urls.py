@@ -15,6 +15,7 @@ urlpatterns = [
     path("me/registrations/", views.my_registrations, name="my_registrations"),
     path("registrations/<id:registration_id>/calendar.ics", views.registration_calendar,
          name="registration_calendar"),
+    path("registrations/<id:registration_id>/qr.svg", views.registration_qr, name="registration_qr"),
     path("registrations/<id:registration_id>/cancel/", views.registration_cancel, name="registration_cancel"),
     path("api/events", api.events, name="api_events"),
     path("api/events/<id:event_id>", api.event_detail, name="api_event_detail"),

@@ -1,6 +1,7 @@
 """Pages of the registrations app: thin, they parse input, call a service and render."""
 
 import functools
+import hashlib
 import itertools
 import uuid
 from collections.abc import Callable
@@ -11,7 +12,9 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.cache import get_conditional_response, patch_cache_control, patch_vary_headers
 from django.utils.formats import date_format
+from django.utils.http import quote_etag
 from django.utils.timezone import localtime
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -191,6 +194,31 @@ def registration_calendar(request: HttpRequest, registration_id: str) -> HttpRes
                             stamp=utcnow())
     response = HttpResponse(body, content_type="text/calendar; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{event.event_id}.ics"'
+    return response
+
+
+# The QR code of a ticket never changes while the registration lives, but a cancelled one must stop showing it
+# soon: an hour in the owner's browser cache, then a revalidation (304 by ETag, one GetItem and no drawing).
+QR_MAX_AGE_SECONDS = 3600
+SVG_CONTENT_TYPE = "image/svg+xml"
+
+
+@require_GET
+@login_required
+def registration_qr(request: HttpRequest, registration_id: str) -> HttpResponse:
+    """The ticket's QR code as an SVG image, drawn on read; only for its owner (anyone else's is 404)."""
+    try:
+        ticket = selectors.registration_ticket_url(user_id=user_key(request.user), registration_id=registration_id)
+    except RegistrationError as error:
+        raise Http404(error.detail) from None
+    # The drawing is a function of the ticket URL alone, so the URL's hash is its ETag: a 304 draws nothing.
+    etag = quote_etag(hashlib.sha256(ticket.encode()).hexdigest()[:32])
+    response = get_conditional_response(request, etag=etag) or HttpResponse(
+        selectors.registration_qr_svg(ticket_url=ticket), content_type=SVG_CONTENT_TYPE)
+    response["ETag"] = etag
+    # private: the image is one student's ticket, never for a shared cache.
+    patch_cache_control(response, private=True, max_age=QR_MAX_AGE_SECONDS)
+    patch_vary_headers(response, ["Cookie"])
     return response
 
 

@@ -12,6 +12,9 @@ import time
 import uuid
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.backends import ModelBackend
+from django.core.exceptions import ObjectDoesNotExist
 from django.db import DatabaseError, models
 
 _CACHE_ATTRIBUTE = "_tems_user_key"
@@ -39,10 +42,31 @@ def user_key(user) -> str:
     """
     cached = getattr(user, _CACHE_ATTRIBUTE, None)
     if cached is None:
-        identity = _identity_for(user)
+        identity = _joined_identity(user) or _identity_for(user)
         cached = str(identity.key)
         setattr(user, _CACHE_ATTRIBUTE, cached)
     return cached
+
+
+class IdentityModelBackend(ModelBackend):
+    """Django's ModelBackend whose user comes with its identity, joined in: ``user_key`` then costs no query.
+
+    Every request of a logged-in user reads the user; without the join the first ``user_key`` of the request
+    read the identity too, a second SQL query on every write's path (issue 13).
+    """
+
+    def get_user(self, user_id):
+        try:
+            user = get_user_model()._default_manager.select_related("tems_identity").get(pk=user_id)
+        except ObjectDoesNotExist:
+            return None
+        return user if self.user_can_authenticate(user) else None
+
+
+def _joined_identity(user) -> UserIdentity | None:
+    # Only what a select_related already fetched: reading ``user.tems_identity`` otherwise would be a query.
+    state = getattr(user, "_state", None)
+    return state.fields_cache.get("tems_identity") if state is not None else None
 
 
 def user_for_key(key: str):

@@ -76,6 +76,10 @@ SECURE_CSP = {
 # address, that pair is locked out for TEMS_LOGIN_COOLOFF_MINUTES, on /accounts/login/ and /admin/login/ alike.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
+    # ModelBackend with the user's identity joined into the per-request user read (tems.identity).
+    "tems.identity.IdentityModelBackend",
+    # Still listed so that sessions logged in before the backend above existed stay valid (a session names the
+    # backend that logged it in); it authenticates nobody new, as the one above answers first.
     "django.contrib.auth.backends.ModelBackend",
 ]
 AXES_FAILURE_LIMIT = int(os.environ.get("TEMS_LOGIN_FAILURE_LIMIT", "5"))

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
+from pynamodb.connection import Connection
 from pynamodb.exceptions import PynamoDBException, TransactWriteError
 from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.update import Action
@@ -113,14 +114,28 @@ class LabelledTransaction:
         """Labels in the order DynamoDB receives (and reports) them."""
         return [label for kind in _SEND_ORDER for label, _ in self._ops[kind]]
 
+    def _send(self, connection: Connection) -> None:
+        with TransactWrite(connection=connection) as transaction:
+            for kind in _SEND_ORDER:
+                for _, apply in self._ops[kind]:
+                    apply(transaction)
+
+    def transact_items(self) -> list[dict[str, Any]]:
+        """The ``TransactItems`` that ``commit()`` would send (DynamoDB's JSON, in the sent order), built by
+        PynamoDB exactly as for ``commit()`` but not sent: to measure each item's size, or to send the very
+        same write through another client (the benchmark's raw boto3 floor)."""
+        capture = _CapturingConnection()
+        try:
+            self._send(capture)
+        except _Captured as captured:
+            return captured.request["TransactItems"]
+        raise AssertionError("PynamoDB sent no TransactWriteItems")
+
     def commit(self) -> None:
         """Send everything as one request. Raises TransactionCancelled with the reasons by label."""
         order = self.sent_order
         try:
-            with TransactWrite(connection=transaction_connection()) as transaction:
-                for kind in _SEND_ORDER:
-                    for _, apply in self._ops[kind]:
-                        apply(transaction)
+            self._send(transaction_connection())
         except TransactWriteError as error:
             if response_code(error) != TRANSACTION_CANCELED_EXCEPTION:
                 raise
@@ -130,6 +145,24 @@ class LabelledTransaction:
                 if reason is not None
             }
             raise TransactionCancelled(reasons, error) from error
+
+
+class _Captured(Exception):
+    """Not an error: how the request leaves a transaction that is not to be sent."""
+
+    def __init__(self, request: dict[str, Any]):
+        super().__init__("captured")
+        self.request = request
+
+
+class _CapturingConnection(Connection):
+    """A PynamoDB connection that hands back the request it was asked to send instead of sending it.
+
+    It raises, so PynamoDB does not go on as after a commit (it would bump the models' version attributes).
+    """
+
+    def dispatch(self, operation_name: str, operation_kwargs: dict[str, Any]) -> dict[str, Any]:
+        raise _Captured(operation_kwargs)
 
 
 def response_code(error: PynamoDBException) -> str | None:

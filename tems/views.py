@@ -28,7 +28,7 @@ def signup(request: HttpRequest) -> HttpResponse:
     form = SignUpForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         user = form.save()
-        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        login(request, user, backend="tems.identity.IdentityModelBackend")
         _send_verification(request, user)
         return redirect("registrations:event_list")
     return render(request, "registration/signup.html", {"form": form})

@@ -214,7 +214,7 @@ def _base_transaction(attempt: _NewRegistration, *, status: str, position: int |
         message_type="RegistrationCreated", now=attempt.created_at,
         # "user" is the immutable key in every message, as in the cancel and promote ones: the relay finds the
         # recipient by it, never by a name someone else may hold by then.
-        payload={**{name: value for name, value in body.items() if name != "qr_svg"}, "user": attempt.user_id},
+        payload={**body, "user": attempt.user_id},
     ))
     return transaction, response
 

@@ -75,11 +75,14 @@ def fingerprint(*, method: str, route: str, user_id: str, payload: Any) -> str:
 REPLAYED_HEADERS = ("Location", "HX-Redirect", "HX-Location", "HX-Trigger", "HX-Retarget", "HX-Reswap")
 
 
+JSON_CONTENT_TYPE = "application/json"
+
+
 @dataclass(frozen=True)
 class StoredResponse:
     status: int
     body: str
-    content_type: str = "application/json"
+    content_type: str = JSON_CONTENT_TYPE
     headers: tuple[tuple[str, str], ...] = field(default=())
 
     def to_http(self, *, replayed: bool) -> HttpResponse:
@@ -102,7 +105,9 @@ class StoredResponse:
     def json(cls, data: Any, *, status: int) -> StoredResponse:
         from django.core.serializers.json import DjangoJSONEncoder
 
-        return cls(status, json.dumps(data, cls=DjangoJSONEncoder))
+        # Compact and in UTF-8: a stored answer is written with every change it describes, in write units per
+        # KB, so the spaces and \uXXXX escapes of json.dumps' defaults are bytes paid on the hot path.
+        return cls(status, json.dumps(data, cls=DjangoJSONEncoder, separators=(",", ":"), ensure_ascii=False))
 
 
 def completed_record(*, user_id: str, key: str, fingerprint: str, response: StoredResponse,
@@ -112,7 +117,9 @@ def completed_record(*, user_id: str, key: str, fingerprint: str, response: Stor
     return IdempotencyRecord(
         *IdempotencyRecord.key_for(user_id, key),
         user_id=user_id, key=key, fingerprint=fingerprint, status=COMPLETED,
-        response_status=response.status, response_body=response.body, response_content_type=response.content_type,
+        response_status=response.status, response_body=response.body,
+        # The usual JSON answer leaves its content type out: a replay assumes it (bytes saved on every write).
+        response_content_type=None if response.content_type == JSON_CONTENT_TYPE else response.content_type,
         response_headers=json.dumps(response.headers) if response.headers else None,
         created_at=now, expires_at=now + RECORD_TTL,
     )
@@ -136,7 +143,8 @@ def replay_from_record(record: IdempotencyRecord, *, fingerprint: str) -> Stored
     if record.status != COMPLETED:
         return None
     headers = tuple(tuple(pair) for pair in json.loads(record.response_headers)) if record.response_headers else ()
-    return StoredResponse(int(record.response_status), record.response_body, record.response_content_type, headers)
+    return StoredResponse(int(record.response_status), record.response_body,
+                          record.response_content_type or JSON_CONTENT_TYPE, headers)
 
 
 def replay_from_raw(raw_item: dict[str, Any], *, fingerprint: str) -> StoredResponse | None:

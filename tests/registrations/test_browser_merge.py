@@ -76,6 +76,6 @@ def test_a_waitlisted_card_and_page_show_the_position(ddb, browser, live_server,
     page.goto(f"{live_server.url}/events/")
     assert page.locator(".event-card .card-status").inner_text() == "Waiting list #1"
     page.goto(f"{live_server.url}/events/{event.event_id}/")
-    assert page.locator("#registration-panel svg").count() == 0
+    assert page.locator("#registration-panel img.qr-code").count() == 0
     assert page.locator("#registration-panel .position").inner_text() == "1"
     assert page.get_by_role("link", name="Add to calendar").is_visible()

@@ -124,7 +124,9 @@ def test_first_registration_is_one_request_holding_everything(ddb, cancellations
     assert body["status"] == "confirmed" and body["position"] is None and body["user"] == "ann"
     assert body["ticket_url"] == ticket_url(event_id=event.event_id, registration_id=body["registration_id"],
                                             user_id="ann")
-    assert body["qr_svg"] == selectors.registration_qr_svg(ticket_url=body["ticket_url"])
+    # The QR code is drawn on read (issue 13): the stored answer links it, it does not carry the drawing.
+    assert "qr_svg" not in body and body["qr_url"] == selectors.registration_qr_url(
+        registration_id=body["registration_id"])
     claim, user_side = stored_items(event.event_id, "ann")
     assert claim.registration_id == body["registration_id"] and claim.status == "confirmed"
     assert [r.registration_id for r in user_side] == [body["registration_id"]]

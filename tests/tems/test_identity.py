@@ -7,7 +7,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from registrations.models import Registration
-from tems.identity import UserIdentity, user_for_key, user_key
+from tems.identity import IdentityModelBackend, UserIdentity, user_for_key, user_key
 from tems.outbox import outbox_relay
 from tests.helpers import assert_problem
 from tests.registrations.helpers import make_event
@@ -71,3 +71,22 @@ def test_relay_mails_the_key_holder_not_whoever_has_the_name_now(moto_ddb, djang
     django_user_model.objects.create_user("kim", "new-kim@uni.test")
     report = outbox_relay()
     assert report.delivered == 1 and mailoutbox == []  # handled: the key's owner is gone, nobody is mailed
+
+
+def test_the_log_in_backend_joins_the_identity_so_the_key_costs_no_query(db, django_assert_num_queries):
+    user = User.objects.create_user("joined", password="pw-joined-123")
+    expected = user_key(user)
+    loaded = IdentityModelBackend().get_user(user.pk)
+    with django_assert_num_queries(0):
+        assert user_key(loaded) == expected
+    newcomer = User.objects.create_user("no-identity-yet")  # no identity row: made on first use, as before
+    assert user_key(IdentityModelBackend().get_user(newcomer.pk)) == str(UserIdentity.objects.get(user=newcomer).key)
+
+
+def test_a_password_log_in_is_remembered_with_the_joining_backend(db):
+    User.objects.create_user("logs-in", password="pw-logs-in-123")
+    client = Client()
+    client.get("/accounts/login/")
+    response = client.post("/accounts/login/", {"username": "logs-in", "password": "pw-logs-in-123"})
+    assert response.status_code == 302
+    assert client.session["_auth_user_backend"] == "tems.identity.IdentityModelBackend"

@@ -1,0 +1,208 @@
+"""``make bench`` section: a first registration through gunicorn against its honest floor (issue 13).
+
+The floor is the durable write itself: the very TransactWriteItems a first registration sends (the items built
+by the service, ``LabelledTransaction.transact_items``), sent by a plain boto3 client to the same DynamoDB
+Local. Whatever a registration costs above it is HTTP, Django, authentication and the service's own Python.
+Both sides run one request at a time (no queueing in either), interleaved request by request, so the
+machine's noise falls on both alike. Building the floor's items is not timed: they are made before each send.
+
+To tell the stack from the registration, each round also times ``POST /bench/floor`` (the same stack, one
+PutItem through PynamoDB) and the same PutItem sent raw: their difference is what HTTP, Django, the session and
+authentication cost any write; what a registration costs above that is its own Python.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+import uuid
+from typing import Any
+
+from django.contrib.auth.models import User
+
+from registrations.services.registration import _confirm_transaction, _NewRegistration, new_registration_id
+from tems.clock import utcnow
+from tems.dynamo import boto3_client
+from tems.identity import user_key
+from tems.item_size import KB, item_size
+from tems.lab.techniques.registration import registration_fingerprint
+from tests.bench.context import BenchContext
+from tests.bench.driver import BENCH_PASSWORD, BENCH_USER_PREFIX, bench_event, gunicorn_server, logged_in_clients
+
+ROUNDS = 150  # each round: a registration and the floor's PutItem, each through gunicorn and raw; ~1.5 min
+WARMUP_ROUNDS = 20
+TARGET_RATIO = 1.3
+PROFILED = 100
+
+
+def run(ctx: BenchContext) -> str:
+    started = time.monotonic()
+    result = measure_against_floor(ctx)
+    http, raw = result["http"], result["raw"]
+    ratio = http["p50"] / raw["p50"]
+    verdict = "within" if ratio <= TARGET_RATIO else "above"
+    lines = [
+        "## Registration against its floor",
+        "",
+        f"{ROUNDS} first registrations, one at a time, each through gunicorn (`POST /api/events/<id>/registrations`"
+        ", a logged-in session, CSRF, a new Idempotency-Key, an event of its own) interleaved with the same "
+        "TransactWriteItems (the items the service builds for a first registration) sent by a plain boto3 client "
+        f"to the same DynamoDB Local: the durable write alone. After {WARMUP_ROUNDS} rounds of warm-up.",
+        "",
+        "| path | p50 ms | p90 ms | mean ms |",
+        "| --- | --- | --- | --- |",
+    ]
+    for label, key in (("registration through gunicorn", "http"),
+                       ("raw boto3 `transact_write_items`, same items", "raw"),
+                       ("`POST /bench/floor` through gunicorn (one PutItem)", "floor_http"),
+                       ("raw boto3 `put_item`, same item", "floor_raw")):
+        row = result[key]
+        lines.append(f"| {label} | {row['p50']:.1f} | {row['p90']:.1f} | {row['mean']:.1f} |")
+    stack = result["floor_http"]["p50"] - result["floor_raw"]["p50"]
+    own = (http["p50"] - raw["p50"]) - stack
+    lines += [
+        "",
+        f"Registration / floor at the median: **{ratio:.2f}x** ({verdict} the {TARGET_RATIO}x target; "
+        f"mean {http['mean'] / raw['mean']:.2f}x). Of the {http['p50'] - raw['p50']:.1f} ms above the floor, "
+        f"about {stack:.1f} ms is what the stack costs any write (gunicorn, Django's middleware, the session and "
+        f"the user read from the SQL database: `/bench/floor` minus its raw PutItem) and {own:.1f} ms the "
+        "registration's own Python (identity, fingerprint, building and serialising six items, the answer).",
+        "",
+        "Items of the transaction, in DynamoDB's size (attribute names + values, `tems.item_size`); the event's "
+        "item is measured as stored, since an update is billed by the whole item:",
+        "",
+        "| item | bytes | write units in a transaction |",
+        "| --- | --- | --- |",
+    ]
+    for label, size in result["sizes"]:
+        lines.append(f"| `{label}` | {size} | {2 * math.ceil(size / KB)} |")
+    total = sum(2 * math.ceil(size / KB) for _, size in result["sizes"])
+    profile = result["profile"]
+    lines += [
+        "",
+        f"{total} write units per first registration on AWS.",
+        "",
+        f"Where a registration's time goes: cProfile of {PROFILED} more first registrations through Django's whole "
+        "middleware stack in this process (the test client, no HTTP; DEBUG off), as shares of the request's "
+        "profiled time (cProfile slows Python more than waiting, so the Python shares are overstated):",
+        "",
+        "| part | share |",
+        "| --- | --- |",
+    ]
+    lines += [f"| {label} | {share:.0%} |" for label, share in profile]
+    lines += [
+        "",
+        "The QR code is no longer among them (drawn on read since issue 13: docs/registrations.md has the run "
+        "before and after). What stands between the registration and its floor now is mostly "
+        "what every write pays, the session and user read from the SQL database and Django's middleware; the "
+        "registration's own Python is building and serialising its six items through PynamoDB.",
+        "",
+        f"_Section measured in {time.monotonic() - started:.0f} s._",
+    ]
+    return "\n".join(lines)
+
+
+def measure_against_floor(ctx: BenchContext) -> dict[str, Any]:
+    user = User.objects.create_user(f"{BENCH_USER_PREFIX}floor-{uuid.uuid4().hex[:6]}", password=BENCH_PASSWORD)
+    user_id = user_key(user)
+    rounds = WARMUP_ROUNDS + ROUNDS
+    http_events = [bench_event(2) for _ in range(rounds)]
+    raw_events = [bench_event(2) for _ in range(rounds)]
+    dynamodb = boto3_client()
+    times: dict[str, list[float]] = {"http": [], "raw": [], "floor_http": [], "floor_raw": []}
+    sizes: list[tuple[str, int]] = []
+    try:
+        with gunicorn_server(ctx) as port:
+            client, = logged_in_clients(port, [user.get_username()])
+            for n in range(rounds):
+                path = f"/api/events/{http_events[n]}/registrations"
+                labels, items = _first_registration_items(event_id=raw_events[n], user_id=user_id,
+                                                          user_name=user.get_username())
+                probe = {"PK": {"S": f"BENCH#{uuid.uuid4().hex}"}, "SK": {"S": "FLOOR"}}
+                timed = {
+                    "http": lambda path=path: client.post_api(path, b"", **{"Idempotency-Key": str(uuid.uuid4())}),
+                    "raw": lambda items=items: dynamodb.transact_write_items(TransactItems=items),
+                    "floor_http": lambda: client.post_api("/bench/floor"),
+                    "floor_raw": lambda probe=probe: dynamodb.put_item(TableName=ctx.table_name, Item=probe),
+                }
+                for key, call in timed.items():
+                    begin = time.perf_counter()
+                    answer = call()
+                    elapsed = time.perf_counter() - begin
+                    if key.endswith("http") and answer[0] != 201:
+                        raise RuntimeError(f"benchmark {key} failed with {answer[0]}: {answer[1][:300]!r}")
+                    if n >= WARMUP_ROUNDS:
+                        times[key].append(elapsed)
+                if n == rounds - 1:
+                    sizes = [(label, item_size(item["Put"]["Item"])) for label, item in zip(labels, items, strict=True)
+                             if "Put" in item]
+                    sizes.append(("event", _event_item_size(dynamodb, ctx, raw_events[n])))
+        profile = _profile_split(user)
+    finally:
+        user.delete()
+    return {**{key: _summary(values) for key, values in times.items()}, "sizes": sizes, "profile": profile}
+
+
+# (label, module path suffix, function name): the parts of a registration request, by the function that does it.
+PROFILE_PARTS = (
+    ("DynamoDB request (botocore: serialise, sign, send, wait, parse)", "botocore/client.py", "_make_api_call"),
+    ("session and user read (SQL database)", "django/contrib/auth/__init__.py", "get_user"),
+    ("the student's immutable key (SQL database)", "tems/identity.py", "user_key"),
+    ("building the six items (PynamoDB models, expressions)", "registrations/services/registration.py",
+     "_confirm_transaction"),
+)
+
+
+def _profile_split(user: User) -> list[tuple[str, float]]:
+    """Shares of the profiled time of PROFILED registrations through the whole Django stack, by part."""
+    import cProfile
+    import pstats
+
+    from django.test import Client, override_settings
+
+    client = Client()
+    client.force_login(user)
+    events = [bench_event(2) for _ in range(PROFILED)]
+    profiler = cProfile.Profile()
+    with override_settings(DEBUG=False, ALLOWED_HOSTS=["testserver"]):
+        for event_id in events:
+            profiler.enable()
+            response = client.post(f"/api/events/{event_id}/registrations", HTTP_IDEMPOTENCY_KEY=str(uuid.uuid4()))
+            profiler.disable()
+            if response.status_code != 201:
+                raise RuntimeError(f"profiled registration failed: {response.content[:300]!r}")
+    stats = pstats.Stats(profiler).stats  # {(file, line, function): (calls, calls, own time, cumulative, callers)}
+    total = max(cumulative for (_, _, name), (_, _, _, cumulative, _) in stats.items() if name == "get_response")
+    shares = []
+    for label, path, function in PROFILE_PARTS:
+        spent = sum(cumulative for (file, _, name), (_, _, _, cumulative, _) in stats.items()
+                    if name == function and file.endswith(path))
+        shares.append((label, spent / total))
+    shares.append(("everything else (gunicorn excluded): middleware, view, fingerprint, answer",
+                   1 - sum(share for _, share in shares)))
+    return shares
+
+
+def _first_registration_items(*, event_id: str, user_id: str, user_name: str) -> tuple[list[str], list[dict]]:
+    """The labels and TransactItems of a first registration with a free seat, exactly as the service sends them."""
+    attempt = _NewRegistration(
+        registration_id=new_registration_id(), event_id=event_id, user_id=user_id, created_at=utcnow(),
+        idempotency_key=str(uuid.uuid4()), fingerprint=registration_fingerprint(event_id=event_id, user_id=user_id),
+        user_name=user_name,
+    )
+    transaction, _ = _confirm_transaction(attempt)
+    return transaction.sent_order, transaction.transact_items()
+
+
+def _event_item_size(dynamodb, ctx: BenchContext, event_id: str) -> int:
+    from registrations.models import Event
+
+    pk, sk = Event.key_for(event_id)
+    item = dynamodb.get_item(TableName=ctx.table_name, Key={"PK": {"S": pk}, "SK": {"S": sk}})["Item"]
+    return item_size(item)
+
+
+def _summary(times: list[float]) -> dict[str, float]:
+    cuts = statistics.quantiles(times, n=10)
+    return {"p50": statistics.median(times) * 1000, "p90": cuts[8] * 1000, "mean": statistics.fmean(times) * 1000}
