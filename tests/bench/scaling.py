@@ -58,6 +58,16 @@ def discover() -> dict[str, Setup]:
     return paths
 
 
+def absolute_bounds() -> dict[str, tuple[int, float]]:
+    """Paths judged by a fixed bound instead of the 1.5x rule: ``BOUNDS`` of the scaling modules, path ->
+    (at most this many requests, at most this much RCU) at the largest size. A waitlist position grows with
+    the number of digits of the position (one tree node per level), so the issue bounds it absolutely."""
+    bounds: dict[str, tuple[int, float]] = {}
+    for file in sorted(Path(__file__).parent.glob("scaling_*.py")):
+        bounds.update(getattr(import_module(f"tests.bench.{file.stem}"), "BOUNDS", {}))
+    return bounds
+
+
 # --- items read: counted from each response (Count of a Query or Scan, the item of a GetItem, ...) ----------
 
 _items_read: contextvars.ContextVar[list[int] | None] = contextvars.ContextVar("tems_bench_items", default=None)
@@ -142,6 +152,12 @@ def verdict(rows: list[Row]) -> str:
     """Whether the largest size costs at most BOUND times the smallest, in requests and in read capacity (and,
     when it does not, whether the cost is at least flat over the sizes after the smallest)."""
     small, large = rows[0], rows[-1]
+    bound = absolute_bounds().get(large.path)
+    if bound is not None:
+        requests, rcu = bound
+        ok = large.requests <= requests and large.rcu <= rcu
+        return (f"{'yes' if ok else '**no**'} (bound: at most {requests} request(s) and {rcu:g} RCU): "
+                f"{large.requests} request(s), {large.rcu:g} RCU at {large.n:,}")
     failed = _within(small, large)
     if not failed:
         return (f"yes: {large.requests} request(s), {large.rcu:g} RCU at {large.n:,} vs {small.requests}, "
