@@ -48,8 +48,8 @@ ITEM_SHAPES = {
         "message_type", "payload"
     },
     "Registration": {
-        "PK", "SK", "created_at", "entity", "event_id", "promoted_at", "registration_id", "shard", "status", "ticket",
-        "user_id", "user_name"
+        "GSI1PK", "GSI1SK", "PK", "SK", "created_at", "entity", "event_id", "promoted_at", "registration_id",
+        "shard", "status", "ticket", "user_id", "user_name"
     },
     "RegistrationClaim": {
         "PK", "SK", "created_at", "entity", "event_id", "registration_id", "shard", "status", "ticket", "user_id",
