@@ -103,11 +103,12 @@ def _delete_run(*, event_id: str, user_id: str, keys: set[str], since) -> None:
     The outbox messages announce registrations of a synthetic student; no relay should ever deliver them.
     """
     extra = [{"PK": {"S": IdempotencyRecord.pk_for(user_id, key)}, "SK": {"S": IdempotencyRecord.SK}} for key in keys]
-    for message in OutboxMessage.pending.query(
-        OutboxMessage.COLLECTION, OutboxMessage.gsi1sk >= OutboxMessage.listing_key(since, ""),
-        filter_condition=OutboxMessage.payload.contains(event_id),
-    ):
-        extra.append({"PK": {"S": message.pk}, "SK": {"S": message.sk}})
+    for collection in OutboxMessage.collections():
+        for message in OutboxMessage.pending.query(
+            collection, OutboxMessage.gsi1sk >= OutboxMessage.listing_key(since, ""),
+            filter_condition=OutboxMessage.payload.contains(event_id),
+        ):
+            extra.append({"PK": {"S": message.pk}, "SK": {"S": message.sk}})
     try:
         shards = int(EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True).seat_shards or 0)
     except EventSeats.DoesNotExist:
