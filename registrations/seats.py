@@ -84,6 +84,22 @@ def remember_shards(event_id: str, count: int) -> None:
     _known_shards[event_id] = int(count)
 
 
+# event id -> (waitlist_seq, waitlist_count) as this process last saw them: the first guess of a waitlist join.
+_known_waitlist: dict[str, tuple[int | None, int]] = {}
+
+
+def known_waitlist(event_id: str) -> dict:
+    """The waiting list's counters as this process last saw them (a guess a join's condition checks)."""
+    seq, count = _known_waitlist.get(event_id, (0, 0))
+    return {"waitlist_seq": seq, "waitlist_count": count}
+
+
+def remember_waitlist(event_id: str, seq: int | None, count: int) -> None:
+    if len(_known_waitlist) >= _KNOWN_SHARDS_LIMIT:
+        _known_waitlist.clear()
+    _known_waitlist[event_id] = (seq, count)
+
+
 def new_shards(*, event_id: str, capacity: int, starts_at, taken: Iterable[int] = ()) -> list[SeatShard]:
     count = shard_count(capacity)
     taken = list(taken) + [0] * count

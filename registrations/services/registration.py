@@ -114,7 +114,6 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
     )
     route = _Route(event_id=event_id, user_id=user_id)
     conflicts = conflict_backoff(sleep)
-    healed = False
     for _ in range(MAX_ROUNDS):
         shard = route.next_shard()
         waitlist = shard is None
@@ -140,10 +139,10 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
                     seats = _event_image(cancelled.reasons[EVENT_SEATS].raw_item, event_id)
                     _refuse_if_closed(seats, attempt)
                     route.saw_event(seats)
-                    if not healed and _seats_free_while_waiting(seats):
+                    if not route.healed and _seats_free_while_waiting(seats):
                         # A raise that was not handed out yet (its promotion did not finish): finish it before
                         # this newcomer, who must not overtake the people waiting, then look again.
-                        healed = True
+                        route.healed = True
                         _promote_best_effort(event_id)
                         route.forget_event()
                         continue
@@ -153,6 +152,9 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
                 conflicts.pause()
                 continue
             raise
+        if waitlist:
+            seen = _waitlist_seen(route)
+            seats_module.remember_waitlist(event_id, (seen["waitlist_seq"] or 0) + 1, seen["waitlist_count"] + 1)
         return RegistrationOutcome(response, "created")
     raise _busy("The waiting list for this event is moving fast; please try again in a moment.")
 
@@ -172,6 +174,7 @@ class _Route:
         self.tried_home = False
         self.with_room: set[int] = set()
         self.event: dict[str, Any] | None = None  # the event's counters as the last failed join saw them
+        self.healed = False  # whether this request already tried to finish a pending promotion
 
     def next_shard(self) -> int | None:
         if not self.tried_home:
@@ -202,12 +205,26 @@ class _Route:
 
     def saw_event(self, seats: dict[str, Any]) -> None:
         self.event = seats
+        seats_module.remember_waitlist(self.event_id, seats["waitlist_seq"], seats["waitlist_count"])
         if seats["seat_shards"] and seats["seat_shards"] != self.count:
             self.count = seats["seat_shards"]
             seats_module.remember_shards(self.event_id, self.count)
 
     def forget_event(self) -> None:
         self.event, self.tried_home, self.with_room = None, False, set()
+
+
+def _all_sliced(route: _Route):
+    # Seats of a raise not yet handed out (its promotion did not finish): nobody joins while they wait to be
+    # given; the joiner finishes the promotion first. If that could not finish, joining behind the people
+    # already waiting is fair: the edit's outbox message gives the seats to them, and so to this joiner in turn.
+    if route.healed:
+        return (EventSeats.sliced >= EventSeats.capacity) | (EventSeats.waitlist_count > 0)
+    return EventSeats.sliced >= EventSeats.capacity
+
+
+def _waitlist_seen(route: _Route) -> dict[str, Any]:
+    return route.event or seats_module.known_waitlist(route.event_id)
 
 
 def _seat_check(shard: int) -> str:
@@ -326,7 +343,7 @@ def _waitlist_transaction(attempt: _NewRegistration, route: _Route) -> tuple[Lab
     # The ticket is the event's sequence plus one, claimed by the condition that the sequence is still what the
     # last failed join returned (0 before any): no read decides it, and two joiners can never hold the same
     # ticket. The waitlist count is pinned too, so the position in the stored response is exact at commit.
-    seen = route.event or {"waitlist_seq": 0, "waitlist_count": 0}
+    seen = _waitlist_seen(route)
     seen_seq = seen["waitlist_seq"]
     ticket = (seen_seq or 0) + 1
     position = seen["waitlist_count"] + 1
@@ -349,8 +366,7 @@ def _waitlist_transaction(attempt: _NewRegistration, route: _Route) -> tuple[Lab
         condition=(EventSeats.pk.exists() & sequence_unchanged
                    & (EventSeats.waitlist_count == seen["waitlist_count"])
                    & (EventSeats.seat_shards == route.count)
-                   # seats of a raise not yet sliced go to whoever already waits, never to a newcomer's queue
-                   & ((EventSeats.sliced >= EventSeats.capacity) | (EventSeats.waitlist_count > 0))
+                   & _all_sliced(route)
                    & _still_open(attempt)),
         return_old_on_failure=True,
     )

@@ -68,7 +68,7 @@ def freeable_shard(*, event_id: str, registration_shard: int | None) -> int:
         shard_event(event_id=event_id)
         event = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
     shards = seats.shards_get(event_id=event_id, count=int(event.seat_shards))
-    return max(shards, key=lambda shard: int(shard.taken)).shard if shards else 0
+    return int(max(shards, key=lambda shard: int(shard.taken)).shard) if shards else 0
 
 
 def add_reslice(transaction: LabelledTransaction, *, event_id: str, shards_read: list[SeatShard], sizes: list[int],

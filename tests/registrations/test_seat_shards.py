@@ -3,12 +3,14 @@ deliberately broken variant it must catch."""
 
 from __future__ import annotations
 
+import io
 from collections import Counter
 
 import pytest
+from django.core.management import call_command
 
 from registrations import seats, selectors, services, waitlist
-from registrations.models import CONFIRMED, WAITLISTED, EventSeats, SeatShard
+from registrations.models import CONFIRMED, WAITLISTED, EventSeats, Registration, RegistrationClaim, SeatShard
 from registrations.services import registration as registration_service
 from registrations.services import shards as shards_service
 from registrations.services import waitlist as waitlist_service
@@ -279,12 +281,26 @@ def test_an_event_from_before_the_shards_is_moved_into_them(ddb):
         shard.delete()
     EventSeats(*EventSeats.key_for(event.event_id)).update(actions=[
         EventSeats.registered_count.set(3), EventSeats.seat_shards.remove(), EventSeats.sliced.remove()])
-    assert shards_service.shard_event(event_id=event.event_id)
+    for n in range(3):
+        claim = selectors.claim_get(event_id=event.event_id, user_id=f"old{n}")
+        for item in (RegistrationClaim(*RegistrationClaim.key_for(event.event_id, f"old{n}")),
+                     Registration(*Registration.user_key_for(f"old{n}", claim.registration_id)),
+                     Registration(*Registration.event_key_for(event.event_id, claim.registration_id))):
+            item.update(actions=[type(item).shard.remove()])
+    out = io.StringIO()
+    call_command("shard_seats", "--event", event.event_id, stdout=out)
+    assert "moved into seat shards" in out.getvalue()
     assert not shards_service.shard_event(event_id=event.event_id)  # twice: nothing more to do
     assert sum(int(s.taken) for s in shards_of(event.event_id)) == 3
     assert_invariants_clean()
     outcomes = [register(event.event_id, f"new{n}").data["status"] for n in range(3)]
     assert outcomes == [CONFIRMED, CONFIRMED, WAITLISTED]
+    assert_invariants_clean()
+    # A registration confirmed before the shards holds no shard: its cancel frees one with a seat taken, and
+    # the seat goes to the head of the queue.
+    assert selectors.claim_get(event_id=event.event_id, user_id="old1").shard is None
+    cancel_of(event.event_id, "old1")()
+    assert selectors.claim_get(event_id=event.event_id, user_id="new2").status == CONFIRMED
     assert_invariants_clean()
 
 
@@ -331,3 +347,20 @@ def test_a_burst_spreads_its_seat_writes_over_the_shards_and_leaves_the_event_al
     # No waitlist join happened, so the event's METADATA was in no transaction: its partition only holds the
     # claims and the event-side copies (issue 13 item 2 leaves moving those for later).
     assert EventSeats.get(*EventSeats.key_for(event.event_id)).waitlist_seq == 0
+
+
+def test_a_burst_of_waitlisters_measured(ddb, settings, writes_per_partition):
+    """The waiting list's counters stay one item (docs/registrations.md says why): measure what a burst of
+    joiners costs it, and that FIFO and positions stay exact."""
+    settings.SEATS_PER_SHARD = 12  # 48 seats: 4 shards
+    event = make_event(capacity=48)
+    run_burst(event.event_id, 48)
+    writes_per_partition.clear()
+    outcomes = race([lambda n=n: register(event.event_id, f"late{n:02d}") for n in range(40)])
+    assert all(o.data["status"] == WAITLISTED for o in outcomes)
+    assert sorted(o.data["position"] for o in outcomes) == list(range(1, 41))
+    sent = writes_per_partition["TransactWriteItems"]
+    checks = sum(n for kind, n in writes_per_partition.items() if kind.startswith("EVENTSEATS"))
+    print(f"\n40 joiners on a full 4-shard event: {sent} transactions ({sent / 40:.2f} a joiner), "
+          f"{checks} shard items (refused seats and 'every shard full' checks)")
+    assert_invariants_clean()
