@@ -364,3 +364,45 @@ def test_a_burst_of_waitlisters_measured(ddb, settings, writes_per_partition):
     print(f"\n40 joiners on a full 4-shard event: {sent} transactions ({sent / 40:.2f} a joiner), "
           f"{checks} shard items (refused seats and 'every shard full' checks)")
     assert_invariants_clean()
+
+
+def lower_while_seats_are_taken(monkeypatch) -> str:
+    """An edit lowers 6 seats (two shards of 3) to 4, proposing slices [2, 2] from a read of empty shards;
+    between that read and its commit three students take seats of shard 0 (a cold process starts there)."""
+    from registrations.services import events as events_module
+
+    event = make_event(capacity=6)
+    original = seats.shards_get
+    reads = []
+
+    def read_then_three_register(*, event_id, count, consistent=True):
+        found = original(event_id=event_id, count=count, consistent=consistent)
+        if not reads:
+            reads.append(True)
+            for n in range(3):
+                register(event.event_id, f"between{n}")
+        return found
+
+    monkeypatch.setattr(events_module.seats, "shards_get", read_then_three_register)
+    edit_capacity(event.event_id, 4)
+    return event.event_id
+
+
+def test_a_reslice_from_a_stale_read_is_refused_by_the_shards_condition(ddb, monkeypatch):
+    event_id = lower_while_seats_are_taken(monkeypatch)
+    shards = shards_of(event_id)
+    assert [int(s.taken) for s in shards] == [3, 0] and [int(s.capacity) for s in shards] == [3, 1]
+    assert_invariants_clean()
+
+
+def test_a_reslice_without_the_taken_condition_is_caught(ddb, monkeypatch):
+    from registrations.services import events as events_module
+
+    def unconditional(transaction, *, event_id, shards_read, sizes, starts_at):
+        for shard, size in enumerate(sizes):
+            transaction.update(f"shard_{shard}", SeatShard(*SeatShard.key_for(event_id, shard)), actions=[
+                SeatShard.capacity.set(size), SeatShard.shards.set(len(sizes)), SeatShard.starts_at.set(starts_at)])
+
+    monkeypatch.setattr(events_module, "add_reslice", unconditional)
+    lower_while_seats_are_taken(monkeypatch)
+    assert any("over its slice" in p for p in problems().get("events never exceed capacity", []))
