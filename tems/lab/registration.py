@@ -17,7 +17,7 @@ from typing import Any
 from registrations import selectors, services
 from registrations.errors import RegistrationError
 from registrations.models import Event, EventSeats, Registration, SeatShard
-from registrations.seats import event_seats
+from registrations.seats import event_seats, max_shards
 from tems.clock import utcnow
 from tems.dynamo import metered
 from tems.idempotency import IdempotencyRecord
@@ -155,7 +155,11 @@ def scratch_event_delete(*, event_id: str) -> int:
                                        consistent_read=True)
     student_side = [dict(zip(("PK", "SK"), ({"S": part} for part in Registration.user_key_for(
         registration.user_id, registration.registration_id)), strict=True)) for registration in registrations]
-    return scratch_delete(partitions=[Event.pk_for(event_id)], keys=student_side)
+    # Its seat shards too, whether or not the event item is still there to say how many (a TTL may have
+    # removed it): every shard key an event can have, absent ones deleted as no-ops.
+    shards = [{"PK": {"S": pk}, "SK": {"S": sk}} for pk, sk in
+              (SeatShard.key_for(event_id, shard) for shard in range(max_shards()))]
+    return scratch_delete(partitions=[Event.pk_for(event_id)], keys=student_side + shards)
 
 
 def technique_costs() -> dict[str, dict[str, float]]:
