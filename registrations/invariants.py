@@ -6,7 +6,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from registrations.models import CONFIRMED, WAITLISTED, CheckIn, Registration, WaitlistEntry
+from registrations.models import CONFIRMED, WAITLISTED, CheckIn, Event, Registration, WaitlistEntry
 from tems.invariants import Item, Multiset, StreamingCheck, invariant
 
 LIVE_STATUSES = {CONFIRMED, WAITLISTED}
@@ -28,6 +28,14 @@ class _Counts:
     tally: defaultdict = field(default_factory=lambda: defaultdict(int))
 
 
+def _seat_shard(item: Item) -> bool:
+    return item.get("entity") == "SeatShard"
+
+
+def _event_pk_of_shard(item: Item) -> str:
+    return Event.pk_for(item["event_id"])
+
+
 class _PerEvent(StreamingCheck):
     counters: tuple[str, ...] = ()
 
@@ -36,7 +44,11 @@ class _PerEvent(StreamingCheck):
 
     def observe(self, item: Item) -> None:
         if _is_event(item):
-            self.events[item["PK"]].stored = {name: item.get(name) for name in self.counters}
+            self.events[item["PK"]].stored = {name: item.get(name) for name in (*self.counters, "seat_shards")}
+        elif _seat_shard(item):
+            tally = self.events[_event_pk_of_shard(item)].tally
+            tally["shard_taken"] += int(item.get("taken", 0))
+            tally["shard_free"] += max(int(item["capacity"]) - int(item.get("taken", 0)), 0)
         elif Registration.is_event_side(item["PK"]):
             self.count(item, self.events[item["PK"]].tally)
 
@@ -46,7 +58,11 @@ class _PerEvent(StreamingCheck):
     def seen(self) -> Iterator[tuple[str, dict, defaultdict]]:
         for pk, counts in sorted(self.events.items()):
             if counts.stored is not None:
-                yield pk, counts.stored, counts.tally
+                stored = dict(counts.stored)
+                if stored.get("seat_shards"):
+                    # A sharded event's seats taken are its shards' sum (its own registered_count is gone).
+                    stored["registered_count"] = counts.tally["shard_taken"]
+                yield pk, stored, counts.tally
 
 
 @invariant("event counters match their registration items")
@@ -67,15 +83,36 @@ class EventCountersMatch(_PerEvent):
 
 @invariant("events never exceed capacity")
 class EventsWithinCapacity(StreamingCheck):
+    """Unsharded events: ``registered_count <= capacity``. Sharded: no shard over its slice, the slices add up to
+    the event's ``sliced``, which is at most its capacity, and there are exactly ``seat_shards`` shards."""
+
     def __init__(self) -> None:
         self.found: list[str] = []
+        self.events: dict[str, Item] = {}
+        self.shards: defaultdict[str, list[int]] = defaultdict(lambda: [0, 0])  # [shards, sum of slices]
 
     def observe(self, item: Item) -> None:
-        if _is_event(item) and item.get("registered_count", 0) > item["capacity"]:
+        if _is_event(item) and not item.get("seat_shards") and item.get("registered_count", 0) > item["capacity"]:
             self.found.append(f"{item['PK']}: {item['registered_count']} registered over capacity {item['capacity']}")
+        elif _is_event(item) and item.get("seat_shards"):
+            self.events[item["PK"]] = {name: item.get(name) for name in ("capacity", "sliced", "seat_shards")}
+        elif _seat_shard(item):
+            if int(item.get("taken", 0)) > int(item["capacity"]):
+                self.found.append(f"{item['PK']}: {item['taken']} taken over its slice of {item['capacity']}")
+            totals = self.shards[_event_pk_of_shard(item)]
+            totals[0] += 1
+            totals[1] += int(item["capacity"])
 
-    def problems(self) -> list[str]:
-        return self.found
+    def problems(self) -> Iterator[str]:
+        yield from self.found
+        for pk, event in sorted(self.events.items()):
+            shards, sliced = self.shards[pk]
+            if shards != int(event["seat_shards"]):
+                yield f"{pk}: {shards} seat shards but seat_shards={event['seat_shards']}"
+            if sliced != int(event["sliced"]):
+                yield f"{pk}: slices add up to {sliced} but sliced={event['sliced']}"
+            if int(event["sliced"]) > int(event["capacity"]):
+                yield f"{pk}: {event['sliced']} seats sliced over capacity {event['capacity']}"
 
 
 @invariant("every claim has both registration items and every registration its claim")
@@ -110,7 +147,7 @@ class ClaimsMatchRegistrations(StreamingCheck):
 
 @invariant("nobody waits while a seat is free")
 class NobodyWaitsForAFreeSeat(_PerEvent):
-    counters = ("capacity", "registered_count")
+    counters = ("capacity", "registered_count", "sliced")
 
     def count(self, item: Item, tally: defaultdict) -> None:
         if item["SK"].startswith(WaitlistEntry.SK_PREFIX):
@@ -118,7 +155,11 @@ class NobodyWaitsForAFreeSeat(_PerEvent):
 
     def problems(self) -> Iterator[str]:
         for pk, stored, tally in self.seen():
-            free = stored["capacity"] - (stored["registered_count"] or 0)
+            if stored.get("seat_shards"):
+                # Room in a shard, or seats of a raise not handed out yet.
+                free = tally["shard_free"] + stored["capacity"] - int(stored["sliced"] or 0)
+            else:
+                free = stored["capacity"] - (stored["registered_count"] or 0)
             if tally["waiting"] and free > 0:
                 yield f"{pk}: {tally['waiting']} waiting while {free} seat(s) free"
 

@@ -32,6 +32,10 @@ class Event(TableModel):
     waitlist_count = NumberAttribute(default=0)
     # The last waitlist ticket handed out (see WaitlistEntry); only ever grows.
     waitlist_seq = NumberAttribute(default=0)
+    # Seat shards (see SeatShard): how many there are and how much of the capacity they hold between them. Absent
+    # on events created before the shards (their seats are still ``registered_count``, until ``shard_seats``).
+    seat_shards = NumberAttribute(null=True)
+    sliced = NumberAttribute(null=True)
     # Moved only by the door's transactions (see EventCheckins); absent until the first check-in.
     checked_in_count = NumberAttribute(null=True)
     created_at = UTCDateTimeAttribute(default=utcnow)
@@ -91,10 +95,38 @@ class EventSeats(TableModel):
     waitlist_seq = NumberAttribute(null=True)  # absent on events created before the waitlist existed
     # Read by the registration's own condition: registration closes at the start (issue 11 item 6).
     starts_at = UTCDateTimeAttribute(null=True)
+    seat_shards = NumberAttribute(null=True)
+    sliced = NumberAttribute(null=True)
 
     @classmethod
     def key_for(cls, event_id: str) -> tuple[str, str]:
         return Event.key_for(event_id)
+
+
+class SeatShard(TableModel):
+    """``EVENTSEATS#<event_id>#<k>`` / ``SHARD``: one slice of an event's seats, in a partition of its own.
+
+    A confirmed registration takes one seat of one shard (``taken + 1`` under ``taken < capacity``) and nothing
+    else of the event, so the registrations of one event spread over ``shards`` items and partitions instead of
+    queueing on the event's item (see docs/registrations.md, "Seat shards"). ``capacity`` is this shard's slice;
+    the slices add up to the event's ``sliced`` (its capacity, except while a raise waits to be handed to the
+    waiting list). ``shards`` and ``starts_at`` are copies of the event's, so a refused seat's ALL_OLD image says
+    where else to look and the seat's own condition can close registration at the start.
+    """
+
+    ITEM = "SHARD"
+    PK_PREFIX = "EVENTSEATS#"
+
+    event_id = UnicodeAttribute()
+    shard = NumberAttribute()
+    shards = NumberAttribute()
+    capacity = NumberAttribute()
+    taken = NumberAttribute(default=0)
+    starts_at = UTCDateTimeAttribute(null=True)
+
+    @classmethod
+    def key_for(cls, event_id: str, shard: int) -> tuple[str, str]:
+        return f"{cls.PK_PREFIX}{event_id}#{shard}", cls.ITEM
 
 
 CONFIRMED = "confirmed"
@@ -112,6 +144,9 @@ class RegistrationFields:
     status = UnicodeAttribute()
     created_at = UTCDateTimeAttribute()
     ticket = NumberAttribute(null=True)  # the waitlist ticket while waitlisted
+    # The seat shard holding a confirmed registration's seat (its cancel frees that one); absent on registrations
+    # confirmed before the shards, whose cancel frees any shard with a seat taken.
+    shard = NumberAttribute(null=True)
 
 
 class RegistrationClaim(RegistrationFields, TableModel):
@@ -252,8 +287,9 @@ class EventCheckins(TableModel):
     """
 
     ENTITY = None  # a view of another model's item: writes no entity
-    registered_count = NumberAttribute(default=0)
+    registered_count = NumberAttribute(default=0)  # only events from before the seat shards still keep it here
     checked_in_count = NumberAttribute(null=True)  # absent until the first check-in
+    seat_shards = NumberAttribute(null=True)
 
     @classmethod
     def key_for(cls, event_id: str) -> tuple[str, str]:

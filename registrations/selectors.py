@@ -10,7 +10,7 @@ from typing import Any
 import segno
 from django.urls import reverse
 
-from registrations import waitlist
+from registrations import seats, waitlist
 from registrations.checkins.tickets import ticket_url
 from registrations.errors import RegistrationError
 from registrations.models import CANCELLED, WAITLISTED, Event, Registration, RegistrationClaim, WaitlistEntry
@@ -18,18 +18,23 @@ from tems.clock import utcnow
 from tems.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page, decode_cursor, query_page
 
 
-def event_get(*, event_id: str, consistent: bool = True) -> Event:
-    """The event, read strongly consistently by default (an edit form must show the latest version)."""
+def event_get(*, event_id: str, consistent: bool = True, with_seats: bool = True) -> Event:
+    """The event, read strongly consistently by default (an edit form must show the latest version), with its
+    ``registered_count`` summed from its seat shards (one more request) unless ``with_seats`` is False."""
     try:
-        return Event.get(*Event.key_for(event_id), consistent_read=consistent)
+        event = Event.get(*Event.key_for(event_id), consistent_read=consistent)
     except Event.DoesNotExist:
         raise RegistrationError("not_found", f"There is no event with id {event_id!r}.") from None
+    if with_seats:
+        seats.seats_taken([event])
+    return event
 
 
 def event_list(*, now: datetime | None = None) -> tuple[list[Event], list[Event]]:
     """(upcoming events, soonest first; past events, most recent first) from the start-time index."""
     cutoff = Event.listing_key(now or utcnow(), "")
     events = list(Event.by_start.query(Event.COLLECTION))
+    seats.seats_taken(events)
     upcoming = [event for event in events if event.gsi1sk >= cutoff]
     past = [event for event in reversed(events) if event.gsi1sk < cutoff]
     return upcoming, past
@@ -50,8 +55,10 @@ def event_page(*, past: bool = False, cursor: str | None = None, limit: int,
         # condition, and the last event of the page before may have started since (it was upcoming then).
         cutoff = min(cutoff, _attribute_string(start.get("GSI1SK")))
     condition = Event.gsi1sk < cutoff if past else Event.gsi1sk >= cutoff
-    return query_page(Event.by_start.query, Event.COLLECTION, condition, scope=scope, cursor=cursor, limit=limit,
+    page = query_page(Event.by_start.query, Event.COLLECTION, condition, scope=scope, cursor=cursor, limit=limit,
                       scan_index_forward=not past)
+    seats.seats_taken(page.items)  # one BatchGetItem for the shards of the whole page
+    return page
 
 
 def _attribute_string(value: Any) -> str:

@@ -88,9 +88,14 @@ class LabelledTransaction:
         self._ops[kind].append((label, apply))
 
     def condition_check(self, label: str, model_cls: type[Model], hash_key: str, range_key: str | None,
-                        condition: Condition) -> None:
-        self._add("condition_check", label,
-                  lambda t: t.condition_check(model_cls, hash_key, range_key, condition=condition))
+                        condition: Condition, *, return_old_on_failure: bool = False) -> None:
+        def apply(t: TransactWrite) -> None:
+            t.condition_check(model_cls, hash_key, range_key, condition=condition)
+            if return_old_on_failure:
+                # PynamoDB's condition_check has no return_values; the item it just queued is a plain dict.
+                t._condition_check_items[-1]["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
+
+        self._add("condition_check", label, apply)
 
     def delete(self, label: str, model: Model, condition: Condition | None = None, *,
                add_version_condition: bool = True) -> None:

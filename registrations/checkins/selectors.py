@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from registrations import seats
 from registrations.errors import RegistrationError
 from registrations.models import CheckIn, CheckInLogEntry, Event, EventCheckins, Registration
 from tems.identity import user_for_key, user_names_for_keys
@@ -29,11 +30,13 @@ def checkin_to_dict(*, registration_id: str, user_id: str, status: str, checked_
 
 
 def checkin_stats(*, event_id: str) -> dict[str, int]:
-    """``{confirmed, checked_in}`` of the event: one strongly consistent GetItem of its counters."""
+    """``{confirmed, checked_in}`` of the event: one strongly consistent GetItem of its counters, and one
+    BatchGetItem of its seat shards."""
     try:
         counters = EventCheckins.get(*EventCheckins.key_for(event_id), consistent_read=True)
     except EventCheckins.DoesNotExist:
         raise RegistrationError("not_found", f"There is no event with id {event_id!r}.") from None
+    seats.seats_taken([counters])
     return {"confirmed": int(counters.registered_count or 0), "checked_in": int(counters.checked_in_count or 0)}
 
 

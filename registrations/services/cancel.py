@@ -16,6 +16,7 @@ from registrations.models import (
     EventSeats,
     Registration,
     RegistrationClaim,
+    SeatShard,
     WaitlistEntry,
 )
 from registrations.services.common import (
@@ -24,6 +25,7 @@ from registrations.services.common import (
     EVENT_SEATS,
     IDEMPOTENCY,
     OUTBOX,
+    SEAT,
     USER_REGISTRATION,
     WAITLIST_ENTRY,
     StoredOutcome,
@@ -32,6 +34,7 @@ from registrations.services.common import (
     conflict_backoff,
     remember_answer,
 )
+from registrations.services.shards import freeable_shard
 from registrations.services.waitlist import _add_promotion
 from tems.clock import utcnow
 from tems.errors import DomainError
@@ -101,7 +104,11 @@ def _cancel(*, user_id: str, registration_id: str, now: datetime, sleep: Callabl
             return _remember(user_id=user_id, key=key, response=response, now=now, sleep=sleep)
         seen = registration
         head = selectors.waitlist_head(event_id=registration.event_id) if registration.status == CONFIRMED else None
-        transaction = _cancel_transaction(registration, head, now=now)
+        shard = None
+        if registration.status == CONFIRMED:
+            shard = freeable_shard(event_id=registration.event_id,
+                                   registration_shard=None if registration.shard is None else int(registration.shard))
+        transaction = _cancel_transaction(registration, head, now=now, shard=shard)
         response = cancel_response(registration_id=registration_id, event_id=registration.event_id)
         if key is not None:
             transaction.save(IDEMPOTENCY, completed_record(user_id=user_id, key=key[0], fingerprint=key[1],
@@ -147,7 +154,7 @@ def _remember(*, user_id: str, key: tuple[str, str] | None, response: StoredResp
 
 
 def _cancel_transaction(registration: Registration, head: WaitlistEntry | None, *,
-                        now: datetime) -> LabelledTransaction:
+                        now: datetime, shard: int | None) -> LabelledTransaction:
     event_id, user_id, registration_id = registration.event_id, registration.user_id, registration.registration_id
     transaction = LabelledTransaction()
     transaction.delete(CLAIM, RegistrationClaim(*RegistrationClaim.key_for(event_id, user_id)),
@@ -169,13 +176,16 @@ def _cancel_transaction(registration: Registration, head: WaitlistEntry | None, 
         transaction.update(EVENT_SEATS, seats, actions=[EventSeats.waitlist_count.add(-1)],
                            condition=EventSeats.pk.exists())
     elif head is not None:
-        # The freed seat passes straight to the head: registered_count stays, the waiting list shrinks.
-        _add_promotion(transaction, head, now=now)
+        # The freed seat passes straight to the head, in the same shard: the shard stays full, the list shrinks.
+        _add_promotion(transaction, head, now=now, shard=shard)
         waitlist.record_departures(transaction, event_id=event_id, tickets=[int(head.ticket)])
         transaction.update(EVENT_SEATS, seats, actions=[EventSeats.waitlist_count.add(-1)],
                            condition=EventSeats.waitlist_count > 0)
     else:
-        # Nobody was waiting when we looked; the condition makes sure nobody joined since.
-        transaction.update(EVENT_SEATS, seats, actions=[EventSeats.registered_count.add(-1)],
-                           condition=(EventSeats.waitlist_count == 0) & (EventSeats.registered_count > 0))
+        # Nobody was waiting when we looked; the check makes sure nobody joined since (a join checks that this
+        # shard is full, so of the two only one commits), and the seat goes back to the shard it came from.
+        transaction.condition_check(EVENT_SEATS, EventSeats, *EventSeats.key_for(event_id),
+                                    condition=EventSeats.waitlist_count == 0)
+        transaction.update(SEAT, SeatShard(*SeatShard.key_for(event_id, shard)),
+                           actions=[SeatShard.taken.add(-1)], condition=SeatShard.taken > 0)
     return transaction

@@ -21,6 +21,7 @@ USER_REGISTRATION = "user_registration"
 EVENT_REGISTRATION = "event_registration"
 WAITLIST_ENTRY = "waitlist_entry"
 EVENT_SEATS = "event"
+SEAT = "seat"  # one seat shard (see registrations.seats); the waitlist join checks each as "seat_<k>"
 EVENT = EVENT_SEATS  # the event item, in an edit's or a creation's transaction
 OUTBOX = "outbox"
 

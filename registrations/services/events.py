@@ -7,10 +7,12 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
+from registrations import seats
 from registrations.errors import RegistrationError
-from registrations.models import Event
+from registrations.models import Event, EventSeats, SeatShard
 from registrations.selectors import event_to_dict
 from registrations.services.common import EVENT, IDEMPOTENCY, OUTBOX, WRITE_POLICY, StoredOutcome, _busy, _replay_raw
+from registrations.services.shards import add_reslice, planned_sizes, shard_event
 from registrations.services.waitlist import waitlist_promote
 from tems.clock import utcnow
 from tems.idempotency import IdempotencyRecord, StoredResponse, completed_record, record_is_absent_or_expired
@@ -21,6 +23,8 @@ logger = logging.getLogger(__name__)
 
 # The outbox message an event edit writes in its own transaction: "fill free seats from the waiting list".
 PROMOTION_REQUESTED = "WaitlistPromotionRequested"
+# Edits whose seat counters moved between their read and their write (registrations keep coming): read again.
+EDIT_MAX_ROUNDS = 8
 
 
 def new_event_id() -> str:
@@ -41,6 +45,7 @@ def _new_event(*, event_id: str | None, title: str, description: str, location: 
         event_id=event_id, title=title, description=description, location=location, starts_at=starts_at,
         capacity=capacity, created_at=now, created_by=created_by, updated_at=now, updated_by=created_by,
         gsi1pk=collection, gsi1sk=Event.listing_key(starts_at, event_id), expires_at=expires_at,
+        seat_shards=seats.shard_count(capacity), sliced=capacity,
     )
 
 
@@ -54,6 +59,10 @@ def _commit_event_create(event: Event, *, record: IdempotencyRecord | None = Non
     def attempt() -> None:
         transaction = LabelledTransaction()
         transaction.save(EVENT, event, condition=Event.pk.does_not_exist())
+        # The seat shards are born with the event, so a registration never meets an event without them.
+        for shard in seats.new_shards(event_id=event.event_id, capacity=int(event.capacity),
+                                      starts_at=event.starts_at):
+            transaction.save(f"shard_{int(shard.shard)}", shard, condition=SeatShard.pk.does_not_exist())
         if record is not None:
             transaction.save(IDEMPOTENCY, record, condition=record_is_absent_or_expired(record.created_at),
                              return_old_on_failure=True)
@@ -165,10 +174,16 @@ def event_update(
     the stored event so the page can show theirs next to yours); 'invalid' (capacity below seats taken); 'busy'.
     """
     now = utcnow()
-    # Seats already given cannot be taken back by shrinking the event.
-    condition = Event.pk.exists() & (Event.registered_count <= capacity)
+    shard_event(event_id=event_id)  # an event from before the seat shards gets them first (no-op otherwise)
 
     def attempt() -> None:
+        # The seat counters and shards are read only to propose the new slices: every shard's slice is written
+        # under "taken <= slice" and the event under "counters as read", so a stale read fails, never oversells.
+        try:
+            counters = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
+        except EventSeats.DoesNotExist:
+            counters = None
+        transaction = LabelledTransaction()
         # Built afresh per attempt: PynamoDB appends its version action to the list it is given.
         actions = [
             Event.title.set(title),
@@ -180,7 +195,18 @@ def event_update(
             Event.updated_at.set(now),
             Event.updated_by.set(updated_by),
         ]
-        transaction = LabelledTransaction()
+        condition = Event.pk.exists()
+        if counters is not None and counters.seat_shards:
+            count, waiting = int(counters.seat_shards), int(counters.waitlist_count or 0)
+            sliced = int(counters.capacity if counters.sliced is None else counters.sliced)
+            # A raise while people wait stays unsliced: waitlist_promote hands it to them before any newcomer.
+            target = capacity if not waiting else min(sliced, capacity)
+            shards_read = seats.shards_get(event_id=event_id, count=count)
+            sizes = planned_sizes(target=target, count=count, shards_read=shards_read)
+            add_reslice(transaction, event_id=event_id, shards_read=shards_read, sizes=sizes, starts_at=starts_at)
+            actions += [Event.sliced.set(target), Event.seat_shards.set(len(sizes))]
+            condition &= ((Event.waitlist_count == waiting) & (Event.sliced == sliced)
+                          & (Event.seat_shards == count))
         # PynamoDB adds "version = :expected" and "ADD version 1": the check and the change are one write.
         transaction.update(EVENT, Event(*Event.key_for(event_id), version=expected_version), actions=actions,
                            condition=condition, return_old_on_failure=True)
@@ -188,29 +214,37 @@ def event_update(
                                                 payload={"event_id": event_id}))
         transaction.commit()
 
-    try:
-        WRITE_POLICY.run(attempt, busy=lambda _: _busy(
-            "This event is being changed right now; nothing was saved. Try again."))
-    except TransactionCancelled as cancelled:
-        if not cancelled.failed(EVENT):
-            raise
-        raw = cancelled.reasons[EVENT].raw_item
-        if not raw:
-            raise RegistrationError("not_found", f"There is no event with id {event_id!r}.") from None
-        # The failed write's own ALL_OLD image says why; no read.
-        current = Event.from_raw_data(raw)
-        if current.version != expected_version:
-            raise RegistrationError(
-                "conflict",
-                f"{current.updated_by or 'Someone'} changed this event after you opened it "
-                f"(version {expected_version} → {current.version}). Nothing of yours was saved.",
-                current=event_to_dict(current), expected_version=expected_version,
-            ) from None
-        raise RegistrationError(
-            "invalid",
-            f"Capacity cannot go below the {current.registered_count} seats already taken.",
-            errors={"capacity": [_capacity_problem(int(current.registered_count))]},
-        ) from None
+    for _ in range(EDIT_MAX_ROUNDS):
+        try:
+            WRITE_POLICY.run(attempt, busy=lambda _: _busy(
+                "This event is being changed right now; nothing was saved. Try again."))
+        except TransactionCancelled as cancelled:
+            if cancelled.failed(EVENT):
+                raw = cancelled.reasons[EVENT].raw_item
+                if not raw:
+                    raise RegistrationError("not_found", f"There is no event with id {event_id!r}.") from None
+                # The failed write's own ALL_OLD image says why; no read.
+                current = Event.from_raw_data(raw)
+                if current.version != expected_version:
+                    raise RegistrationError(
+                        "conflict",
+                        f"{current.updated_by or 'Someone'} changed this event after you opened it "
+                        f"(version {expected_version} → {current.version}). Nothing of yours was saved.",
+                        current=event_to_dict(current), expected_version=expected_version,
+                    ) from None
+            # A slice below its shard's taken seats, or the counters moved since the read. The images say how
+            # many seats the refused shards hold; a read explains the rest: too few seats, or try again.
+            taken = seats.event_seats(event_id)
+            if int(taken.registered_count) > capacity:
+                raise RegistrationError(
+                    "invalid",
+                    f"Capacity cannot go below the {taken.registered_count} seats already taken.",
+                    errors={"capacity": [_capacity_problem(int(taken.registered_count))]},
+                ) from None
+            continue
+        break
+    else:
+        raise _busy("This event's seats are changing fast; nothing was saved. Try again.")
     try:
         promoted = waitlist_promote(event_id=event_id)
     except Exception:  # noqa: BLE001 - the edit is saved; the outbox message finishes the promotion

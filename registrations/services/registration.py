@@ -12,8 +12,17 @@ from datetime import datetime
 from typing import Any
 
 from registrations import attendees, selectors
+from registrations import seats as seats_module
 from registrations.errors import RegistrationError
-from registrations.models import CONFIRMED, WAITLISTED, EventSeats, Registration, RegistrationClaim, WaitlistEntry
+from registrations.models import (
+    CONFIRMED,
+    WAITLISTED,
+    EventSeats,
+    Registration,
+    RegistrationClaim,
+    SeatShard,
+    WaitlistEntry,
+)
 from registrations.services.common import (
     CLAIM,
     EVENT_REGISTRATION,
@@ -21,6 +30,7 @@ from registrations.services.common import (
     IDEMPOTENCY,
     MAX_ROUNDS,
     OUTBOX,
+    SEAT,
     USER_REGISTRATION,
     WAITLIST_ENTRY,
     _busy,
@@ -29,11 +39,12 @@ from registrations.services.common import (
     remember_answer,
     ticket_pause,
 )
+from registrations.services.shards import shard_event
 from registrations.services.waitlist import waitlist_promote
 from tems.clock import utcnow
 from tems.idempotency import StoredResponse, completed_record, record_is_absent_or_expired
 from tems.outbox import outbox_message
-from tems.transactions import LabelledTransaction, TransactionCancelled
+from tems.transactions import CONDITIONAL_CHECK_FAILED, LabelledTransaction, TransactionCancelled
 
 logger = logging.getLogger(__name__)
 
@@ -101,13 +112,13 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
         registration_id=new_registration_id(), event_id=event_id, user_id=user_id,
         created_at=now or utcnow(), idempotency_key=idempotency_key, fingerprint=fingerprint, user_name=user_name,
     )
-    seats: dict[str, Any] | None = None  # the event as the last failed seat condition saw it (ALL_OLD)
+    route = _Route(event_id=event_id, user_id=user_id)
     conflicts = conflict_backoff(sleep)
-    healed = False
     for _ in range(MAX_ROUNDS):
-        waitlist = seats is not None and not _has_free_seat(seats)
-        transaction, response = (_waitlist_transaction(attempt, seats) if waitlist
-                                 else _confirm_transaction(attempt))
+        shard = route.next_shard()
+        waitlist = shard is None
+        transaction, response = (_waitlist_transaction(attempt, route) if waitlist
+                                 else _confirm_transaction(attempt, shard))
         try:
             transaction.commit()
         except TransactionCancelled as cancelled:
@@ -116,25 +127,121 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
             if cancelled.failed(CLAIM):
                 claim = RegistrationClaim.from_raw_data(cancelled.reasons[CLAIM].raw_item)
                 return _already_registered(claim, attempt, sleep=sleep)
-            if cancelled.failed(EVENT_SEATS):
-                seats = _event_image(cancelled.reasons[EVENT_SEATS].raw_item, event_id)
-                _refuse_if_closed(seats, attempt)
-                if not healed and _seats_free_while_waiting(seats):
-                    # A promotion that did not finish (its process died, it was throttled): finish it before
-                    # this newcomer, who must not overtake the people waiting, then look again.
-                    healed = True
-                    _promote_best_effort(event_id)
-                    seats = None
-                    continue
-                if waitlist:
+            if not waitlist and cancelled.failed(SEAT):
+                route.refused(shard, cancelled.reasons[SEAT].raw_item, attempt)
+                continue
+            if waitlist and cancelled.codes & {CONDITIONAL_CHECK_FAILED}:
+                # Every shard's check that failed came back with its image: a shard with room is the next try.
+                for checked in range(route.count):
+                    if cancelled.failed(_seat_check(checked)):
+                        route.refused(checked, cancelled.reasons[_seat_check(checked)].raw_item, attempt)
+                if cancelled.failed(EVENT_SEATS):
+                    seats = _event_image(cancelled.reasons[EVENT_SEATS].raw_item, event_id)
+                    _refuse_if_closed(seats, attempt)
+                    route.saw_event(seats)
+                    if not route.healed and _seats_free_while_waiting(seats):
+                        # A raise that was not handed out yet (its promotion did not finish): finish it before
+                        # this newcomer, who must not overtake the people waiting, then look again.
+                        route.healed = True
+                        _promote_best_effort(event_id)
+                        route.forget_event()
+                        continue
                     ticket_pause(sleep)
                 continue
             if cancelled.is_conflict:
                 conflicts.pause()
                 continue
             raise
+        if waitlist:
+            seen = _waitlist_seen(route)
+            seats_module.remember_waitlist(event_id, (seen["waitlist_seq"] or 0) + 1, seen["waitlist_count"] + 1)
         return RegistrationOutcome(response, "created")
     raise _busy("The waiting list for this event is moving fast; please try again in a moment.")
+
+
+class _Route:
+    """Where a registration looks for a seat, learned only from refused conditions' ALL_OLD images.
+
+    First the student's home shard (a hash of the user into the event's shards, as far as this process knows
+    their number). A refused seat means that shard is full: then the waiting-list transaction, which checks
+    that *every* shard is full; each shard whose check fails comes back with its image, so the next round goes
+    to one with room. The event counts as full only when that transaction commits.
+    """
+
+    def __init__(self, *, event_id: str, user_id: str) -> None:
+        self.event_id, self.user_id = event_id, user_id
+        self.count = seats_module.known_shards(event_id)
+        self.tried_home = False
+        self.with_room: set[int] = set()
+        self.event: dict[str, Any] | None = None  # the event's counters as the last failed join saw them
+        self.healed = False  # whether this request already tried to finish a pending promotion
+
+    def next_shard(self) -> int | None:
+        if not self.tried_home:
+            self.tried_home = True
+            return seats_module.home_shard(self.user_id, self.count)
+        if self.with_room:
+            # Spread the newcomers sent away over the shards with room, the same way each time for one student.
+            ordered = sorted(self.with_room)
+            return ordered[seats_module.home_shard(self.user_id, len(ordered))]
+        return None
+
+    def refused(self, shard: int, raw_item: dict[str, Any] | None, attempt: _NewRegistration) -> None:
+        if not raw_item:
+            _explain_missing_shard(self.event_id)
+            self.count, self.tried_home, self.with_room = 1, False, set()
+            return
+        image = SeatShard.from_raw_data(raw_item)
+        if image.starts_at is not None and image.starts_at <= attempt.created_at:
+            _refuse_if_closed({"starts_at": image.starts_at}, attempt)
+        if int(image.shards) != self.count:
+            self.count = int(image.shards)
+            seats_module.remember_shards(self.event_id, self.count)
+            self.with_room = {k for k in self.with_room if k < self.count}
+        if int(image.taken) < int(image.capacity):
+            self.with_room.add(shard)
+        else:
+            self.with_room.discard(shard)
+
+    def saw_event(self, seats: dict[str, Any]) -> None:
+        self.event = seats
+        seats_module.remember_waitlist(self.event_id, seats["waitlist_seq"], seats["waitlist_count"])
+        if seats["seat_shards"] and seats["seat_shards"] != self.count:
+            self.count = seats["seat_shards"]
+            seats_module.remember_shards(self.event_id, self.count)
+
+    def forget_event(self) -> None:
+        self.event, self.tried_home, self.with_room = None, False, set()
+
+
+def _all_sliced(route: _Route):
+    # Seats of a raise not yet handed out (its promotion did not finish): nobody joins while they wait to be
+    # given; the joiner finishes the promotion first. If that could not finish, joining behind the people
+    # already waiting is fair: the edit's outbox message gives the seats to them, and so to this joiner in turn.
+    if route.healed:
+        return (EventSeats.sliced >= EventSeats.capacity) | (EventSeats.waitlist_count > 0)
+    return EventSeats.sliced >= EventSeats.capacity
+
+
+def _waitlist_seen(route: _Route) -> dict[str, Any]:
+    return route.event or seats_module.known_waitlist(route.event_id)
+
+
+def _seat_check(shard: int) -> str:
+    return f"{SEAT}_{shard}"
+
+
+def _explain_missing_shard(event_id: str) -> None:
+    """A seat's condition failed without an image: the shard does not exist. A read that only explains it: no
+    such event (404), or an event from before the shards, which are made now (``shard_seats``) before retrying."""
+    try:
+        event = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
+    except EventSeats.DoesNotExist:
+        raise RegistrationError("not_found", f"There is no event with id {event_id!r}.") from None
+    if event.seat_shards:
+        # Shards are never removed while their event exists: this one is being deleted (a lab scratch event).
+        raise RegistrationError("not_found", f"There is no event with id {event_id!r}.")
+    shard_event(event_id=event_id)
 
 
 def _event_image(raw_item: dict[str, Any] | None, event_id: str) -> dict[str, Any]:
@@ -148,6 +255,8 @@ def _event_image(raw_item: dict[str, Any] | None, event_id: str) -> dict[str, An
         "waitlist_count": int(seats.waitlist_count or 0),
         "waitlist_seq": None if seats.waitlist_seq is None else int(seats.waitlist_seq),
         "starts_at": seats.starts_at,
+        "seat_shards": int(seats.seat_shards or 0),
+        "sliced": int(seats.capacity if seats.sliced is None else seats.sliced),
     }
 
 
@@ -167,7 +276,8 @@ def _refuse_if_closed(seats: dict[str, Any], attempt: _NewRegistration) -> None:
 
 
 def _seats_free_while_waiting(seats: dict[str, Any]) -> bool:
-    return seats["registered_count"] < seats["capacity"] and seats["waitlist_count"] > 0
+    # Seats of a raise not yet handed out: to the people waiting, or (nobody waiting) not yet sliced to shards.
+    return seats["sliced"] < seats["capacity"]
 
 
 def _promote_best_effort(event_id: str) -> None:
@@ -177,13 +287,8 @@ def _promote_best_effort(event_id: str) -> None:
         logger.warning("could not finish the promotion of event %s", event_id, exc_info=True)
 
 
-def _has_free_seat(seats: dict[str, Any]) -> bool:
-    # A free seat belongs to the head of the waiting list first; a newcomer only takes one nobody waits for.
-    return seats["registered_count"] < seats["capacity"] and seats["waitlist_count"] == 0
-
-
-def _base_transaction(attempt: _NewRegistration, *, status: str, position: int | None,
-                      ticket: int | None) -> tuple[LabelledTransaction, StoredResponse]:
+def _base_transaction(attempt: _NewRegistration, *, status: str, position: int | None, ticket: int | None,
+                      shard: int | None = None) -> tuple[LabelledTransaction, StoredResponse]:
     """The items common to both kinds of new registration, with the response computed up front."""
     body = selectors.registration_to_dict(
         registration_id=attempt.registration_id, event_id=attempt.event_id, user_id=attempt.user_id,
@@ -192,7 +297,7 @@ def _base_transaction(attempt: _NewRegistration, *, status: str, position: int |
     response = StoredResponse.json(body, status=201)
     fields = {"registration_id": attempt.registration_id, "event_id": attempt.event_id,
               "user_id": attempt.user_id, "user_name": attempt.user_name, "status": status,
-              "created_at": attempt.created_at, "ticket": ticket}
+              "created_at": attempt.created_at, "ticket": ticket, "shard": shard}
     transaction = LabelledTransaction()
     transaction.save(
         IDEMPOTENCY,
@@ -219,26 +324,29 @@ def _base_transaction(attempt: _NewRegistration, *, status: str, position: int |
     return transaction, response
 
 
-def _confirm_transaction(attempt: _NewRegistration) -> tuple[LabelledTransaction, StoredResponse]:
-    transaction, response = _base_transaction(attempt, status=CONFIRMED, position=None, ticket=None)
+def _confirm_transaction(attempt: _NewRegistration, shard: int) -> tuple[LabelledTransaction, StoredResponse]:
+    # One seat of one shard, and nothing else of the event: nobody waits while a shard has room (a seat freed
+    # with people waiting goes to the head in the same transaction, a raise goes to them first), so the seat's
+    # own condition is the whole "free seat nobody waits for" test.
+    transaction, response = _base_transaction(attempt, status=CONFIRMED, position=None, ticket=None, shard=shard)
     transaction.update(
-        EVENT_SEATS, EventSeats(*EventSeats.key_for(attempt.event_id)),
-        actions=[EventSeats.registered_count.add(1)],
-        condition=(EventSeats.pk.exists() & (EventSeats.registered_count < EventSeats.capacity)
-                   & (EventSeats.waitlist_count == 0) & _still_open(attempt)),
+        SEAT, SeatShard(*SeatShard.key_for(attempt.event_id, shard)),
+        actions=[SeatShard.taken.add(1)],
+        condition=(SeatShard.pk.exists() & (SeatShard.taken < SeatShard.capacity)
+                   & (SeatShard.starts_at > attempt.created_at)),
         return_old_on_failure=True,
     )
     return transaction, response
 
 
-def _waitlist_transaction(attempt: _NewRegistration,
-                          seats: dict[str, Any]) -> tuple[LabelledTransaction, StoredResponse]:
+def _waitlist_transaction(attempt: _NewRegistration, route: _Route) -> tuple[LabelledTransaction, StoredResponse]:
     # The ticket is the event's sequence plus one, claimed by the condition that the sequence is still what the
-    # failed seat condition returned: no read decides it, and two joiners can never hold the same ticket. The
-    # waitlist count is pinned too, so the position in the stored response is exact at commit.
-    seen_seq = seats["waitlist_seq"]
+    # last failed join returned (0 before any): no read decides it, and two joiners can never hold the same
+    # ticket. The waitlist count is pinned too, so the position in the stored response is exact at commit.
+    seen = _waitlist_seen(route)
+    seen_seq = seen["waitlist_seq"]
     ticket = (seen_seq or 0) + 1
-    position = seats["waitlist_count"] + 1
+    position = seen["waitlist_count"] + 1
     transaction, response = _base_transaction(attempt, status=WAITLISTED, position=position, ticket=ticket)
     transaction.save(
         WAITLIST_ENTRY,
@@ -246,14 +354,19 @@ def _waitlist_transaction(attempt: _NewRegistration,
                       event_id=attempt.event_id, user_id=attempt.user_id, ticket=ticket),
         condition=WaitlistEntry.pk.does_not_exist(),
     )
+    # Full means every shard full, checked in this very transaction: a seat freed meanwhile fails its check.
+    for shard in range(route.count):
+        transaction.condition_check(_seat_check(shard), SeatShard, *SeatShard.key_for(attempt.event_id, shard),
+                                    condition=SeatShard.taken >= SeatShard.capacity, return_old_on_failure=True)
     sequence_unchanged = (EventSeats.waitlist_seq.does_not_exist() if seen_seq is None
                           else EventSeats.waitlist_seq == seen_seq)
     transaction.update(
         EVENT_SEATS, EventSeats(*EventSeats.key_for(attempt.event_id)),
         actions=[EventSeats.waitlist_count.add(1), EventSeats.waitlist_seq.set(ticket)],
         condition=(EventSeats.pk.exists() & sequence_unchanged
-                   & (EventSeats.waitlist_count == seats["waitlist_count"])
-                   & ((EventSeats.registered_count >= EventSeats.capacity) | (EventSeats.waitlist_count > 0))
+                   & (EventSeats.waitlist_count == seen["waitlist_count"])
+                   & (EventSeats.seat_shards == route.count)
+                   & _all_sliced(route)
                    & _still_open(attempt)),
         return_old_on_failure=True,
     )

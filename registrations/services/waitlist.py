@@ -6,9 +6,19 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 
+from registrations import seats as seats_module
 from registrations import selectors, waitlist
-from registrations.models import CONFIRMED, WAITLISTED, EventSeats, Registration, RegistrationClaim, WaitlistEntry
-from registrations.services.common import EVENT_SEATS, _busy, conflict_backoff
+from registrations.models import (
+    CONFIRMED,
+    WAITLISTED,
+    EventSeats,
+    Registration,
+    RegistrationClaim,
+    SeatShard,
+    WaitlistEntry,
+)
+from registrations.services.common import EVENT_SEATS, SEAT, _busy, conflict_backoff
+from registrations.services.shards import add_reslice, planned_sizes, shard_event
 from tems.clock import utcnow
 from tems.outbox import outbox_message
 from tems.transactions import LabelledTransaction, TransactionCancelled
@@ -27,27 +37,32 @@ OUTBOX_PROMOTED = "outbox_promoted"
 
 
 # Items per promotion in a transaction: claim, two registration copies, waitlist entry, outbox message. With
-# the event's counters that is 5 * 15 + 1 = 76 of DynamoDB's 100 items per transaction.
+# the event's counters and one shard that is 5 * 15 + 2 = 77 of DynamoDB's 100 items per transaction.
 PROMOTION_BATCH = 15
 # Rounds in a row that promote nobody (another promoter, canceller or editor got in between each time) before
 # a promotion gives up for now; progress resets it, so a long waiting list is never cut short.
 PROMOTION_STALE_ROUNDS = 16
 
 
-def _add_promotion(transaction: LabelledTransaction, head: WaitlistEntry, *, now: datetime,
+def _add_promotion(transaction: LabelledTransaction, head: WaitlistEntry, *, now: datetime, shard: int | None,
                    suffix: str = "") -> None:
-    """Move the waitlist head to confirmed: its claim, both registration items and its entry, in ``transaction``."""
+    """Move the waitlist head to confirmed, holding a seat of ``shard``: its claim, both registration items and its
+    entry, in ``transaction``."""
     is_waiting = Registration.status == WAITLISTED
+    # The seat's shard, so the promoted registration's cancel frees the shard it holds a seat in.
+    holds = [Registration.shard.remove()] if shard is None else [Registration.shard.set(shard)]
     for label, model in (
         (HEAD_USER_REGISTRATION, Registration(*Registration.user_key_for(head.user_id, head.registration_id))),
         (HEAD_EVENT_REGISTRATION, Registration(*Registration.event_key_for(head.event_id, head.registration_id))),
     ):
         transaction.update(label + suffix, model, actions=[
             Registration.status.set(CONFIRMED), Registration.ticket.remove(), Registration.promoted_at.set(now),
+            *holds,
         ], condition=Registration.pk.exists() & is_waiting)
     transaction.update(
         HEAD_CLAIM + suffix, RegistrationClaim(*RegistrationClaim.key_for(head.event_id, head.user_id)),
-        actions=[RegistrationClaim.status.set(CONFIRMED), RegistrationClaim.ticket.remove()],
+        actions=[RegistrationClaim.status.set(CONFIRMED), RegistrationClaim.ticket.remove(),
+                 *([RegistrationClaim.shard.remove()] if shard is None else [RegistrationClaim.shard.set(shard)])],
         condition=RegistrationClaim.registration_id == head.registration_id,
     )
     transaction.delete(HEAD_WAITLIST_ENTRY + suffix,
@@ -61,16 +76,17 @@ def _add_promotion(transaction: LabelledTransaction, head: WaitlistEntry, *, now
 
 def waitlist_promote(*, event_id: str, now: datetime | None = None,
                      sleep: Callable[[float], None] = time.sleep) -> int:
-    """Fill the event's free seats from the head of its waiting list until no seat is free or nobody waits.
+    """Hand the event's seats not yet in any shard (a raised capacity) to the head of its waiting list, until
+    none is left or nobody waits; then slice what is left into the shards for newcomers.
 
     Idempotent and safe to run anywhere at any time (after an edit, from the outbox relay, from a registration
-    that saw free seats while people wait, several at once): each round reads the counters and the first
-    waiting entries, then promotes up to ``PROMOTION_BATCH`` of them in one transaction under the conditions
-    that the capacity is still what was read and that the seats are still free, and that each entry is still
-    waiting. So it can never overbook or skip the queue, and a crash between two rounds leaves a consistent
-    state that the next run continues from. No cap on how many it promotes; it gives up only after
-    ``PROMOTION_STALE_ROUNDS`` rounds in a row without progress (RegistrationError 'busy'). Returns how many
-    registrations this call promoted.
+    that saw unsliced seats, several at once): each round reads the counters and the first waiting entries,
+    then promotes up to ``PROMOTION_BATCH`` of them in one transaction that grows one shard's slice and its
+    taken seats by as many, under the conditions that the capacity and the sliced seats are still what was read
+    and that each entry is still waiting. So it can never overbook or skip the queue, and a crash between two
+    rounds leaves a consistent state that the next run continues from. No cap on how many it promotes; it
+    gives up only after ``PROMOTION_STALE_ROUNDS`` rounds in a row without progress (RegistrationError 'busy').
+    Returns how many registrations this call promoted.
     """
     now = now or utcnow()
     promoted = stale = 0
@@ -80,24 +96,51 @@ def waitlist_promote(*, event_id: str, now: datetime | None = None,
             seats = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
         except EventSeats.DoesNotExist:
             return promoted
-        capacity, taken = int(seats.capacity), int(seats.registered_count or 0)
-        free = capacity - taken
-        if free <= 0 or not int(seats.waitlist_count or 0):
+        if not seats.seat_shards:
+            shard_event(event_id=event_id)
+            stale += 1
+            if stale >= PROMOTION_STALE_ROUNDS:
+                raise _busy("The waiting list of this event is changing fast; promotion will finish later.")
+            continue
+        capacity, sliced = int(seats.capacity), int(seats.capacity if seats.sliced is None else seats.sliced)
+        count, waiting = int(seats.seat_shards), int(seats.waitlist_count or 0)
+        unsliced = capacity - sliced
+        # Done when every seat is in a shard, and (nobody waiting) there are as many shards as the rule asks:
+        # seats promoted into one shard are resliced over all of them for the next free seats.
+        if unsliced <= 0 and (waiting or count >= seats_module.shard_count(capacity)):
             return promoted
-        heads = selectors.waitlist_heads(event_id=event_id, limit=min(free, PROMOTION_BATCH))
-        if not heads:
-            return promoted
-        # Their departure counters share the transaction's 100 items: far apart tickets need more of them.
-        heads = heads[:waitlist.fit_batch([int(h.ticket) for h in heads], items_per_ticket=5, fixed_items=1)]
+        unchanged = ((EventSeats.capacity == capacity) & (EventSeats.sliced == sliced)
+                     & (EventSeats.seat_shards == count))
         transaction = LabelledTransaction()
-        for n, head in enumerate(heads):
-            _add_promotion(transaction, head, now=now, suffix=f"_{n}")
-        waitlist.record_departures(transaction, event_id=event_id, tickets=[int(h.ticket) for h in heads])
-        transaction.update(
-            EVENT_SEATS, EventSeats(*EventSeats.key_for(event_id)),
-            actions=[EventSeats.registered_count.add(len(heads)), EventSeats.waitlist_count.add(-len(heads))],
-            condition=(EventSeats.capacity == capacity) & (EventSeats.registered_count <= capacity - len(heads)),
-        )
+        heads = selectors.waitlist_heads(event_id=event_id, limit=min(unsliced, PROMOTION_BATCH)) if waiting else []
+        if heads:
+            # Their departure counters share the transaction's 100 items: far apart tickets need more of them.
+            heads = heads[:waitlist.fit_batch([int(h.ticket) for h in heads], items_per_ticket=5, fixed_items=2)]
+            # The new seats go to one shard per round, turn by turn, so the slices stay about even.
+            shard = sliced % count
+            for n, head in enumerate(heads):
+                _add_promotion(transaction, head, now=now, shard=shard, suffix=f"_{n}")
+            waitlist.record_departures(transaction, event_id=event_id, tickets=[int(h.ticket) for h in heads])
+            transaction.update(SEAT, SeatShard(*SeatShard.key_for(event_id, shard)),
+                               actions=[SeatShard.capacity.add(len(heads)), SeatShard.taken.add(len(heads))],
+                               condition=SeatShard.pk.exists())
+            transaction.update(
+                EVENT_SEATS, EventSeats(*EventSeats.key_for(event_id)),
+                actions=[EventSeats.sliced.add(len(heads)), EventSeats.waitlist_count.add(-len(heads))],
+                condition=unchanged & (EventSeats.waitlist_count >= len(heads)),
+            )
+        else:
+            # Nobody waits: the rest of the raise goes to the shards (more of them if the capacity asks for it),
+            # under the condition that nobody joined the waiting list since.
+            shards_read = seats_module.shards_get(event_id=event_id, count=count)
+            sizes = planned_sizes(target=capacity, count=count, shards_read=shards_read)
+            add_reslice(transaction, event_id=event_id, shards_read=shards_read, sizes=sizes,
+                        starts_at=seats.starts_at)
+            transaction.update(
+                EVENT_SEATS, EventSeats(*EventSeats.key_for(event_id)),
+                actions=[EventSeats.sliced.set(capacity), EventSeats.seat_shards.set(len(sizes))],
+                condition=unchanged & (EventSeats.waitlist_count == 0),
+            )
         try:
             transaction.commit()
         except TransactionCancelled as cancelled:

@@ -16,7 +16,8 @@ from typing import Any
 
 from registrations import selectors, services
 from registrations.errors import RegistrationError
-from registrations.models import Event, EventSeats, Registration
+from registrations.models import Event, EventSeats, Registration, SeatShard
+from registrations.seats import event_seats, max_shards
 from tems.clock import utcnow
 from tems.dynamo import metered
 from tems.idempotency import IdempotencyRecord
@@ -92,7 +93,7 @@ def _landed(*, event_id: str, user_id: str) -> dict[str, int]:
     event_side = list(Registration.query(Event.pk_for(event_id), Registration.sk.startswith(Registration.SK_PREFIX),
                                          consistent_read=True))
     claim = selectors.claim_get(event_id=event_id, user_id=user_id)
-    seats = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
+    seats = event_seats(event_id)  # the shards' sum on a sharded event
     return {"records": len(event_side), "claims": int(claim is not None), "counter": int(seats.registered_count)}
 
 
@@ -102,11 +103,18 @@ def _delete_run(*, event_id: str, user_id: str, keys: set[str], since) -> None:
     The outbox messages announce registrations of a synthetic student; no relay should ever deliver them.
     """
     extra = [{"PK": {"S": IdempotencyRecord.pk_for(user_id, key)}, "SK": {"S": IdempotencyRecord.SK}} for key in keys]
-    for message in OutboxMessage.pending.query(
-        OutboxMessage.COLLECTION, OutboxMessage.gsi1sk >= OutboxMessage.listing_key(since, ""),
-        filter_condition=OutboxMessage.payload.contains(event_id),
-    ):
-        extra.append({"PK": {"S": message.pk}, "SK": {"S": message.sk}})
+    for collection in OutboxMessage.collections():
+        for message in OutboxMessage.pending.query(
+            collection, OutboxMessage.gsi1sk >= OutboxMessage.listing_key(since, ""),
+            filter_condition=OutboxMessage.payload.contains(event_id),
+        ):
+            extra.append({"PK": {"S": message.pk}, "SK": {"S": message.sk}})
+    try:
+        shards = int(EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True).seat_shards or 0)
+    except EventSeats.DoesNotExist:
+        shards = 0
+    extra += [{"PK": {"S": pk}, "SK": {"S": sk}} for pk, sk in
+              (SeatShard.key_for(event_id, shard) for shard in range(shards))]
     scratch_delete(partitions=[Event.pk_for(event_id), Registration.user_pk_for(user_id)], keys=extra)
 
 
@@ -147,7 +155,11 @@ def scratch_event_delete(*, event_id: str) -> int:
                                        consistent_read=True)
     student_side = [dict(zip(("PK", "SK"), ({"S": part} for part in Registration.user_key_for(
         registration.user_id, registration.registration_id)), strict=True)) for registration in registrations]
-    return scratch_delete(partitions=[Event.pk_for(event_id)], keys=student_side)
+    # Its seat shards too, whether or not the event item is still there to say how many (a TTL may have
+    # removed it): every shard key an event can have, absent ones deleted as no-ops.
+    shards = [{"PK": {"S": pk}, "SK": {"S": sk}} for pk, sk in
+              (SeatShard.key_for(event_id, shard) for shard in range(max_shards()))]
+    return scratch_delete(partitions=[Event.pk_for(event_id)], keys=student_side + shards)
 
 
 def technique_costs() -> dict[str, dict[str, float]]:

@@ -144,11 +144,12 @@ def run_history(seed: int, *, extra_faults: tuple[Fault, ...] = ()) -> tuple[His
     event = make_event(capacity=2, title=f"History {seed}")
     ticket_of = registration_module._waitlist_transaction
 
-    def recording(attempt, seats):
-        transaction, response = ticket_of(attempt, seats)
+    def recording(attempt, route):
+        transaction, response = ticket_of(attempt, route)
         with history.lock:
             # The last ticket tried for a registration id is the one it committed with (attempts are sequential).
-            history.tickets[attempt.registration_id] = (seats["waitlist_seq"] or 0) + 1
+            history.tickets[attempt.registration_id] = (registration_module._waitlist_seen(route)["waitlist_seq"]
+                                                        or 0) + 1
         return transaction, response
 
     registration_module._waitlist_transaction = recording

@@ -8,7 +8,7 @@ import pytest
 from registrations import selectors, services
 from registrations.checkins.tickets import ticket_url
 from registrations.errors import RegistrationError
-from registrations.models import EventSeats, Registration
+from registrations.models import Registration, SeatShard
 from tems.dynamo import metered
 from tems.idempotency import IdempotencyRecord
 from tems.outbox import OutboxMessage
@@ -52,8 +52,8 @@ def test_stale_edit_is_refused_and_reports_the_stored_version(ddb):
 
 def test_edit_never_touches_the_seat_counters(ddb):
     event = make_event()
-    # A registration (issue 3) moves the counters without a version bump; simulate one.
-    EventSeats(*EventSeats.key_for(event.event_id)).update(actions=[EventSeats.registered_count.add(3)])
+    # A registration (issue 3) takes seats in a shard without a version bump; simulate three.
+    SeatShard(*SeatShard.key_for(event.event_id, 0)).update(actions=[SeatShard.taken.add(3)])
     stored = selectors.event_get(event_id=event.event_id)
     edit(event.event_id, stored.version, title="Renamed")
     assert selectors.event_get(event_id=event.event_id).registered_count == 3
@@ -61,7 +61,7 @@ def test_edit_never_touches_the_seat_counters(ddb):
 
 def test_capacity_cannot_drop_below_seats_taken(ddb):
     event = make_event()
-    EventSeats(*EventSeats.key_for(event.event_id)).update(actions=[EventSeats.registered_count.add(4)])
+    SeatShard(*SeatShard.key_for(event.event_id, 0)).update(actions=[SeatShard.taken.add(4)])
     version = selectors.event_get(event_id=event.event_id).version
     with pytest.raises(RegistrationError) as caught:
         edit(event.event_id, version, capacity=3)
@@ -176,7 +176,7 @@ def test_full_event_puts_the_same_request_on_the_waitlist(ddb, cancellations):
     with metered() as meter:
         waiting = register(event.event_id, "bob")
     assert meter.total_requests == 2  # the failed seat condition, then the waitlist transaction
-    assert cancellations[-1] == {"event": CCF}
+    assert cancellations[-1] == {"seat": CCF}
     assert waiting.response.status == 201
     assert (waiting.data["status"], waiting.data["position"]) == ("waitlisted", 1)
     assert register(event.event_id, "cat").data["position"] == 2
@@ -191,7 +191,7 @@ def test_unknown_event_is_not_found_and_writes_nothing(ddb, cancellations):
     with pytest.raises(RegistrationError) as caught:
         register("ghost", "ann")
     assert caught.value.code == "not_found"
-    assert cancellations == [{"event": CCF}]
+    assert cancellations == [{"seat": CCF}]  # no shard, no image: a read then explains it (no event)
     assert selectors.claim_get(event_id="ghost", user_id="ann") is None
 
 
@@ -398,8 +398,8 @@ def test_losing_the_waitlist_ticket_retries_with_the_next_one(ddb, cancellations
 
     monkeypatch.setattr(LabelledTransaction, "commit", commit_with_a_joiner_in_between)
     bob = register(event.event_id, "bob")
-    assert cancellations[0] == {"event": CCF}  # bob: no seat
-    assert cancellations[1] == {"event": CCF}  # cat: no seat (its own first attempt)
+    assert cancellations[0] == {"seat": CCF}  # bob: no seat
+    assert cancellations[1] == {"seat": CCF}  # cat: no seat (its own first attempt)
     # bob's waitlist join: the sequence moved under him, and ticket 1's entry exists; the event's ALL_OLD image
     # hands him the new sequence, so the retry takes ticket 2 without a read.
     assert cancellations[2] == {"event": CCF, "waitlist_entry": CCF}
@@ -425,7 +425,7 @@ def test_a_seat_freed_before_the_waitlist_join_lands_is_taken_instead(ddb, cance
 
     monkeypatch.setattr(LabelledTransaction, "commit", commit_with_a_cancel_in_between)
     bob = register(event.event_id, "bob")
-    assert cancellations == [{"event": CCF}, {"event": CCF}]  # no seat; then "still full?" said no
+    assert cancellations == [{"seat": CCF}, {"seat_0": CCF}]  # no seat; then "every shard still full?" said no
     assert (bob.data["status"], bob.data["position"]) == ("confirmed", None)
     assert selectors.waitlist_entries(event_id=event.event_id) == []
     assert_invariants_clean()

@@ -9,7 +9,7 @@ from django.core.management.base import CommandError
 
 from inventory import selectors as inventory_selectors
 from registrations import selectors
-from registrations.models import EventSeats
+from registrations.models import SeatShard
 from tems.dynamo import TABLE_SCHEMA, boto3_client, ensure_table
 
 
@@ -62,7 +62,7 @@ def test_check_invariants_clean_then_broken(ddb, demo_mode):
     run("seed_demo")
     assert "BROKEN" not in run("check_invariants")
     # A counter moved without a registration item is exactly the drift the check exists to catch.
-    EventSeats(*EventSeats.key_for("welcome-fair")).update(actions=[EventSeats.registered_count.add(1)])
+    SeatShard(*SeatShard.key_for("welcome-fair", 0)).update(actions=[SeatShard.taken.add(1)])
     out = StringIO()
     with pytest.raises(CommandError) as caught:
         call_command("check_invariants", stdout=out)

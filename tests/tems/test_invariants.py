@@ -10,7 +10,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from inventory import services as inventory_services
-from registrations.models import CONFIRMED, WAITLISTED, EventSeats, Registration
+from registrations.models import CONFIRMED, WAITLISTED, Registration, SeatShard
 from tems.invariants import check_all, check_items
 from tests.registrations.helpers import make_event, register
 
@@ -42,7 +42,7 @@ def test_clean_table_passes_in_any_number_of_segments(populated, segments):
 
 def test_a_break_planted_in_every_event_is_found_whichever_segment_holds_it(populated):
     for event in populated:
-        EventSeats(*EventSeats.key_for(event.event_id)).update(actions=[EventSeats.registered_count.add(1)])
+        SeatShard(*SeatShard.key_for(event.event_id, 0)).update(actions=[SeatShard.taken.add(1)])
     problems = check_all(segments=4)["event counters match their registration items"]
     assert sorted(problems) == sorted(f"EVENT#{event.event_id}: registered_count=2 but 1 confirmed"
                                       for event in populated)

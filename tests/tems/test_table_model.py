@@ -22,11 +22,14 @@ ITEM_SHAPES = {
     "CheckInLogEntry": {"PK", "SK", "action", "at", "by", "door", "entity", "event_id", "registration_id"},
     "Event": {
         "GSI1PK", "GSI1SK", "PK", "SK", "capacity", "checked_in_count", "created_at", "created_by", "description",
-        "entity", "event_id", "expires_at", "location", "registered_count", "starts_at", "title", "updated_at",
-        "updated_by", "version", "waitlist_count", "waitlist_seq"
+        "entity", "event_id", "expires_at", "location", "registered_count", "seat_shards", "sliced", "starts_at",
+        "title", "updated_at", "updated_by", "version", "waitlist_count", "waitlist_seq"
     },
-    "EventCheckins": {"PK", "SK", "checked_in_count", "registered_count"},
-    "EventSeats": {"PK", "SK", "capacity", "registered_count", "starts_at", "waitlist_count", "waitlist_seq"},
+    "EventCheckins": {"PK", "SK", "checked_in_count", "registered_count", "seat_shards"},
+    "EventSeats": {
+        "PK", "SK", "capacity", "registered_count", "seat_shards", "sliced", "starts_at", "waitlist_count",
+        "waitlist_seq"
+    },
     "IdempotencyRecord": {
         "PK", "SK", "attempt_id", "created_at", "entity", "expires_at", "fingerprint", "key", "lease_expires_at",
         "response_body", "response_content_type", "response_headers", "response_status", "status", "user_id"
@@ -47,12 +50,14 @@ ITEM_SHAPES = {
         "message_type", "payload"
     },
     "Registration": {
-        "GSI1PK", "GSI1SK", "PK", "SK", "created_at", "entity", "event_id", "promoted_at", "registration_id", "status",
-        "ticket", "user_id", "user_name"
+        "GSI1PK", "GSI1SK", "PK", "SK", "created_at", "entity", "event_id", "promoted_at", "registration_id",
+        "shard", "status", "ticket", "user_id", "user_name"
     },
     "RegistrationClaim": {
-        "PK", "SK", "created_at", "entity", "event_id", "registration_id", "status", "ticket", "user_id", "user_name"
+        "PK", "SK", "created_at", "entity", "event_id", "registration_id", "shard", "status", "ticket", "user_id",
+        "user_name"
     },
+    "SeatShard": {"PK", "SK", "capacity", "entity", "event_id", "shard", "shards", "starts_at", "taken"},
     "WaitlistEntry": {"PK", "SK", "entity", "event_id", "registration_id", "ticket", "user_id"},
     "WriteRateCounter": {"PK", "SK", "entity", "expires_at", "n"},
 }

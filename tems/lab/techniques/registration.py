@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pynamodb.exceptions import PutError
 
 from registrations import services
-from registrations.models import CONFIRMED, EventSeats, Registration, RegistrationClaim
+from registrations.models import CONFIRMED, Registration, RegistrationClaim, SeatShard
 from tems.clock import utcnow
 from tems.idempotency import (
     COMPLETED,
@@ -124,7 +124,8 @@ def claim(*, event_id: str, user_id: str, idempotency_key: str,
     pause()  # a crash here leaves a claim with no registration: the gap technique 2 closes
     for item in _items(registration_id, event_id, user_id):
         item.save()
-    EventSeats(*EventSeats.key_for(event_id)).update(actions=[EventSeats.registered_count.add(1)])
+    # The article's single seat counter: the event's first seat shard (every event has shard 0).
+    SeatShard(*SeatShard.key_for(event_id, 0)).update(actions=[SeatShard.taken.add(1)])
     return Attempt(registration_id, "created")
 
 
@@ -137,9 +138,8 @@ def _claim_transaction(event_id: str, user_id: str, idempotency_key: str | None)
     user_item, event_item = _items(registration_id, event_id, user_id)
     transaction.save("user_registration", user_item)
     transaction.save("event_registration", event_item)
-    transaction.update("event", EventSeats(*EventSeats.key_for(event_id)),
-                       actions=[EventSeats.registered_count.add(1)],
-                       condition=EventSeats.registered_count < EventSeats.capacity)
+    transaction.update("event", SeatShard(*SeatShard.key_for(event_id, 0)),
+                       actions=[SeatShard.taken.add(1)], condition=SeatShard.taken < SeatShard.capacity)
     body = json.dumps({"registration_id": registration_id, "status": CONFIRMED})
     if idempotency_key is not None:
         # As in the article: the record is written with the registration, unconditionally.

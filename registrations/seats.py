@@ -1,0 +1,143 @@
+"""Seat shards: how an event's capacity is split over ``SeatShard`` items, and the reads of them.
+
+The arithmetic behind the numbers is in docs/registrations.md ("Seat shards"). Writes to shards live in the
+services; this module only decides counts and slices, routes a student to a first shard and reads shards back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+
+from django.conf import settings
+
+from registrations.models import EventSeats, SeatShard
+
+# One shard item takes at most 1,000 WCU/s on AWS; a registration's transactional write of a small shard costs
+# 2 WCU, and transactions on one item conflict, so one item sustains roughly 40-100 registrations/s. 50 seats a
+# shard lets a full house sell out in about a second per shard, all shards in parallel.
+SEATS_PER_SHARD = 50
+# A waitlist join checks every shard in its transaction (100 items at most, 7 of them its own) and an edit
+# re-slices every shard in one: 40 leaves room for both. 40 shards carry ~1,600-4,000 registrations/s.
+MAX_SHARDS = 40
+
+# event id -> number of shards, learned from refused seats' images; only a routing hint (see first_shard).
+_known_shards: dict[str, int] = {}
+_KNOWN_SHARDS_LIMIT = 10_000
+
+
+def seats_per_shard() -> int:
+    return int(getattr(settings, "SEATS_PER_SHARD", SEATS_PER_SHARD))
+
+
+def max_shards() -> int:
+    return int(getattr(settings, "MAX_SEAT_SHARDS", MAX_SHARDS))
+
+
+def shard_count(capacity: int) -> int:
+    """N = clamp(ceil(capacity / SEATS_PER_SHARD), 1, MAX_SHARDS)."""
+    per_shard = seats_per_shard()
+    return max(1, min(max_shards(), -(-int(capacity) // per_shard)))
+
+
+def slices(total: int, count: int, floors: Iterable[int] = ()) -> list[int]:
+    """``total`` seats over ``count`` shards as evenly as possible, shard ``i`` never below ``floors[i]``.
+
+    Raises ValueError when the floors (seats already taken) add up to more than ``total``.
+    """
+    floors = list(floors)
+    floors += [0] * (count - len(floors))
+    if sum(floors) > total:
+        raise ValueError(f"{sum(floors)} seats taken do not fit in {total}")
+    base, extra = divmod(total, count)
+    wanted = [base + (1 if shard < extra else 0) for shard in range(count)]
+    result = [max(want, floor) for want, floor in zip(wanted, floors, strict=True)]
+    surplus = sum(result) - total
+    # Shards held up by their taken seats got more than their share: take it back from the others' free seats.
+    for shard in sorted(range(count), key=lambda k: result[k] - floors[k], reverse=True):
+        if surplus <= 0:
+            break
+        give = min(surplus, result[shard] - floors[shard])
+        result[shard] -= give
+        surplus -= give
+    return result
+
+
+def home_shard(user_id: str, count: int) -> int:
+    """The shard a student tries first: a stable hash, so a retry of the same student lands on the same one."""
+    digest = hashlib.blake2b(user_id.encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % count
+
+
+def known_shards(event_id: str) -> int:
+    """How many shards this process last saw the event have; 1 (shard 0, which every event has) if unknown.
+
+    Only a routing hint: the seat's condition decides, and a refused seat's image carries the real count. Shard
+    counts never shrink, so a stale hint only names a shard that exists.
+    """
+    return _known_shards.get(event_id, 1)
+
+
+def remember_shards(event_id: str, count: int) -> None:
+    if len(_known_shards) >= _KNOWN_SHARDS_LIMIT:
+        _known_shards.clear()
+    _known_shards[event_id] = int(count)
+
+
+# event id -> (waitlist_seq, waitlist_count) as this process last saw them: the first guess of a waitlist join.
+_known_waitlist: dict[str, tuple[int | None, int]] = {}
+
+
+def known_waitlist(event_id: str) -> dict:
+    """The waiting list's counters as this process last saw them (a guess a join's condition checks)."""
+    seq, count = _known_waitlist.get(event_id, (0, 0))
+    return {"waitlist_seq": seq, "waitlist_count": count}
+
+
+def remember_waitlist(event_id: str, seq: int | None, count: int) -> None:
+    if len(_known_waitlist) >= _KNOWN_SHARDS_LIMIT:
+        _known_waitlist.clear()
+    _known_waitlist[event_id] = (seq, count)
+
+
+def new_shards(*, event_id: str, capacity: int, starts_at, taken: Iterable[int] = ()) -> list[SeatShard]:
+    count = shard_count(capacity)
+    taken = list(taken) + [0] * count
+    return [SeatShard(*SeatShard.key_for(event_id, shard), event_id=event_id, shard=shard, shards=count,
+                      capacity=capacity_k, taken=taken[shard], starts_at=starts_at)
+            for shard, capacity_k in enumerate(slices(capacity, count))]
+
+
+def shards_get(*, event_id: str, count: int, consistent: bool = True) -> list[SeatShard]:
+    """The event's ``count`` shards, in shard order (one BatchGetItem; missing shards are left out)."""
+    found = SeatShard.batch_get([SeatShard.key_for(event_id, shard) for shard in range(count)],
+                                consistent_read=consistent)
+    return sorted(found, key=lambda item: int(item.shard))
+
+
+def seats_taken(events: Iterable) -> None:
+    """Set ``registered_count`` of each sharded event (``Event`` or ``EventSeats``) to its shards' sum, in one
+    BatchGetItem for all of them (PynamoDB splits it by 100 keys)."""
+    sharded = [event for event in events if getattr(event, "seat_shards", None)]
+    if not sharded:
+        return
+    keys = [SeatShard.key_for(_event_id(event), shard) for event in sharded for shard in range(int(event.seat_shards))]
+    totals: dict[str, int] = {}
+    for shard in SeatShard.batch_get(keys):
+        totals[shard.event_id] = totals.get(shard.event_id, 0) + int(shard.taken)
+    for event in sharded:
+        event.registered_count = totals.get(_event_id(event), 0)
+
+
+def _event_id(event) -> str:
+    event_id = getattr(event, "event_id", None)
+    return event_id if event_id else event.pk.removeprefix("EVENT#")
+
+
+def event_seats(event_id: str) -> EventSeats:
+    """The event's seat counters with ``registered_count`` summed from its shards (strongly consistent)."""
+    seats = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
+    if seats.seat_shards:
+        seats.registered_count = sum(int(s.taken) for s in shards_get(event_id=event_id,
+                                                                       count=int(seats.seat_shards)))
+    return seats

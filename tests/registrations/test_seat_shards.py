@@ -1,0 +1,408 @@
+"""Seat shards (issue 13 item 2): the arithmetic on its own, then races on DynamoDB Local, each next to the
+deliberately broken variant it must catch."""
+
+from __future__ import annotations
+
+import io
+from collections import Counter
+
+import pytest
+from django.core.management import call_command
+
+from registrations import seats, selectors, services, waitlist
+from registrations.models import CONFIRMED, WAITLISTED, EventSeats, Registration, RegistrationClaim, SeatShard
+from registrations.services import registration as registration_service
+from registrations.services import shards as shards_service
+from registrations.services import waitlist as waitlist_service
+from tems.dynamo import metered
+from tems.invariants import check_all
+from tests.race import race
+from tests.registrations.helpers import STARTS, assert_invariants_clean, make_event, register
+
+
+@pytest.fixture(autouse=True)
+def small_shards(settings):
+    # Three seats a shard, so a dozen seats already make four shards and every path meets a full shard.
+    settings.SEATS_PER_SHARD = 3
+    settings.MAX_SEAT_SHARDS = 40
+
+
+def shards_of(event_id: str) -> list[SeatShard]:
+    count = int(EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True).seat_shards)
+    return seats.shards_get(event_id=event_id, count=count)
+
+
+def problems() -> dict[str, list[str]]:
+    return {name: found for name, found in check_all().items() if found}
+
+
+def edit_capacity(event_id: str, capacity: int) -> services.EventUpdate:
+    current = selectors.event_get(event_id=event_id)
+    return services.event_update(event_id=event_id, expected_version=int(current.version), title=current.title,
+                                 description="", location="", starts_at=STARTS, capacity=capacity,
+                                 updated_by="staff")
+
+
+# --- arithmetic --------------------------------------------------------------------------------------------
+
+
+def test_shard_count_follows_the_capacity_within_bounds():
+    assert [seats.shard_count(c) for c in (0, 1, 3, 4, 12, 13, 119, 120, 121, 10_000)] == [
+        1, 1, 1, 2, 4, 5, 40, 40, 40, 40]
+
+
+@pytest.mark.parametrize(("total", "count", "floors"), [
+    (12, 4, []), (13, 4, []), (10, 4, [0, 4, 0, 0]), (7, 3, [3, 3, 1]), (0, 2, []),
+])
+def test_slices_are_even_and_never_below_the_seats_taken(total, count, floors):
+    sizes = seats.slices(total, count, floors)
+    assert sum(sizes) == total and len(sizes) == count
+    assert all(size >= floor for size, floor in zip(sizes, floors + [0] * count, strict=False))
+    if not floors:
+        assert max(sizes) - min(sizes) <= 1
+
+
+def test_slices_refuse_more_seats_taken_than_the_total():
+    with pytest.raises(ValueError):
+        seats.slices(5, 2, [3, 3])
+
+
+def test_a_student_always_starts_from_the_same_shard():
+    assert seats.home_shard("ann", 7) == seats.home_shard("ann", 7)
+    assert len({seats.home_shard(f"s{n}", 4) for n in range(40)}) == 4
+
+
+# --- on DynamoDB Local --------------------------------------------------------------------------------------
+
+
+def test_an_event_is_born_with_its_shards_outside_the_event_partition(ddb):
+    event = make_event(capacity=13)
+    shards = shards_of(event.event_id)
+    assert [int(s.capacity) for s in shards] == [3, 3, 3, 2, 2] and {int(s.shards) for s in shards} == {5}
+    assert {s.pk for s in shards} == {f"EVENTSEATS#{event.event_id}#{k}" for k in range(5)}
+    assert_invariants_clean()
+
+
+def test_a_first_registration_is_still_one_request_and_takes_its_home_shard(ddb):
+    event = make_event(capacity=12)
+    seats.remember_shards(event.event_id, 4)  # this process has seen the event's shards before
+    with metered() as meter:
+        outcome = register(event.event_id, "ann")
+    assert dict(meter.requests) == {"TransactWriteItems": 1}
+    home = seats.home_shard("ann", 4)
+    assert [int(s.taken) for s in shards_of(event.event_id)] == [int(k == home) for k in range(4)]
+    claim = selectors.claim_get(event_id=event.event_id, user_id="ann")
+    assert (outcome.data["status"], int(claim.shard)) == (CONFIRMED, home)
+
+
+def run_burst(event_id: str, students: int) -> list:
+    return race([lambda n=n: register(event_id, f"burst{n:02d}") for n in range(students)])
+
+
+def assert_exact_outcome(event_id: str, outcomes: list, capacity: int) -> None:
+    confirmed = [o for o in outcomes if o.data["status"] == CONFIRMED]
+    waiting = [o for o in outcomes if o.data["status"] == WAITLISTED]
+    assert len(confirmed) == min(capacity, len(outcomes)) and len(waiting) == len(outcomes) - len(confirmed)
+    assert sorted(o.data["position"] for o in waiting) == list(range(1, len(waiting) + 1))
+    assert [e.ticket for e in selectors.waitlist_entries(event_id=event_id)] == list(range(1, len(waiting) + 1))
+    assert sum(int(s.taken) for s in shards_of(event_id)) == len(confirmed)
+
+
+def test_a_burst_fills_every_shard_exactly_then_queues_in_order(ddb):
+    event = make_event(capacity=12)
+    outcomes = run_burst(event.event_id, 20)
+    assert_exact_outcome(event.event_id, outcomes, 12)
+    assert all(int(s.taken) == int(s.capacity) for s in shards_of(event.event_id))
+    assert_invariants_clean()
+
+
+def test_a_seat_taken_without_its_condition_is_caught(ddb, monkeypatch):
+    """The burst above must be able to fail: a seat taken without ``taken < capacity`` oversells its shard."""
+    original = registration_service._confirm_transaction
+
+    def unconditional(attempt, shard):
+        transaction, response = original(attempt, shard)
+        transaction._ops["update"] = [(label, apply) for label, apply in transaction._ops["update"]
+                                      if label != services.common.SEAT]
+        transaction._labels.discard(services.common.SEAT)
+        transaction.update(services.common.SEAT, SeatShard(*SeatShard.key_for(attempt.event_id, shard)),
+                           actions=[SeatShard.taken.add(1)], condition=SeatShard.pk.exists(),
+                           return_old_on_failure=True)
+        return transaction, response
+
+    monkeypatch.setattr(registration_service, "_confirm_transaction", unconditional)
+    event = make_event(capacity=12)
+    run_burst(event.event_id, 20)
+    assert any("over its slice" in p for p in problems().get("events never exceed capacity", []))
+
+
+def test_full_shards_send_newcomers_to_the_shards_with_room(ddb):
+    # Everyone's home is shard 0 while this process believes the event has one shard: shard 0 fills, and its
+    # refusal (then the failed "every shard full?" checks) sends the rest to the other shards.
+    event = make_event(capacity=12)
+    outcomes = [register(event.event_id, f"seq{n:02d}") for n in range(14)]
+    assert_exact_outcome(event.event_id, outcomes, 12)
+    assert_invariants_clean()
+
+
+def cancel_of(event_id: str, user_id: str):
+    claim = selectors.claim_get(event_id=event_id, user_id=user_id)
+    return lambda: services.registration_cancel(user_id=user_id, registration_id=claim.registration_id)
+
+
+def test_a_cancel_frees_the_shard_its_seat_came_from(ddb):
+    event = make_event(capacity=6)
+    run_burst(event.event_id, 6)
+    victim = selectors.claim_get(event_id=event.event_id, user_id="burst03")
+    cancel_of(event.event_id, "burst03")()
+    taken = {int(s.shard): int(s.taken) for s in shards_of(event.event_id)}
+    assert taken[int(victim.shard)] == 2 and sum(taken.values()) == 5
+    assert_invariants_clean()
+
+
+def test_a_cancel_freeing_another_shard_is_caught(ddb, monkeypatch):
+    monkeypatch.setattr(shards_service, "freeable_shard",
+                        lambda *, event_id, registration_shard: (int(registration_shard) + 1) % 2)
+    monkeypatch.setattr("registrations.services.cancel.freeable_shard", shards_service.freeable_shard)
+    with pytest.raises(AssertionError):
+        test_a_cancel_frees_the_shard_its_seat_came_from(None)
+
+
+def churn(event_id: str, joined: int) -> list:
+    """Confirmed students cancelling (their seats go to the head) and waiting ones leaving, with newcomers."""
+    claims = {n: selectors.claim_get(event_id=event_id, user_id=f"burst{n:02d}") for n in range(joined)}
+    confirmed = [n for n, c in claims.items() if c is not None and c.status == CONFIRMED][:3]
+    waiting = [n for n, c in claims.items() if c is not None and c.status == WAITLISTED][1:3]
+    calls = [cancel_of(event_id, f"burst{n:02d}") for n in confirmed + waiting]
+    calls += [lambda n=n: register(event_id, f"burst{n:02d}") for n in range(joined, joined + 4)]
+    return calls
+
+
+def assert_queue_exact(event_id: str) -> None:
+    entries = selectors.waitlist_entries(event_id=event_id)
+    positions = waitlist.positions(tickets=[(event_id, int(e.ticket)) for e in entries])
+    assert [positions[(event_id, int(e.ticket))] for e in entries] == list(range(1, len(entries) + 1))
+    stored = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
+    assert int(stored.waitlist_count) == len(entries)
+
+
+def test_cancels_joins_and_capacity_changes_racing_keep_every_promise(ddb):
+    event = make_event(capacity=9)
+    run_burst(event.event_id, 14)
+    race(churn(event.event_id, 14) + [lambda: edit_capacity(event.event_id, 13)])
+    assert_queue_exact(event.event_id)
+    assert_invariants_clean()
+    race(churn(event.event_id, 18) + [lambda: edit_capacity(event.event_id, 15)])
+    assert_queue_exact(event.event_id)
+    assert_invariants_clean()
+    stored = selectors.event_get(event_id=event.event_id)
+    live = [c for n in range(22) if (c := selectors.claim_get(event_id=event.event_id, user_id=f"burst{n:02d}"))]
+    assert int(stored.registered_count) == min(int(stored.capacity), len(live))
+    assert len({c.registration_id for c in live}) == len(live)
+
+
+def test_a_join_that_does_not_check_every_shard_is_caught(ddb, monkeypatch):
+    """A seat freed (nobody waiting) between a newcomer's refusal and their join: the join's check of every
+    shard fails and the newcomer takes the seat. Without those checks they would wait beside a free seat."""
+    event = make_event(capacity=6)
+    run_burst(event.event_id, 6)
+    original = registration_service._waitlist_transaction
+    freed = []
+    victims = ["burst00", "burst01"]
+
+    def join_after_a_cancel(attempt, route, *, broken=False):
+        if not freed:
+            freed.append(True)
+            cancel_of(event.event_id, victims.pop(0))()
+        transaction, response = original(attempt, route)
+        if broken:
+            transaction._ops["condition_check"] = []
+        return transaction, response
+
+    monkeypatch.setattr(registration_service, "_waitlist_transaction", join_after_a_cancel)
+    assert register(event.event_id, "late").data["status"] == CONFIRMED
+    assert_invariants_clean()
+
+    freed.clear()
+    monkeypatch.setattr(registration_service, "_waitlist_transaction",
+                        lambda attempt, route: join_after_a_cancel(attempt, route, broken=True))
+    assert register(event.event_id, "later").data["status"] == WAITLISTED
+    assert "nobody waits while a seat is free" in problems()
+
+
+def test_a_raise_promotes_everyone_it_can_in_order(ddb):
+    event = make_event(capacity=3)
+    run_burst(event.event_id, 30)
+    queue = [e.user_id for e in selectors.waitlist_entries(event_id=event.event_id)]
+    update = edit_capacity(event.event_id, 28)
+    assert update.promoted == 25 and not update.promotion_pending
+    assert [c.status for u in queue if (c := selectors.claim_get(event_id=event.event_id, user_id=u))] == (
+        [CONFIRMED] * 25 + [WAITLISTED] * 2)
+    assert len(shards_of(event.event_id)) == 1  # people still wait: the shards stay full, no new ones yet
+    edit_capacity(event.event_id, 40)
+    assert len(shards_of(event.event_id)) == 14  # 40 seats, three a shard, once nobody waits
+    assert_invariants_clean()
+
+
+def test_a_promotion_with_a_round_limit_is_caught(ddb, monkeypatch):
+    """Promotion has no fixed round limit: one capped at one batch leaves seats free while people wait."""
+    original = waitlist_service.selectors.waitlist_heads
+    rounds = []
+
+    def one_batch_only(*, event_id, limit):
+        rounds.append(1)
+        return original(event_id=event_id, limit=limit) if len(rounds) == 1 else []
+
+    monkeypatch.setattr(waitlist_service.selectors, "waitlist_heads", one_batch_only)
+    event = make_event(capacity=3)
+    run_burst(event.event_id, 30)
+    edit_capacity(event.event_id, 30)
+    assert "nobody waits while a seat is free" in problems()
+
+
+def test_lowering_capacity_reslices_but_never_below_the_seats_taken(ddb):
+    event = make_event(capacity=12)
+    run_burst(event.event_id, 7)
+    edit_capacity(event.event_id, 8)
+    shards = shards_of(event.event_id)
+    assert sum(int(s.capacity) for s in shards) == 8 and all(int(s.taken) <= int(s.capacity) for s in shards)
+    with pytest.raises(services.RegistrationError) as refused:
+        edit_capacity(event.event_id, 6)
+    assert refused.value.code == "invalid"
+    assert_invariants_clean()
+
+
+def test_an_event_from_before_the_shards_is_moved_into_them(ddb):
+    event = make_event(capacity=5)
+    for n in range(3):
+        register(event.event_id, f"old{n}")
+    # As stored before the shards: the seats on the event's own item, no shard items.
+    for shard in shards_of(event.event_id):
+        shard.delete()
+    EventSeats(*EventSeats.key_for(event.event_id)).update(actions=[
+        EventSeats.registered_count.set(3), EventSeats.seat_shards.remove(), EventSeats.sliced.remove()])
+    for n in range(3):
+        claim = selectors.claim_get(event_id=event.event_id, user_id=f"old{n}")
+        for item in (RegistrationClaim(*RegistrationClaim.key_for(event.event_id, f"old{n}")),
+                     Registration(*Registration.user_key_for(f"old{n}", claim.registration_id)),
+                     Registration(*Registration.event_key_for(event.event_id, claim.registration_id))):
+            item.update(actions=[type(item).shard.remove()])
+    out = io.StringIO()
+    call_command("shard_seats", "--event", event.event_id, stdout=out)
+    assert "moved into seat shards" in out.getvalue()
+    assert not shards_service.shard_event(event_id=event.event_id)  # twice: nothing more to do
+    assert sum(int(s.taken) for s in shards_of(event.event_id)) == 3
+    assert_invariants_clean()
+    outcomes = [register(event.event_id, f"new{n}").data["status"] for n in range(3)]
+    assert outcomes == [CONFIRMED, CONFIRMED, WAITLISTED]
+    assert_invariants_clean()
+    # A registration confirmed before the shards holds no shard: its cancel frees one with a seat taken, and
+    # the seat goes to the head of the queue.
+    assert selectors.claim_get(event_id=event.event_id, user_id="old1").shard is None
+    cancel_of(event.event_id, "old1")()
+    assert selectors.claim_get(event_id=event.event_id, user_id="new2").status == CONFIRMED
+    assert_invariants_clean()
+
+
+# --- measured: where a burst's writes land ------------------------------------------------------------------
+
+
+@pytest.fixture
+def writes_per_partition(monkeypatch):
+    """Every item of every TransactWriteItems sent (committed or not: a refused write costs capacity too), by
+    partition key kind: {"EVENT": n, "EVENTSEATS#<k>": n, ...}."""
+    from pynamodb.connection.base import Connection
+
+    counted: Counter = Counter()
+    original = Connection.transact_write_items
+
+    def counting(self, condition_check_items, delete_items, put_items, update_items, *args, **kwargs):
+        counted["TransactWriteItems"] += 1
+        for item in (*condition_check_items, *delete_items, *put_items, *update_items):
+            pk = (item.get("Key") or item.get("Item"))["PK"]["S"]
+            kind = pk.split("#")[0] + (f"#{pk.rsplit('#', 1)[1]}" if pk.startswith("EVENTSEATS#") else "")
+            counted[kind] += 1
+        return original(self, condition_check_items, delete_items, put_items, update_items, *args, **kwargs)
+
+    monkeypatch.setattr(Connection, "transact_write_items", counting)
+    return counted
+
+
+def test_a_burst_spreads_its_seat_writes_over_the_shards_and_leaves_the_event_alone(ddb, settings,
+                                                                                     writes_per_partition):
+    settings.SEATS_PER_SHARD = 12  # 96 seats: 8 shards
+    event = make_event(capacity=96)
+    seats.remember_shards(event.event_id, 8)  # a warm process (a cold one starts at shard 0, see the docs)
+    writes_per_partition.clear()
+    outcomes = run_burst(event.event_id, 96)
+    assert_exact_outcome(event.event_id, outcomes, 96)
+    shard_writes = {kind: n for kind, n in writes_per_partition.items() if kind.startswith("EVENTSEATS")}
+    sent = writes_per_partition["TransactWriteItems"]
+    print(f"\n96 students, 96 seats, 8 shards: {sent} transactions ({sent / 96:.2f} a registration), "
+          f"items per shard {sorted(shard_writes.values())}, "
+          f"EVENT# partition items {writes_per_partition['EVENT']} (claims, registration copies)")
+    # The seat writes are spread: no shard took more than a third of them (an even split is an eighth), where
+    # the single counter took every one.
+    assert len(shard_writes) == 8 and max(shard_writes.values()) <= sum(shard_writes.values()) / 3
+    # No waitlist join happened, so the event's METADATA was in no transaction: its partition only holds the
+    # claims and the event-side copies (issue 13 item 2 leaves moving those for later).
+    assert EventSeats.get(*EventSeats.key_for(event.event_id)).waitlist_seq == 0
+
+
+def test_a_burst_of_waitlisters_measured(ddb, settings, writes_per_partition):
+    """The waiting list's counters stay one item (docs/registrations.md says why): measure what a burst of
+    joiners costs it, and that FIFO and positions stay exact."""
+    settings.SEATS_PER_SHARD = 12  # 48 seats: 4 shards
+    event = make_event(capacity=48)
+    run_burst(event.event_id, 48)
+    writes_per_partition.clear()
+    outcomes = race([lambda n=n: register(event.event_id, f"late{n:02d}") for n in range(40)])
+    assert all(o.data["status"] == WAITLISTED for o in outcomes)
+    assert sorted(o.data["position"] for o in outcomes) == list(range(1, 41))
+    sent = writes_per_partition["TransactWriteItems"]
+    checks = sum(n for kind, n in writes_per_partition.items() if kind.startswith("EVENTSEATS"))
+    print(f"\n40 joiners on a full 4-shard event: {sent} transactions ({sent / 40:.2f} a joiner), "
+          f"{checks} shard items (refused seats and 'every shard full' checks)")
+    assert_invariants_clean()
+
+
+def lower_while_seats_are_taken(monkeypatch) -> str:
+    """An edit lowers 6 seats (two shards of 3) to 4, proposing slices [2, 2] from a read of empty shards;
+    between that read and its commit three students take seats of shard 0 (a cold process starts there)."""
+    from registrations.services import events as events_module
+
+    event = make_event(capacity=6)
+    original = seats.shards_get
+    reads = []
+
+    def read_then_three_register(*, event_id, count, consistent=True):
+        found = original(event_id=event_id, count=count, consistent=consistent)
+        if not reads:
+            reads.append(True)
+            for n in range(3):
+                register(event.event_id, f"between{n}")
+        return found
+
+    monkeypatch.setattr(events_module.seats, "shards_get", read_then_three_register)
+    edit_capacity(event.event_id, 4)
+    return event.event_id
+
+
+def test_a_reslice_from_a_stale_read_is_refused_by_the_shards_condition(ddb, monkeypatch):
+    event_id = lower_while_seats_are_taken(monkeypatch)
+    shards = shards_of(event_id)
+    assert [int(s.taken) for s in shards] == [3, 0] and [int(s.capacity) for s in shards] == [3, 1]
+    assert_invariants_clean()
+
+
+def test_a_reslice_without_the_taken_condition_is_caught(ddb, monkeypatch):
+    from registrations.services import events as events_module
+
+    def unconditional(transaction, *, event_id, shards_read, sizes, starts_at):
+        for shard, size in enumerate(sizes):
+            transaction.update(f"shard_{shard}", SeatShard(*SeatShard.key_for(event_id, shard)), actions=[
+                SeatShard.capacity.set(size), SeatShard.shards.set(len(sizes)), SeatShard.starts_at.set(starts_at)])
+
+    monkeypatch.setattr(events_module, "add_reslice", unconditional)
+    lower_while_seats_are_taken(monkeypatch)
+    assert any("over its slice" in p for p in problems().get("events never exceed capacity", []))
