@@ -14,14 +14,6 @@ from tests.browser.pages import DESKTOP, PHONE, new_sized_page, serious_axe_viol
 from tests.registrations.helpers import register
 
 
-@pytest.fixture
-def contexts():
-    made: list = []
-    yield made
-    for context in made:
-        context.close()
-
-
 def _contrast(page, foreground: str, background: str) -> float:
     return page.evaluate(
         """([a, b]) => {

@@ -13,14 +13,6 @@ from tests.registrations.helpers import register
 
 
 @pytest.fixture
-def contexts():
-    made: list = []
-    yield made
-    for context in made:
-        context.close()
-
-
-@pytest.fixture
 def event(app_server):
     return services.event_create(title="Cancel club", starts_at=datetime(2030, 7, 1, 18, tzinfo=UTC), capacity=1,
                                  created_by="staff")

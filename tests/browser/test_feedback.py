@@ -14,14 +14,6 @@ from tests.browser.pages import DESKTOP, PHONE, new_sized_page
 
 
 @pytest.fixture
-def contexts():
-    made: list = []
-    yield made
-    for context in made:
-        context.close()
-
-
-@pytest.fixture
 def event(app_server):
     return services.event_create(title="Edge night", starts_at=datetime(2030, 6, 1, 18, tzinfo=UTC), capacity=50,
                                  created_by="staff")
