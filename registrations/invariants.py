@@ -32,6 +32,10 @@ def _seat_shard(item: Item) -> bool:
     return item.get("entity") == "SeatShard"
 
 
+def _waitlist_entry(item: Item) -> bool:
+    return item.get("entity") == "WaitlistEntry"
+
+
 def _event_pk_of_shard(item: Item) -> str:
     return Event.pk_for(item["event_id"])
 
@@ -44,11 +48,16 @@ class _PerEvent(StreamingCheck):
 
     def observe(self, item: Item) -> None:
         if _is_event(item):
-            self.events[item["PK"]].stored = {name: item.get(name) for name in (*self.counters, "seat_shards")}
+            self.events[item["PK"]].stored = {name: item.get(name)
+                                              for name in (*self.counters, "seat_shards", "waitlist_count")}
         elif _seat_shard(item):
             tally = self.events[_event_pk_of_shard(item)].tally
             tally["shard_taken"] += int(item.get("taken", 0))
             tally["shard_free"] += max(int(item["capacity"]) - int(item.get("taken", 0)), 0)
+            tally["lane_waiting"] += int(item.get("waiting", 0))
+        elif _waitlist_entry(item):
+            # In its lane's partition (or, from before the lanes, the event's): counted for its event.
+            self.count(item, self.events[Event.pk_for(item["event_id"])].tally)
         elif Registration.is_event_side(item["PK"]):
             self.count(item, self.events[item["PK"]].tally)
 
@@ -60,8 +69,10 @@ class _PerEvent(StreamingCheck):
             if counts.stored is not None:
                 stored = dict(counts.stored)
                 if stored.get("seat_shards"):
-                    # A sharded event's seats taken are its shards' sum (its own registered_count is gone).
+                    # A sharded event's seats taken are its shards' sum (its own registered_count is gone), and
+                    # its waiting list counts its lanes' entries next to those from before the lanes.
                     stored["registered_count"] = counts.tally["shard_taken"]
+                    stored["waitlist_count"] = int(stored.get("waitlist_count") or 0) + counts.tally["lane_waiting"]
                 yield pk, stored, counts.tally
 
 
@@ -179,12 +190,13 @@ class WaitlistInOrder(StreamingCheck):
     def observe(self, item: Item) -> None:
         if _is_event(item):
             self.seq[item["PK"]] = int(item.get("waitlist_seq", 0))
-        elif item.get("entity") == "WaitlistEntry":
-            ticket = int(item["ticket"])
-            if item["SK"] != WaitlistEntry.sk_for(ticket):
-                self.found.append(f"{item['PK']}/{item['SK']}: holds ticket {ticket}, out of ticket order")
-            self.highest[item["PK"]] = max(self.highest[item["PK"]], ticket)
-            self.entries[item["PK"]].add(item["registration_id"], ticket)
+        elif _waitlist_entry(item):
+            ticket, pk = int(item["ticket"]), Event.pk_for(item["event_id"])
+            lane = None if item.get("lane") is None else int(item["lane"])
+            if (item["PK"], item["SK"]) != WaitlistEntry.key_for(item["event_id"], ticket, lane):
+                self.found.append(f"{item['PK']}/{item['SK']}: holds ticket {ticket} of lane {lane}, out of place")
+            self.highest[pk] = max(self.highest[pk], ticket)
+            self.entries[pk].add(item["registration_id"], ticket)
         elif _event_side(item) and item.get("status") == WAITLISTED:
             self.waiting[item["PK"]].add(item["registration_id"], int(item.get("ticket", -1)))
 
@@ -198,6 +210,42 @@ class WaitlistInOrder(StreamingCheck):
             if entries != waiting:
                 yield (f"{pk}: {entries.count} waitlist entries but {waiting.count} waitlisted registrations, or "
                        f"the registrations or tickets they name differ")
+
+
+@invariant("the waiting list's lanes count their entries and its gate is closed only on a full event")
+class LanesAndGate(StreamingCheck):
+    """Per lane (seat shard): ``waiting`` = its entries. Per event: the gate is the same on every shard; closed
+    whenever anyone waits in a lane; and while it is closed every shard is full (so nobody joins beside a seat)."""
+
+    def __init__(self) -> None:
+        self.waiting: dict[str, int] = {}
+        self.entries: defaultdict[str, int] = defaultdict(int)
+        self.gates: defaultdict[str, set[bool]] = defaultdict(set)
+        self.free: defaultdict[str, int] = defaultdict(int)
+        self.lane_waiting: defaultdict[str, int] = defaultdict(int)
+
+    def observe(self, item: Item) -> None:
+        if _seat_shard(item):
+            event = _event_pk_of_shard(item)
+            self.waiting[item["PK"]] = int(item.get("waiting", 0))
+            self.gates[event].add(bool(item.get("gate")))
+            self.free[event] += max(int(item["capacity"]) - int(item.get("taken", 0)), 0)
+            self.lane_waiting[event] += int(item.get("waiting", 0))
+        elif _waitlist_entry(item) and item.get("lane") is not None:
+            self.entries[item["PK"]] += 1
+
+    def problems(self) -> Iterator[str]:
+        for pk in sorted(self.waiting.keys() | self.entries.keys()):
+            if self.waiting.get(pk, 0) != self.entries[pk]:
+                yield f"{pk}: waiting={self.waiting.get(pk, 0)} but {self.entries[pk]} entries in the lane"
+        for event, gates in sorted(self.gates.items()):
+            if len(gates) > 1:
+                yield f"{event}: the waiting list's gate is closed on some shards and open on others"
+            closed = True in gates
+            if self.lane_waiting[event] and not closed:
+                yield f"{event}: {self.lane_waiting[event]} waiting in lanes with the gate open"
+            if closed and self.free[event]:
+                yield f"{event}: the gate is closed while {self.free[event]} seat(s) are free in the shards"
 
 
 @invariant("each event's checked-in count matches its check-ins")

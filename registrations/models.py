@@ -30,8 +30,11 @@ class Event(TableModel):
     capacity = NumberAttribute()
     registered_count = NumberAttribute(default=0)
     waitlist_count = NumberAttribute(default=0)
-    # The last waitlist ticket handed out (see WaitlistEntry); only ever grows.
+    # The last waitlist ticket handed out to a lane's block (see WaitlistEntry); only ever grows.
     waitlist_seq = NumberAttribute(default=0)
+    # Tickets gone for good: departures (cancelled, promoted) and block tickets never handed out (see
+    # registrations.waitlist). With waitlist_seq it gives a new block's first ticket its exact position.
+    waitlist_left = NumberAttribute(null=True)
     # Seat shards (see SeatShard): how many there are and how much of the capacity they hold between them. Absent
     # on events created before the shards (their seats are still ``registered_count``, until ``shard_seats``).
     seat_shards = NumberAttribute(null=True)
@@ -93,6 +96,7 @@ class EventSeats(TableModel):
     registered_count = NumberAttribute(default=0)
     waitlist_count = NumberAttribute(default=0)
     waitlist_seq = NumberAttribute(null=True)  # absent on events created before the waitlist existed
+    waitlist_left = NumberAttribute(null=True)
     # Read by the registration's own condition: registration closes at the start (issue 11 item 6).
     starts_at = UTCDateTimeAttribute(null=True)
     seat_shards = NumberAttribute(null=True)
@@ -124,9 +128,36 @@ class SeatShard(TableModel):
     taken = NumberAttribute(default=0)
     starts_at = UTCDateTimeAttribute(null=True)
 
+    # Each shard is also one lane of the event's waiting list (see registrations.waitlist, "lanes"). ``gate``
+    # is 1 on every shard alike while the event is full and its waiting list open (closed and opened for all
+    # shards in one transaction); absent or 0 otherwise. The lane hands out the tickets of its current block
+    # [lane_next, lane_end), claimed from the event's waitlist_seq at ``lane_at``; ``lane_left`` is the event's
+    # waitlist_left at that claim; ``waiting`` counts the lane's entries.
+    gate = NumberAttribute(null=True)
+    lane_next = NumberAttribute(null=True)
+    lane_end = NumberAttribute(null=True)
+    lane_at = UTCDateTimeAttribute(null=True)
+    lane_left = NumberAttribute(null=True)
+    lane_size = NumberAttribute(null=True)
+    waiting = NumberAttribute(null=True)
+
     @classmethod
     def key_for(cls, event_id: str, shard: int) -> tuple[str, str]:
-        return f"{cls.PK_PREFIX}{event_id}#{shard}", cls.ITEM
+        return cls.pk_for(event_id, shard), cls.ITEM
+
+    @classmethod
+    def pk_for(cls, event_id: str, shard: int) -> str:
+        return f"{cls.PK_PREFIX}{event_id}#{shard}"
+
+    @property
+    def gate_closed(self) -> bool:
+        return bool(self.gate)
+
+    @property
+    def unissued(self) -> tuple[int, int]:
+        """The lane's block tickets not handed out yet, as [start, end)."""
+        start = int(self.lane_next or 0)
+        return start, max(int(self.lane_end or 0), start)
 
 
 CONFIRMED = "confirmed"
@@ -147,6 +178,8 @@ class RegistrationFields:
     # The seat shard holding a confirmed registration's seat (its cancel frees that one); absent on registrations
     # confirmed before the shards, whose cancel frees any shard with a seat taken.
     shard = NumberAttribute(null=True)
+    # The waiting-list lane (a shard number) whose entry holds the ticket; absent for tickets from before lanes.
+    lane = NumberAttribute(null=True)
 
 
 class RegistrationClaim(RegistrationFields, TableModel):
@@ -218,13 +251,13 @@ class Registration(RegistrationFields, TableModel):
 
 
 class WaitlistEntry(TableModel):
-    """``EVENT#<event_id>`` / ``WAITLIST#<ticket>``: one place in the event's FIFO waiting list.
+    """``EVENTSEATS#<event_id>#<lane>`` / ``WAITLIST#<ticket>``: one place in the event's FIFO waiting list, in
+    the partition of the lane (seat shard) that handed out the ticket.
 
-    Tickets come from the event's ``waitlist_seq``: a join sets ``waitlist_seq = n + 1`` under the condition
-    ``waitlist_seq = n`` in the same transaction that writes the entry, so tickets are unique and grow in commit
-    order, and the head of the queue is simply the smallest ``WAITLIST#`` key (a strongly consistent Query with
-    Limit 1). A position is never stored: it is the number of entries up to one's own ticket, counted on read,
-    so a cancellation in the middle of the queue rewrites nothing.
+    Tickets come in blocks from the event's ``waitlist_seq`` (see registrations.waitlist): unique, ordered
+    by when their block was claimed, and the head of the queue is the smallest ticket over all lanes (one
+    Query with Limit 1 per lane). Entries from before the lanes stay at ``EVENT#<event_id>`` (``lane`` None).
+    A position is never stored: it is counted on read, so a cancellation in the middle rewrites nothing.
     """
 
     SK_PREFIX = "WAITLIST#"
@@ -235,14 +268,19 @@ class WaitlistEntry(TableModel):
     event_id = UnicodeAttribute()
     user_id = UnicodeAttribute()
     ticket = NumberAttribute()
+    lane = NumberAttribute(null=True)
 
     @classmethod
     def sk_for(cls, ticket: int) -> str:
         return f"{cls.SK_PREFIX}{ticket:0{cls.TICKET_DIGITS}d}"
 
     @classmethod
-    def key_for(cls, event_id: str, ticket: int) -> tuple[str, str]:
-        return Event.pk_for(event_id), cls.sk_for(ticket)
+    def lane_pk_for(cls, event_id: str, lane: int | None) -> str:
+        return Event.pk_for(event_id) if lane is None else SeatShard.pk_for(event_id, int(lane))
+
+    @classmethod
+    def key_for(cls, event_id: str, ticket: int, lane: int | None = None) -> tuple[str, str]:
+        return cls.lane_pk_for(event_id, lane), cls.sk_for(ticket)
 
 
 class WaitlistDepartures(TableModel):

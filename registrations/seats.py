@@ -84,20 +84,20 @@ def remember_shards(event_id: str, count: int) -> None:
     _known_shards[event_id] = int(count)
 
 
-# event id -> (waitlist_seq, waitlist_count) as this process last saw them: the first guess of a waitlist join.
-_known_waitlist: dict[str, tuple[int | None, int]] = {}
+# event id -> (waitlist_seq, waitlist_left) as this process last saw them: a block claim's first guess.
+_known_waitlist: dict[str, tuple[int | None, int | None]] = {}
 
 
 def known_waitlist(event_id: str) -> dict:
-    """The waiting list's counters as this process last saw them (a guess a join's condition checks)."""
-    seq, count = _known_waitlist.get(event_id, (0, 0))
-    return {"waitlist_seq": seq, "waitlist_count": count}
+    """The waiting list's counters as this process last saw them (a guess a block claim's condition checks)."""
+    seq, left = _known_waitlist.get(event_id, (0, None))
+    return {"waitlist_seq": seq, "waitlist_left": left}
 
 
-def remember_waitlist(event_id: str, seq: int | None, count: int) -> None:
+def remember_waitlist(event_id: str, seq: int | None, left: int | None) -> None:
     if len(_known_waitlist) >= _KNOWN_SHARDS_LIMIT:
         _known_waitlist.clear()
-    _known_waitlist[event_id] = (seq, count)
+    _known_waitlist[event_id] = (seq, left)
 
 
 def new_shards(*, event_id: str, capacity: int, starts_at, taken: Iterable[int] = ()) -> list[SeatShard]:
@@ -116,17 +116,22 @@ def shards_get(*, event_id: str, count: int, consistent: bool = True) -> list[Se
 
 
 def seats_taken(events: Iterable) -> None:
-    """Set ``registered_count`` of each sharded event (``Event`` or ``EventSeats``) to its shards' sum, in one
+    """Set ``registered_count`` of each sharded event (``Event`` or ``EventSeats``) to its shards' sum, and add
+    its lanes' waiting to ``waitlist_count`` (which counts only entries from before the lanes), in one
     BatchGetItem for all of them (PynamoDB splits it by 100 keys)."""
     sharded = [event for event in events if getattr(event, "seat_shards", None)]
     if not sharded:
         return
     keys = [SeatShard.key_for(_event_id(event), shard) for event in sharded for shard in range(int(event.seat_shards))]
     totals: dict[str, int] = {}
+    waiting: dict[str, int] = {}
     for shard in SeatShard.batch_get(keys):
         totals[shard.event_id] = totals.get(shard.event_id, 0) + int(shard.taken)
+        waiting[shard.event_id] = waiting.get(shard.event_id, 0) + int(shard.waiting or 0)
     for event in sharded:
         event.registered_count = totals.get(_event_id(event), 0)
+        if hasattr(event, "waitlist_count"):  # EventCheckins, the door's view, has no waiting list
+            event.waitlist_count = int(event.waitlist_count or 0) + waiting.get(_event_id(event), 0)
 
 
 def _event_id(event) -> str:
@@ -135,9 +140,11 @@ def _event_id(event) -> str:
 
 
 def event_seats(event_id: str) -> EventSeats:
-    """The event's seat counters with ``registered_count`` summed from its shards (strongly consistent)."""
+    """The event's seat counters with ``registered_count`` summed from its shards and ``waitlist_count`` counting
+    its lanes too (strongly consistent)."""
     seats = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
     if seats.seat_shards:
-        seats.registered_count = sum(int(s.taken) for s in shards_get(event_id=event_id,
-                                                                       count=int(seats.seat_shards)))
+        shards = shards_get(event_id=event_id, count=int(seats.seat_shards))
+        seats.registered_count = sum(int(s.taken) for s in shards)
+        seats.waitlist_count = int(seats.waitlist_count or 0) + sum(int(s.waiting or 0) for s in shards)
     return seats

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import functools
+import heapq
 import io
+import itertools
 from datetime import datetime
 from typing import Any
 
@@ -13,7 +15,16 @@ from django.urls import reverse
 from registrations import seats, waitlist
 from registrations.checkins.tickets import ticket_url
 from registrations.errors import RegistrationError
-from registrations.models import CANCELLED, WAITLISTED, Event, Registration, RegistrationClaim, WaitlistEntry
+from registrations.models import (
+    CANCELLED,
+    WAITLISTED,
+    Event,
+    EventSeats,
+    Registration,
+    RegistrationClaim,
+    SeatShard,
+    WaitlistEntry,
+)
 from tems.clock import utcnow
 from tems.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page, decode_cursor, query_page
 
@@ -162,32 +173,54 @@ def registration_get(*, user_id: str, registration_id: str) -> Registration:
 
 
 def waitlist_head(*, event_id: str) -> WaitlistEntry | None:
-    """The first entry of the event's waiting list (smallest ticket), read strongly consistently."""
-    entries = WaitlistEntry.query(
-        Event.pk_for(event_id), WaitlistEntry.sk.startswith(WaitlistEntry.SK_PREFIX),
-        consistent_read=True, limit=1,
-    )
-    return next(iter(entries), None)
+    """The first entry of the event's waiting list (smallest ticket over its lanes), read strongly consistently."""
+    heads = waitlist_heads(event_id=event_id, limit=1)
+    return heads[0] if heads else None
 
 
-def waitlist_heads(*, event_id: str, limit: int) -> list[WaitlistEntry]:
-    """The first ``limit`` entries of the event's waiting list in ticket order, read strongly consistently."""
-    return list(WaitlistEntry.query(
-        Event.pk_for(event_id), WaitlistEntry.sk.startswith(WaitlistEntry.SK_PREFIX),
-        consistent_read=True, limit=limit,
-    ))
+def waitlist_lanes(*, event_id: str) -> tuple[EventSeats | None, list[SeatShard]]:
+    """The event's seat counters and its shards (the waiting list's lanes), strongly consistent: None, [] if there
+    is no such event."""
+    try:
+        event = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
+    except EventSeats.DoesNotExist:
+        return None, []
+    return event, seats.shards_get(event_id=event_id, count=int(event.seat_shards or 0))
+
+
+def waitlist_heads(*, event_id: str, limit: int,
+                   lanes: tuple[EventSeats | None, list[SeatShard]] | None = None) -> list[WaitlistEntry]:
+    """The first ``limit`` entries of the event's waiting list in ticket order, read strongly consistently: the
+    lanes (one BatchGetItem, or ``lanes`` as the caller read them), then one Query of at most ``limit`` entries
+    per lane with someone waiting, merged."""
+    event, shards = lanes if lanes is not None else waitlist_lanes(event_id=event_id)
+    if event is None:
+        return []
+    partitions = [WaitlistEntry.lane_pk_for(event_id, int(shard.shard)) for shard in shards if shard.waiting]
+    if event.waitlist_count:  # entries from before the lanes
+        partitions.append(WaitlistEntry.lane_pk_for(event_id, None))
+    queries = (WaitlistEntry.query(pk, WaitlistEntry.sk.startswith(WaitlistEntry.SK_PREFIX), consistent_read=True,
+                                   limit=limit) for pk in partitions)
+    return list(heapq.merge(*(itertools.islice(query, limit) for query in queries),
+                            key=lambda entry: int(entry.ticket)))[:limit]
 
 
 def waitlist_position(*, event_id: str, ticket: int) -> int:
-    """1 for the head of the queue: one BatchGetItem of at most five counter nodes (registrations.waitlist)."""
+    """1 for the head of the queue: BatchGetItems of at most five counter nodes and the lanes
+    (registrations.waitlist)."""
     return waitlist.position(event_id=event_id, ticket=ticket)
 
 
 def waitlist_entries(*, event_id: str) -> list[WaitlistEntry]:
     """The whole waiting list, head first."""
-    return list(WaitlistEntry.query(
-        Event.pk_for(event_id), WaitlistEntry.sk.startswith(WaitlistEntry.SK_PREFIX), consistent_read=True,
-    ))
+    event, shards = waitlist_lanes(event_id=event_id)
+    if event is None:
+        return []
+    lanes = [None, *(int(shard.shard) for shard in shards)]
+    entries = [entry for lane in lanes for entry in WaitlistEntry.query(
+        WaitlistEntry.lane_pk_for(event_id, lane), WaitlistEntry.sk.startswith(WaitlistEntry.SK_PREFIX),
+        consistent_read=True)]
+    return sorted(entries, key=lambda entry: int(entry.ticket))
 
 
 def registration_view(*, registration: Registration | RegistrationClaim) -> dict[str, Any]:
@@ -210,9 +243,10 @@ def _waiting_tickets(registrations: list[Registration]) -> list[tuple[str, int]]
     return [(r.event_id, int(r.ticket)) for r in registrations if r.status == WAITLISTED and r.ticket is not None]
 
 
-def _with_positions(registrations: list[Registration]) -> list[tuple[Registration, int | None]]:
-    """Each registration with its waitlist position: one BatchGetItem for the whole page, not one per row."""
-    positions = waitlist.positions(tickets=_waiting_tickets(registrations))
+def _with_positions(registrations: list[Registration], *,
+                    shard_counts: dict[str, int] | None = None) -> list[tuple[Registration, int | None]]:
+    """Each registration with its waitlist position: BatchGetItems for the whole page, not one per row."""
+    positions = waitlist.positions(tickets=_waiting_tickets(registrations), shard_counts=shard_counts)
     return [(r, positions.get((r.event_id, int(r.ticket))) if r.status == WAITLISTED and r.ticket is not None
              else None) for r in registrations]
 
@@ -235,7 +269,8 @@ def registration_page(*, user_id: str, cursor: str | None = None,
     event_ids = {r.event_id for r in page.items}
     events = {e.event_id: e for e in Event.batch_get([Event.key_for(event_id) for event_id in sorted(event_ids)])}
     rows = []
-    for registration, position in _with_positions(page.items):
+    shard_counts = {event_id: int(event.seat_shards or 0) for event_id, event in events.items()}
+    for registration, position in _with_positions(page.items, shard_counts=shard_counts):
         event = events.get(registration.event_id)
         rows.append({
             **_as_dict(registration, position),

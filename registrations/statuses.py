@@ -1,7 +1,7 @@
 """The student's own status on each listed event card (issue 11 item 9): Registered / Waiting list #n / Full.
 
 Read in a bounded way: ONE BatchGetItem of the student's claims for the listed events (100 keys a request), not a
-read per card; only a waitlisted claim costs one more (its position), and a student waits for few events.
+read per card; waitlisted claims cost two more for all of them (their positions: counter nodes, lanes).
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from registrations import waitlist
 from registrations.models import CONFIRMED, WAITLISTED, Event, RegistrationClaim
-from registrations.selectors import registration_view
 
 
 @dataclass(frozen=True)
@@ -32,13 +32,18 @@ def card_statuses(*, user_id: str, events: Iterable[Event]) -> dict[str, CardSta
     events = list(events)
     claims = {claim.event_id: claim for claim in RegistrationClaim.batch_get(
         [RegistrationClaim.key_for(event.event_id, user_id) for event in events])}
+    waiting = [(claim.event_id, int(claim.ticket)) for claim in claims.values()
+               if claim.status == WAITLISTED and claim.ticket is not None]
+    positions = waitlist.positions(tickets=waiting, shard_counts={
+        event.event_id: int(event.seat_shards or 0) for event in events}) if waiting else {}
     statuses: dict[str, CardStatus] = {}
     for event in events:
         claim = claims.get(event.event_id)
         if claim is not None and claim.status == CONFIRMED:
             statuses[event.event_id] = CardStatus("registered")
         elif claim is not None and claim.status == WAITLISTED:
-            statuses[event.event_id] = CardStatus("waitlisted", registration_view(registration=claim)["position"])
+            position = positions.get((claim.event_id, int(claim.ticket))) if claim.ticket is not None else None
+            statuses[event.event_id] = CardStatus("waitlisted", position)
         elif event.registered_count >= event.capacity:
             statuses[event.event_id] = CardStatus("full")
     return statuses

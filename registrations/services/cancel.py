@@ -7,13 +7,12 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from registrations import selectors, waitlist
+from registrations import selectors
 from registrations.errors import RegistrationError
 from registrations.models import (
     CANCELLED,
     CONFIRMED,
     WAITLISTED,
-    EventSeats,
     Registration,
     RegistrationClaim,
     SeatShard,
@@ -22,10 +21,8 @@ from registrations.models import (
 from registrations.services.common import (
     CLAIM,
     EVENT_REGISTRATION,
-    EVENT_SEATS,
     IDEMPOTENCY,
     OUTBOX,
-    SEAT,
     USER_REGISTRATION,
     WAITLIST_ENTRY,
     StoredOutcome,
@@ -35,7 +32,13 @@ from registrations.services.common import (
     remember_answer,
 )
 from registrations.services.shards import freeable_shard
-from registrations.services.waitlist import _add_promotion
+from registrations.services.waitlist import (
+    SeatWrites,
+    _add_promotion,
+    _nobody_before_lanes,
+    gate_open,
+    nobody_in_lane,
+)
 from tems.clock import utcnow
 from tems.errors import DomainError
 from tems.idempotency import (
@@ -103,12 +106,14 @@ def _cancel(*, user_id: str, registration_id: str, now: datetime, sleep: Callabl
             response = cancel_response(registration_id=registration_id, event_id=seen.event_id)
             return _remember(user_id=user_id, key=key, response=response, now=now, sleep=sleep)
         seen = registration
-        head = selectors.waitlist_head(event_id=registration.event_id) if registration.status == CONFIRMED else None
-        shard = None
+        head, shard, lanes = None, None, []
         if registration.status == CONFIRMED:
             shard = freeable_shard(event_id=registration.event_id,
                                    registration_shard=None if registration.shard is None else int(registration.shard))
-        transaction = _cancel_transaction(registration, head, now=now, shard=shard)
+            event, lanes = selectors.waitlist_lanes(event_id=registration.event_id)
+            heads = selectors.waitlist_heads(event_id=registration.event_id, limit=1, lanes=(event, lanes))
+            head = heads[0] if heads else None
+        transaction = _cancel_transaction(registration, head, now=now, shard=shard, lanes=lanes)
         response = cancel_response(registration_id=registration_id, event_id=registration.event_id)
         if key is not None:
             transaction.save(IDEMPOTENCY, completed_record(user_id=user_id, key=key[0], fingerprint=key[1],
@@ -154,7 +159,7 @@ def _remember(*, user_id: str, key: tuple[str, str] | None, response: StoredResp
 
 
 def _cancel_transaction(registration: Registration, head: WaitlistEntry | None, *,
-                        now: datetime, shard: int | None) -> LabelledTransaction:
+                        now: datetime, shard: int | None, lanes: list[SeatShard]) -> LabelledTransaction:
     event_id, user_id, registration_id = registration.event_id, registration.user_id, registration.registration_id
     transaction = LabelledTransaction()
     transaction.delete(CLAIM, RegistrationClaim(*RegistrationClaim.key_for(event_id, user_id)),
@@ -168,24 +173,28 @@ def _cancel_transaction(registration: Registration, head: WaitlistEntry | None, 
         "registration_id": registration_id, "event_id": event_id, "user": user_id,
         "previous_status": registration.status,
     }))
-    seats = EventSeats(*EventSeats.key_for(event_id))
+    writes = SeatWrites(event_id)
     if registration.status == WAITLISTED:
-        transaction.delete(WAITLIST_ENTRY, WaitlistEntry(*WaitlistEntry.key_for(event_id, int(registration.ticket))),
-                           condition=WaitlistEntry.registration_id == registration_id)
-        waitlist.record_departures(transaction, event_id=event_id, tickets=[int(registration.ticket)])
-        transaction.update(EVENT_SEATS, seats, actions=[EventSeats.waitlist_count.add(-1)],
-                           condition=EventSeats.pk.exists())
+        entry = WaitlistEntry(*WaitlistEntry.key_for(event_id, int(registration.ticket), registration.lane),
+                              ticket=int(registration.ticket), lane=registration.lane)
+        transaction.delete(WAITLIST_ENTRY, entry, condition=WaitlistEntry.registration_id == registration_id)
+        writes.depart(transaction, [entry])
     elif head is not None:
         # The freed seat passes straight to the head, in the same shard: the shard stays full, the list shrinks.
         _add_promotion(transaction, head, now=now, shard=shard)
-        waitlist.record_departures(transaction, event_id=event_id, tickets=[int(head.ticket)])
-        transaction.update(EVENT_SEATS, seats, actions=[EventSeats.waitlist_count.add(-1)],
-                           condition=EventSeats.waitlist_count > 0)
+        writes.depart(transaction, [head])
+    elif any(lane.gate_closed for lane in lanes):
+        # Nobody was waiting when we looked, and the event was full: the seat goes back to its shard and the
+        # waiting list's gate opens on every shard, under the condition that nobody is in any lane (a joiner
+        # needs the gate closed, so of a join and this cancel only one commits).
+        for lane in lanes:
+            writes.shard(int(lane.shard), actions=[SeatShard.gate.set(0)], condition=nobody_in_lane())
+        writes.shard(shard, actions=[SeatShard.taken.add(-1)], condition=SeatShard.taken > 0)
+        writes.event(condition=_nobody_before_lanes())
     else:
-        # Nobody was waiting when we looked; the check makes sure nobody joined since (a join checks that this
-        # shard is full, so of the two only one commits), and the seat goes back to the shard it came from.
-        transaction.condition_check(EVENT_SEATS, EventSeats, *EventSeats.key_for(event_id),
-                                    condition=EventSeats.waitlist_count == 0)
-        transaction.update(SEAT, SeatShard(*SeatShard.key_for(event_id, shard)),
-                           actions=[SeatShard.taken.add(-1)], condition=SeatShard.taken > 0)
+        # Nobody was waiting and the gate is open: a joiner would have to close it on this shard first (and
+        # find it full), so of the two only one commits; the seat goes back to the shard it came from.
+        writes.shard(shard, actions=[SeatShard.taken.add(-1)], condition=(SeatShard.taken > 0) & gate_open())
+        writes.event(condition=_nobody_before_lanes())
+    writes.add_to(transaction)
     return transaction

@@ -22,6 +22,7 @@ EVENT_REGISTRATION = "event_registration"
 WAITLIST_ENTRY = "waitlist_entry"
 EVENT_SEATS = "event"
 SEAT = "seat"  # one seat shard (see registrations.seats); the waitlist join checks each as "seat_<k>"
+LANE = "lane"  # the seat shard a waitlist join takes its ticket from (registrations.waitlist, "lanes")
 EVENT = EVENT_SEATS  # the event item, in an edit's or a creation's transaction
 OUTBOX = "outbox"
 

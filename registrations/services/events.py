@@ -12,7 +12,7 @@ from registrations.errors import RegistrationError
 from registrations.models import Event, EventSeats, SeatShard
 from registrations.selectors import event_to_dict
 from registrations.services.common import EVENT, IDEMPOTENCY, OUTBOX, WRITE_POLICY, StoredOutcome, _busy, _replay_raw
-from registrations.services.shards import add_reslice, planned_sizes, shard_event
+from registrations.services.shards import _counter_is, add_reslice, planned_sizes, shard_event
 from registrations.services.waitlist import waitlist_promote
 from tems.clock import utcnow
 from tems.idempotency import IdempotencyRecord, StoredResponse, completed_record, record_is_absent_or_expired
@@ -197,15 +197,19 @@ def event_update(
         ]
         condition = Event.pk.exists()
         if counters is not None and counters.seat_shards:
-            count, waiting = int(counters.seat_shards), int(counters.waitlist_count or 0)
+            count, before_lanes = int(counters.seat_shards), int(counters.waitlist_count or 0)
             sliced = int(counters.capacity if counters.sliced is None else counters.sliced)
-            # A raise while people wait stays unsliced: waitlist_promote hands it to them before any newcomer.
-            target = capacity if not waiting else min(sliced, capacity)
             shards_read = seats.shards_get(event_id=event_id, count=count)
+            waiting = before_lanes + sum(int(shard.waiting or 0) for shard in shards_read)
+            # A raise while people wait stays unsliced: waitlist_promote hands it to them before any newcomer.
+            # With nobody waiting the new slices are for newcomers: the waiting list's gate opens (under the
+            # condition, on every shard, that nobody joined its lane since the read).
+            target = capacity if not waiting else min(sliced, capacity)
             sizes = planned_sizes(target=target, count=count, shards_read=shards_read)
-            add_reslice(transaction, event_id=event_id, shards_read=shards_read, sizes=sizes, starts_at=starts_at)
+            add_reslice(transaction, event_id=event_id, shards_read=shards_read, sizes=sizes, starts_at=starts_at,
+                        reopen=not waiting, raised=bool(waiting) and capacity > target)
             actions += [Event.sliced.set(target), Event.seat_shards.set(len(sizes))]
-            condition &= ((Event.waitlist_count == waiting) & (Event.sliced == sliced)
+            condition &= ((_counter_is(Event.waitlist_count, before_lanes)) & (Event.sliced == sliced)
                           & (Event.seat_shards == count))
         # PynamoDB adds "version = :expected" and "ADD version 1": the check and the change are one write.
         transaction.update(EVENT, Event(*Event.key_for(event_id), version=expected_version), actions=actions,

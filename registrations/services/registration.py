@@ -13,6 +13,7 @@ from typing import Any
 
 from registrations import attendees, selectors
 from registrations import seats as seats_module
+from registrations import waitlist as waitlist_module
 from registrations.errors import RegistrationError
 from registrations.models import (
     CONFIRMED,
@@ -28,6 +29,7 @@ from registrations.services.common import (
     EVENT_REGISTRATION,
     EVENT_SEATS,
     IDEMPOTENCY,
+    LANE,
     MAX_ROUNDS,
     OUTBOX,
     SEAT,
@@ -39,8 +41,8 @@ from registrations.services.common import (
     remember_answer,
     ticket_pause,
 )
-from registrations.services.shards import shard_event
-from registrations.services.waitlist import waitlist_promote
+from registrations.services.shards import CLOSED, RAISED, shard_event
+from registrations.services.waitlist import gate_open, waitlist_promote
 from tems.clock import utcnow
 from tems.idempotency import StoredResponse, completed_record, record_is_absent_or_expired
 from tems.outbox import outbox_message
@@ -116,8 +118,9 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
     conflicts = conflict_backoff(sleep)
     for _ in range(MAX_ROUNDS):
         shard = route.next_shard()
-        waitlist = shard is None
-        transaction, response = (_waitlist_transaction(attempt, route) if waitlist
+        joining = shard is None
+        join: _Join | None = _Join.plan(attempt, route) if joining else None
+        transaction, response = (join.transaction() if join is not None
                                  else _confirm_transaction(attempt, shard))
         try:
             transaction.commit()
@@ -127,34 +130,47 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
             if cancelled.failed(CLAIM):
                 claim = RegistrationClaim.from_raw_data(cancelled.reasons[CLAIM].raw_item)
                 return _already_registered(claim, attempt, sleep=sleep)
-            if not waitlist and cancelled.failed(SEAT):
+            if not joining and cancelled.failed(SEAT):
                 route.refused(shard, cancelled.reasons[SEAT].raw_item, attempt)
                 continue
-            if waitlist and cancelled.codes & {CONDITIONAL_CHECK_FAILED}:
-                # Every shard's check that failed came back with its image: a shard with room is the next try.
+            if joining and cancelled.codes & {CONDITIONAL_CHECK_FAILED}:
+                # Every shard whose condition failed came back with its image: a shard with room is the next try,
+                # and the lane's image says what its block and the gate are now.
                 for checked in range(route.count):
                     if cancelled.failed(_seat_check(checked)):
                         route.refused(checked, cancelled.reasons[_seat_check(checked)].raw_item, attempt)
+                if cancelled.failed(LANE):
+                    route.refused(join.lane, cancelled.reasons[LANE].raw_item, attempt)
+                if route.raised and not route.healed:
+                    # A raise not handed out yet (its promotion did not finish, the gate says so): finish it
+                    # before this newcomer, who must not overtake the people waiting, then look again.
+                    route.healed = True
+                    _promote_best_effort(event_id)
+                    route.forget_event()
+                    continue
                 if cancelled.failed(EVENT_SEATS):
                     seats = _event_image(cancelled.reasons[EVENT_SEATS].raw_item, event_id)
                     _refuse_if_closed(seats, attempt)
                     route.saw_event(seats)
-                    if not route.healed and _seats_free_while_waiting(seats):
+                    if join.closing and not route.healed and _seats_free_while_waiting(seats):
                         # A raise that was not handed out yet (its promotion did not finish): finish it before
                         # this newcomer, who must not overtake the people waiting, then look again.
                         route.healed = True
                         _promote_best_effort(event_id)
                         route.forget_event()
                         continue
-                    ticket_pause(sleep)
+                ticket_pause(sleep)
                 continue
             if cancelled.is_conflict:
+                if joining and join.closing:
+                    # Another joiner is closing the gate at this very moment: most likely it is closed by now,
+                    # and the lane's own condition will say if not.
+                    route.gate = True
                 conflicts.pause()
                 continue
             raise
-        if waitlist:
-            seen = _waitlist_seen(route)
-            seats_module.remember_waitlist(event_id, (seen["waitlist_seq"] or 0) + 1, seen["waitlist_count"] + 1)
+        if join is not None:
+            join.committed()
         return RegistrationOutcome(response, "created")
     raise _busy("The waiting list for this event is moving fast; please try again in a moment.")
 
@@ -163,9 +179,11 @@ class _Route:
     """Where a registration looks for a seat, learned only from refused conditions' ALL_OLD images.
 
     First the student's home shard (a hash of the user into the event's shards, as far as this process knows
-    their number). A refused seat means that shard is full: then the waiting-list transaction, which checks
-    that *every* shard is full; each shard whose check fails comes back with its image, so the next round goes
-    to one with room. The event counts as full only when that transaction commits.
+    their number). A refused seat means that shard is full; it is also the student's *lane* of the waiting list
+    (registrations.waitlist), and its image says whether the event's waiting list is open (``gate``) and what
+    the lane's block is. With the gate closed the join touches that lane only. With it open, the join closes it:
+    its transaction checks that *every* shard is full and closes the gate on all of them; each shard whose check
+    fails comes back with its image, so the next round goes to one with room.
     """
 
     def __init__(self, *, event_id: str, user_id: str) -> None:
@@ -175,6 +193,10 @@ class _Route:
         self.with_room: set[int] = set()
         self.event: dict[str, Any] | None = None  # the event's counters as the last failed join saw them
         self.healed = False  # whether this request already tried to finish a pending promotion
+        self.lane: int | None = None  # the first shard that refused: the student's lane of the waiting list
+        self.lane_image: SeatShard | None = None
+        self.gate: bool = False  # whether the images say the waiting list is open (every shard full)
+        self.raised = False  # whether they say a raise waits to be handed to the people waiting (gate 2)
 
     def next_shard(self) -> int | None:
         if not self.tried_home:
@@ -184,12 +206,17 @@ class _Route:
             # Spread the newcomers sent away over the shards with room, the same way each time for one student.
             ordered = sorted(self.with_room)
             return ordered[seats_module.home_shard(self.user_id, len(ordered))]
+        if self.lane is None or self.lane >= self.count:
+            # No image of a lane yet (the shards' number changed under us): look at the home shard again.
+            self.lane, self.lane_image = None, None
+            return seats_module.home_shard(self.user_id, self.count)
         return None
 
     def refused(self, shard: int, raw_item: dict[str, Any] | None, attempt: _NewRegistration) -> None:
         if not raw_item:
             _explain_missing_shard(self.event_id)
             self.count, self.tried_home, self.with_room = 1, False, set()
+            self.lane, self.lane_image = None, None
             return
         image = SeatShard.from_raw_data(raw_item)
         if image.starts_at is not None and image.starts_at <= attempt.created_at:
@@ -202,16 +229,23 @@ class _Route:
             self.with_room.add(shard)
         else:
             self.with_room.discard(shard)
+        self.gate = image.gate_closed
+        self.raised = int(image.gate or 0) == RAISED
+        if self.lane is None:
+            self.lane = shard
+        if shard == self.lane:
+            self.lane_image = image
 
     def saw_event(self, seats: dict[str, Any]) -> None:
         self.event = seats
-        seats_module.remember_waitlist(self.event_id, seats["waitlist_seq"], seats["waitlist_count"])
+        seats_module.remember_waitlist(self.event_id, seats["waitlist_seq"], seats["waitlist_left"])
         if seats["seat_shards"] and seats["seat_shards"] != self.count:
             self.count = seats["seat_shards"]
             seats_module.remember_shards(self.event_id, self.count)
 
     def forget_event(self) -> None:
         self.event, self.tried_home, self.with_room = None, False, set()
+        self.lane, self.lane_image = None, None
 
 
 def _all_sliced(route: _Route):
@@ -221,10 +255,6 @@ def _all_sliced(route: _Route):
     if route.healed:
         return (EventSeats.sliced >= EventSeats.capacity) | (EventSeats.waitlist_count > 0)
     return EventSeats.sliced >= EventSeats.capacity
-
-
-def _waitlist_seen(route: _Route) -> dict[str, Any]:
-    return route.event or seats_module.known_waitlist(route.event_id)
 
 
 def _seat_check(shard: int) -> str:
@@ -254,6 +284,7 @@ def _event_image(raw_item: dict[str, Any] | None, event_id: str) -> dict[str, An
         "registered_count": int(seats.registered_count or 0),
         "waitlist_count": int(seats.waitlist_count or 0),
         "waitlist_seq": None if seats.waitlist_seq is None else int(seats.waitlist_seq),
+        "waitlist_left": None if seats.waitlist_left is None else int(seats.waitlist_left),
         "starts_at": seats.starts_at,
         "seat_shards": int(seats.seat_shards or 0),
         "sliced": int(seats.capacity if seats.sliced is None else seats.sliced),
@@ -288,7 +319,7 @@ def _promote_best_effort(event_id: str) -> None:
 
 
 def _base_transaction(attempt: _NewRegistration, *, status: str, position: int | None, ticket: int | None,
-                      shard: int | None = None) -> tuple[LabelledTransaction, StoredResponse]:
+                      shard: int | None = None, lane: int | None = None) -> tuple[LabelledTransaction, StoredResponse]:
     """The items common to both kinds of new registration, with the response computed up front."""
     body = selectors.registration_to_dict(
         registration_id=attempt.registration_id, event_id=attempt.event_id, user_id=attempt.user_id,
@@ -297,7 +328,7 @@ def _base_transaction(attempt: _NewRegistration, *, status: str, position: int |
     response = StoredResponse.json(body, status=201)
     fields = {"registration_id": attempt.registration_id, "event_id": attempt.event_id,
               "user_id": attempt.user_id, "user_name": attempt.user_name, "status": status,
-              "created_at": attempt.created_at, "ticket": ticket, "shard": shard}
+              "created_at": attempt.created_at, "ticket": ticket, "shard": shard, "lane": lane}
     transaction = LabelledTransaction()
     transaction.save(
         IDEMPOTENCY,
@@ -339,38 +370,121 @@ def _confirm_transaction(attempt: _NewRegistration, shard: int) -> tuple[Labelle
     return transaction, response
 
 
-def _waitlist_transaction(attempt: _NewRegistration, route: _Route) -> tuple[LabelledTransaction, StoredResponse]:
-    # The ticket is the event's sequence plus one, claimed by the condition that the sequence is still what the
-    # last failed join returned (0 before any): no read decides it, and two joiners can never hold the same
-    # ticket. The waitlist count is pinned too, so the position in the stored response is exact at commit.
-    seen = _waitlist_seen(route)
-    seen_seq = seen["waitlist_seq"]
-    ticket = (seen_seq or 0) + 1
-    position = seen["waitlist_count"] + 1
-    transaction, response = _base_transaction(attempt, status=WAITLISTED, position=position, ticket=ticket)
-    transaction.save(
-        WAITLIST_ENTRY,
-        WaitlistEntry(*WaitlistEntry.key_for(attempt.event_id, ticket), registration_id=attempt.registration_id,
-                      event_id=attempt.event_id, user_id=attempt.user_id, ticket=ticket),
-        condition=WaitlistEntry.pk.does_not_exist(),
-    )
-    # Full means every shard full, checked in this very transaction: a seat freed meanwhile fails its check.
-    for shard in range(route.count):
-        transaction.condition_check(_seat_check(shard), SeatShard, *SeatShard.key_for(attempt.event_id, shard),
-                                    condition=SeatShard.taken >= SeatShard.capacity, return_old_on_failure=True)
-    sequence_unchanged = (EventSeats.waitlist_seq.does_not_exist() if seen_seq is None
-                          else EventSeats.waitlist_seq == seen_seq)
-    transaction.update(
-        EVENT_SEATS, EventSeats(*EventSeats.key_for(attempt.event_id)),
-        actions=[EventSeats.waitlist_count.add(1), EventSeats.waitlist_seq.set(ticket)],
-        condition=(EventSeats.pk.exists() & sequence_unchanged
-                   & (EventSeats.waitlist_count == seen["waitlist_count"])
-                   & (EventSeats.seat_shards == route.count)
-                   & _all_sliced(route)
-                   & _still_open(attempt)),
-        return_old_on_failure=True,
-    )
-    return transaction, response
+def _shard_full():
+    return SeatShard.pk.exists() & (SeatShard.taken >= SeatShard.capacity)
+
+
+def _unchanged(attribute, value: int | None):
+    return attribute.does_not_exist() if value is None else attribute == value
+
+
+@dataclass
+class _Join:
+    """One attempt at joining the waiting list: the lane's next ticket, planned from the images seen so far.
+
+    ``closing``: the gate is not known to be closed, so this join checks every shard full and closes it on all
+    of them (and checks the event's counters). Otherwise it touches the lane's shard and, when the lane needs
+    a new block, the event's ``waitlist_seq``: on a quiet event, every join; in a burst, once per block.
+    """
+
+    attempt: _NewRegistration
+    route: _Route
+    lane: int
+    closing: bool
+    ticket: int
+    now: datetime
+    block: tuple[int, int] | None = None  # a new block [first, end) claimed from the event, or None
+    seen: dict[str, Any] | None = None  # the event's counters the claim is conditioned on
+    recorded: tuple[int, int] = (0, 0)  # the lane's unused old block, recorded as gone with the claim
+    position: int = 1
+
+    @classmethod
+    def plan(cls, attempt: _NewRegistration, route: _Route) -> _Join:
+        image, now = route.lane_image, utcnow()
+        if waitlist_module.block_usable(image, now):
+            ticket = int(image.lane_next)
+            return cls(attempt=attempt, route=route, lane=route.lane, closing=not route.gate, ticket=ticket,
+                       now=now, position=max(ticket - int(image.lane_left or 0), 1))
+        seen = route.event or seats_module.known_waitlist(route.event_id)
+        seq, left = int(seen["waitlist_seq"] or 0), int(seen["waitlist_left"] or 0)
+        size = waitlist_module.next_block_size(image, now)
+        start, end = image.unissued
+        recorded = (start, end) if start < end else (0, 0)
+        left_after = left + (recorded[1] - recorded[0])
+        return cls(attempt=attempt, route=route, lane=route.lane, closing=not route.gate, ticket=seq + 1, now=now,
+                   block=(seq + 1, seq + 1 + size), seen=seen, recorded=recorded,
+                   position=max(seq + 1 - left_after, 1))
+
+    def transaction(self) -> tuple[LabelledTransaction, StoredResponse]:
+        attempt, route, image = self.attempt, self.route, self.route.lane_image
+        transaction, response = _base_transaction(attempt, status=WAITLISTED, position=self.position,
+                                                  ticket=self.ticket, lane=self.lane)
+        transaction.save(
+            WAITLIST_ENTRY,
+            WaitlistEntry(*WaitlistEntry.key_for(attempt.event_id, self.ticket, self.lane),
+                          registration_id=attempt.registration_id, event_id=attempt.event_id,
+                          user_id=attempt.user_id, ticket=self.ticket, lane=self.lane),
+            condition=WaitlistEntry.pk.does_not_exist(),
+        )
+        actions = [SeatShard.waiting.add(1)]
+        if self.block is None:
+            actions.append(SeatShard.lane_next.set(self.ticket + 1))
+        else:
+            first, end = self.block
+            actions += [SeatShard.lane_next.set(first + 1), SeatShard.lane_end.set(end),
+                        SeatShard.lane_at.set(self.now), SeatShard.lane_size.set(end - first),
+                        SeatShard.lane_left.set(self._left_after())]
+        # The lane's block is still what its image showed: two joiners of one lane never take the same ticket.
+        lane_condition = (SeatShard.pk.exists() & _unchanged(SeatShard.lane_next, image.lane_next)
+                          & _unchanged(SeatShard.lane_end, image.lane_end)
+                          & (SeatShard.starts_at > attempt.created_at))
+        if self.closing:
+            # Full means every shard full, checked in this very transaction, and the gate closes on all of them:
+            # from then on a join needs its lane's gate closed and nothing else of the event.
+            for shard in range(route.count):
+                full = _shard_full() & gate_open()
+                shard_actions = [SeatShard.gate.set(CLOSED)]
+                if shard == self.lane:
+                    full, shard_actions = full & lane_condition, shard_actions + actions
+                transaction.update(_seat_check(shard), SeatShard(*SeatShard.key_for(attempt.event_id, shard)),
+                                   actions=shard_actions, condition=full, return_old_on_failure=True)
+        else:
+            # Gate 1: closed. Gate 2 (RAISED): closed with seats of a raise waiting to go to the people waiting;
+            # a newcomer finishes that promotion first, and joins behind them only if it could not.
+            gate = (SeatShard.gate >= CLOSED) if route.healed else (SeatShard.gate == CLOSED)
+            transaction.update(LANE, SeatShard(*SeatShard.key_for(attempt.event_id, self.lane)), actions=actions,
+                               condition=lane_condition & gate, return_old_on_failure=True)
+        self._add_event(transaction)
+        if self.recorded[0] < self.recorded[1]:
+            waitlist_module.record_departures(transaction, event_id=attempt.event_id,
+                                              tickets=range(*self.recorded))
+        return transaction, response
+
+    def _left_after(self) -> int:
+        return int(self.seen["waitlist_left"] or 0) + (self.recorded[1] - self.recorded[0])
+
+    def _add_event(self, transaction: LabelledTransaction) -> None:
+        attempt = self.attempt
+        condition = EventSeats.pk.exists() & _still_open(attempt)
+        if self.closing:
+            condition &= (EventSeats.seat_shards == self.route.count) & _all_sliced(self.route)
+        if self.block is not None:
+            # The block's tickets are the sequence's next ones, claimed by the condition that it is still what
+            # was seen (no read decides); the departures are pinned too, so the first ticket's position is exact.
+            condition &= (_unchanged(EventSeats.waitlist_seq, self.seen["waitlist_seq"])
+                          & _unchanged(EventSeats.waitlist_left, self.seen["waitlist_left"]))
+            transaction.update(EVENT_SEATS, EventSeats(*EventSeats.key_for(attempt.event_id)),
+                               actions=[EventSeats.waitlist_seq.set(self.block[1] - 1),
+                                        EventSeats.waitlist_left.set(self._left_after())],
+                               condition=condition, return_old_on_failure=True)
+        elif self.closing:
+            transaction.condition_check(EVENT_SEATS, EventSeats, *EventSeats.key_for(attempt.event_id),
+                                        condition=condition, return_old_on_failure=True)
+
+    def committed(self) -> None:
+        route = self.route
+        if self.block is not None:
+            seats_module.remember_waitlist(route.event_id, self.block[1] - 1, self._left_after())
 
 
 def _replay(raw_item: dict[str, Any], attempt: _NewRegistration) -> RegistrationOutcome:

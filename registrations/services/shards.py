@@ -71,19 +71,37 @@ def freeable_shard(*, event_id: str, registration_shard: int | None) -> int:
     return int(max(shards, key=lambda shard: int(shard.taken)).shard) if shards else 0
 
 
+# The waiting list's gate on every seat shard (SeatShard.gate): absent or 0 open, CLOSED while the event is full,
+# RAISED while it is full and a raise of its capacity waits to be handed to the people waiting.
+CLOSED = 1
+RAISED = 2
+
+
 def add_reslice(transaction: LabelledTransaction, *, event_id: str, shards_read: list[SeatShard], sizes: list[int],
-                starts_at) -> None:
+                starts_at, reopen: bool = False, raised: bool = False) -> None:
     """Give the event's shards the slices ``sizes`` (adding shards past those read), in ``transaction``.
 
     Each existing shard's new slice is conditioned on ``taken <= slice``, never on what was read: a seat taken
-    meanwhile is fine as long as it still fits, so only a slice that no longer holds its seats fails.
+    meanwhile is fine as long as it still fits, so only a slice that no longer holds its seats fails. With
+    ``reopen`` (nobody waits: the new slices are for newcomers) the waiting list's gate opens on every shard,
+    under the condition that nobody is in its lane. With ``raised`` (people wait and the capacity grew beyond
+    the slices) the gate says so, and newcomers finish handing those seats out before they join.
     """
     existing = {int(shard.shard) for shard in shards_read}
     for shard, size in enumerate(sizes):
         if shard in existing:
-            transaction.update(f"shard_{shard}", SeatShard(*SeatShard.key_for(event_id, shard)), actions=[
-                SeatShard.capacity.set(size), SeatShard.shards.set(len(sizes)), SeatShard.starts_at.set(starts_at),
-            ], condition=SeatShard.pk.exists() & (SeatShard.taken <= size), return_old_on_failure=True)
+            actions = [SeatShard.capacity.set(size), SeatShard.shards.set(len(sizes)),
+                       SeatShard.starts_at.set(starts_at)]
+            condition = SeatShard.pk.exists() & (SeatShard.taken <= size)
+            if reopen:
+                actions.append(SeatShard.gate.set(0))
+                condition &= SeatShard.waiting.does_not_exist() | (SeatShard.waiting == 0)
+            elif raised:
+                # People wait (so the gate is closed: every shard is full) and the raise is theirs first.
+                actions.append(SeatShard.gate.set(RAISED))
+                condition &= SeatShard.gate >= CLOSED
+            transaction.update(f"shard_{shard}", SeatShard(*SeatShard.key_for(event_id, shard)), actions=actions,
+                               condition=condition, return_old_on_failure=True)
         else:
             transaction.save(f"shard_{shard}", SeatShard(
                 *SeatShard.key_for(event_id, shard), event_id=event_id, shard=shard, shards=len(sizes),

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
+from typing import Any
 
 from registrations import seats as seats_module
 from registrations import selectors, waitlist
@@ -18,7 +19,7 @@ from registrations.models import (
     WaitlistEntry,
 )
 from registrations.services.common import EVENT_SEATS, SEAT, _busy, conflict_backoff
-from registrations.services.shards import add_reslice, planned_sizes, shard_event
+from registrations.services.shards import CLOSED, RAISED, add_reslice, planned_sizes, shard_event
 from tems.clock import utcnow
 from tems.outbox import outbox_message
 from tems.transactions import LabelledTransaction, TransactionCancelled
@@ -44,6 +45,77 @@ PROMOTION_BATCH = 15
 PROMOTION_STALE_ROUNDS = 16
 
 
+class SeatWrites:
+    """What one transaction does to an event's item and its shards, gathered per item: a transaction may touch
+    an item once, and a promotion or a cancel can move one shard as a seat and as a lane at the same time."""
+
+    def __init__(self, event_id: str) -> None:
+        self.event_id = event_id
+        self.shards: dict[int, tuple[list, Any]] = {}
+        self.event_actions: list = []
+        self.event_condition: Any = None
+
+    def shard(self, shard: int, *, actions: Sequence = (), condition: Any = None) -> None:
+        known, known_condition = self.shards.get(int(shard), ([], None))
+        self.shards[int(shard)] = ([*known, *actions], _both(known_condition, condition))
+
+    def event(self, *, actions: Sequence = (), condition: Any = None) -> None:
+        self.event_actions += actions
+        self.event_condition = _both(self.event_condition, condition)
+
+    def depart(self, transaction: LabelledTransaction, entries: Sequence[WaitlistEntry]) -> None:
+        """``entries`` leave the waiting list: their lanes' ``waiting`` and the event's ``waitlist_left`` move
+        with the departure counters (the caller deletes the entries in the same transaction)."""
+        waitlist.record_departures(transaction, event_id=self.event_id, tickets=[int(e.ticket) for e in entries])
+        legacy = sum(1 for entry in entries if entry.lane is None)
+        for lane in sorted({int(entry.lane) for entry in entries if entry.lane is not None}):
+            gone = sum(1 for entry in entries if entry.lane is not None and int(entry.lane) == lane)
+            self.shard(lane, actions=[SeatShard.waiting.add(-gone)], condition=SeatShard.waiting >= gone)
+        self.event(actions=[EventSeats.waitlist_left.add(len(entries))])
+        if legacy:
+            self.event(actions=[EventSeats.waitlist_count.add(-legacy)], condition=EventSeats.waitlist_count >= legacy)
+
+    def add_to(self, transaction: LabelledTransaction) -> None:
+        for shard, (actions, condition) in sorted(self.shards.items()):
+            model = SeatShard(*SeatShard.key_for(self.event_id, shard))
+            condition = _both(SeatShard.pk.exists(), condition)
+            if actions:
+                transaction.update(f"{SEAT}_{shard}", model, actions=actions, condition=condition)
+            else:
+                transaction.condition_check(f"{SEAT}_{shard}", SeatShard, *model_key(model), condition=condition)
+        if self.event_actions:
+            transaction.update(EVENT_SEATS, EventSeats(*EventSeats.key_for(self.event_id)),
+                               actions=self.event_actions, condition=_both(EventSeats.pk.exists(),
+                                                                           self.event_condition))
+        elif self.event_condition is not None:
+            transaction.condition_check(EVENT_SEATS, EventSeats, *EventSeats.key_for(self.event_id),
+                                        condition=self.event_condition)
+
+
+def model_key(model) -> tuple[str, str]:
+    return model.pk, model.sk
+
+
+def _both(first: Any, second: Any) -> Any:
+    if first is None:
+        return second
+    return first if second is None else first & second
+
+
+def _nobody_before_lanes():
+    # Entries from before the lanes are counted on the event's item.
+    return EventSeats.waitlist_count.does_not_exist() | (EventSeats.waitlist_count == 0)
+
+
+def gate_open():
+    """A shard's gate is open: absent (never closed) or 0."""
+    return SeatShard.gate.does_not_exist() | (SeatShard.gate == 0)
+
+
+def nobody_in_lane():
+    return SeatShard.waiting.does_not_exist() | (SeatShard.waiting == 0)
+
+
 def _add_promotion(transaction: LabelledTransaction, head: WaitlistEntry, *, now: datetime, shard: int | None,
                    suffix: str = "") -> None:
     """Move the waitlist head to confirmed, holding a seat of ``shard``: its claim, both registration items and its
@@ -56,17 +128,18 @@ def _add_promotion(transaction: LabelledTransaction, head: WaitlistEntry, *, now
         (HEAD_EVENT_REGISTRATION, Registration(*Registration.event_key_for(head.event_id, head.registration_id))),
     ):
         transaction.update(label + suffix, model, actions=[
-            Registration.status.set(CONFIRMED), Registration.ticket.remove(), Registration.promoted_at.set(now),
-            *holds,
+            Registration.status.set(CONFIRMED), Registration.ticket.remove(), Registration.lane.remove(),
+            Registration.promoted_at.set(now), *holds,
         ], condition=Registration.pk.exists() & is_waiting)
     transaction.update(
         HEAD_CLAIM + suffix, RegistrationClaim(*RegistrationClaim.key_for(head.event_id, head.user_id)),
         actions=[RegistrationClaim.status.set(CONFIRMED), RegistrationClaim.ticket.remove(),
+                 RegistrationClaim.lane.remove(),
                  *([RegistrationClaim.shard.remove()] if shard is None else [RegistrationClaim.shard.set(shard)])],
         condition=RegistrationClaim.registration_id == head.registration_id,
     )
     transaction.delete(HEAD_WAITLIST_ENTRY + suffix,
-                       WaitlistEntry(*WaitlistEntry.key_for(head.event_id, int(head.ticket))),
+                       WaitlistEntry(*WaitlistEntry.key_for(head.event_id, int(head.ticket), head.lane)),
                        condition=WaitlistEntry.registration_id == head.registration_id)
     transaction.save(OUTBOX_PROMOTED + suffix, outbox_message(message_type="RegistrationPromoted", now=now, payload={
         "registration_id": head.registration_id, "event_id": head.event_id, "user": head.user_id,
@@ -92,9 +165,8 @@ def waitlist_promote(*, event_id: str, now: datetime | None = None,
     promoted = stale = 0
     conflicts = conflict_backoff(sleep)
     while True:
-        try:
-            seats = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
-        except EventSeats.DoesNotExist:
+        seats, lanes = selectors.waitlist_lanes(event_id=event_id)
+        if seats is None:
             return promoted
         if not seats.seat_shards:
             shard_event(event_id=event_id)
@@ -103,43 +175,60 @@ def waitlist_promote(*, event_id: str, now: datetime | None = None,
                 raise _busy("The waiting list of this event is changing fast; promotion will finish later.")
             continue
         capacity, sliced = int(seats.capacity), int(seats.capacity if seats.sliced is None else seats.sliced)
-        count, waiting = int(seats.seat_shards), int(seats.waitlist_count or 0)
+        count = int(seats.seat_shards)
+        waiting = int(seats.waitlist_count or 0) + sum(int(lane.waiting or 0) for lane in lanes)
         unsliced = capacity - sliced
         # Done when every seat is in a shard, and (nobody waiting) there are as many shards as the rule asks:
         # seats promoted into one shard are resliced over all of them for the next free seats.
+        raised = any(int(lane.gate or 0) == RAISED for lane in lanes)
+        if unsliced <= 0 and waiting and raised:
+            # Every seat of the raise is handed out: newcomers may join behind the rest again.
+            transaction = LabelledTransaction()
+            writes = SeatWrites(event_id)
+            for lane in lanes:
+                writes.shard(int(lane.shard), actions=[SeatShard.gate.set(CLOSED)], condition=SeatShard.gate >= CLOSED)
+            writes.event(condition=(EventSeats.capacity == capacity) & (EventSeats.sliced == sliced))
+            writes.add_to(transaction)
+            try:
+                transaction.commit()
+            except TransactionCancelled as cancelled:
+                if cancelled.only_conflicts:
+                    conflicts.pause()
+                else:
+                    stale += 1
+                    if stale >= PROMOTION_STALE_ROUNDS:
+                        raise _busy("The waiting list of this event is changing fast; "
+                                    "promotion will finish later.") from None
+            continue
         if unsliced <= 0 and (waiting or count >= seats_module.shard_count(capacity)):
             return promoted
         unchanged = ((EventSeats.capacity == capacity) & (EventSeats.sliced == sliced)
                      & (EventSeats.seat_shards == count))
         transaction = LabelledTransaction()
-        heads = selectors.waitlist_heads(event_id=event_id, limit=min(unsliced, PROMOTION_BATCH)) if waiting else []
+        writes = SeatWrites(event_id)
+        heads = (selectors.waitlist_heads(event_id=event_id, limit=min(unsliced, PROMOTION_BATCH),
+                                          lanes=(seats, lanes)) if waiting and unsliced > 0 else [])
         if heads:
             # Their departure counters share the transaction's 100 items: far apart tickets need more of them.
-            heads = heads[:waitlist.fit_batch([int(h.ticket) for h in heads], items_per_ticket=5, fixed_items=2)]
+            heads = heads[:waitlist.fit_batch([int(h.ticket) for h in heads], items_per_ticket=6, fixed_items=2)]
             # The new seats go to one shard per round, turn by turn, so the slices stay about even.
             shard = sliced % count
             for n, head in enumerate(heads):
                 _add_promotion(transaction, head, now=now, shard=shard, suffix=f"_{n}")
-            waitlist.record_departures(transaction, event_id=event_id, tickets=[int(h.ticket) for h in heads])
-            transaction.update(SEAT, SeatShard(*SeatShard.key_for(event_id, shard)),
-                               actions=[SeatShard.capacity.add(len(heads)), SeatShard.taken.add(len(heads))],
-                               condition=SeatShard.pk.exists())
-            transaction.update(
-                EVENT_SEATS, EventSeats(*EventSeats.key_for(event_id)),
-                actions=[EventSeats.sliced.add(len(heads)), EventSeats.waitlist_count.add(-len(heads))],
-                condition=unchanged & (EventSeats.waitlist_count >= len(heads)),
-            )
+            writes.depart(transaction, heads)
+            writes.shard(shard, actions=[SeatShard.capacity.add(len(heads)), SeatShard.taken.add(len(heads))])
+            writes.event(actions=[EventSeats.sliced.add(len(heads))], condition=unchanged)
+            writes.add_to(transaction)
         else:
             # Nobody waits: the rest of the raise goes to the shards (more of them if the capacity asks for it),
-            # under the condition that nobody joined the waiting list since.
-            shards_read = seats_module.shards_get(event_id=event_id, count=count)
-            sizes = planned_sizes(target=capacity, count=count, shards_read=shards_read)
-            add_reslice(transaction, event_id=event_id, shards_read=shards_read, sizes=sizes,
-                        starts_at=seats.starts_at)
+            # under the condition that nobody joined the waiting list since; the gate opens again with them.
+            sizes = planned_sizes(target=capacity, count=count, shards_read=lanes)
+            add_reslice(transaction, event_id=event_id, shards_read=lanes, sizes=sizes, starts_at=seats.starts_at,
+                        reopen=True)
             transaction.update(
                 EVENT_SEATS, EventSeats(*EventSeats.key_for(event_id)),
                 actions=[EventSeats.sliced.set(capacity), EventSeats.seat_shards.set(len(sizes))],
-                condition=unchanged & (EventSeats.waitlist_count == 0),
+                condition=unchanged & _nobody_before_lanes(),
             )
         try:
             transaction.commit()

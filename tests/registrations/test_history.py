@@ -24,7 +24,7 @@ from pynamodb.exceptions import UpdateError
 
 from registrations import selectors, services
 from registrations.errors import RegistrationError
-from registrations.models import Event, WaitlistEntry
+from registrations.models import Event
 from registrations.services import registration as registration_module
 from tems.faults import CONFLICT, ERROR, LOST, THROTTLE, Fault, inject
 from tems.invariants import check_all
@@ -142,17 +142,16 @@ def staff(history: History, event_id: str, name: str, seed: int) -> None:
 def run_history(seed: int, *, extra_faults: tuple[Fault, ...] = ()) -> tuple[History, dict[str, list[str]]]:
     history = History()
     event = make_event(capacity=2, title=f"History {seed}")
-    ticket_of = registration_module._waitlist_transaction
+    ticket_of = registration_module._Join.transaction
 
-    def recording(attempt, route):
-        transaction, response = ticket_of(attempt, route)
+    def recording(join):
+        transaction, response = ticket_of(join)
         with history.lock:
             # The last ticket tried for a registration id is the one it committed with (attempts are sequential).
-            history.tickets[attempt.registration_id] = (registration_module._waitlist_seen(route)["waitlist_seq"]
-                                                        or 0) + 1
+            history.tickets[join.attempt.registration_id] = join.ticket
         return transaction, response
 
-    registration_module._waitlist_transaction = recording
+    registration_module._Join.transaction = recording
     threads = [threading.Thread(target=_reporting(history, student), args=(event.event_id, f"student-{n}", seed),
                                 name=f"student-{n}") for n in range(STUDENTS)]
     threads += [threading.Thread(target=_reporting(history, staff), args=(event.event_id, f"staff-{n}", seed),
@@ -164,7 +163,7 @@ def run_history(seed: int, *, extra_faults: tuple[Fault, ...] = ()) -> tuple[His
             for thread in threads:
                 thread.join()
     finally:
-        registration_module._waitlist_transaction = ticket_of
+        registration_module._Join.transaction = ticket_of
     assert faults.fired(LOST) and faults.fired(THROTTLE), "the faults must actually have hit the history"
     return history, check_history(history, event.event_id)
 
@@ -178,8 +177,7 @@ def check_history(history: History, event_id: str) -> dict[str, list[str]]:
     # FIFO: nobody still waiting holds a smaller ticket than someone promoted (read before the relay runs).
     promoted = [message.data["registration_id"] for message in OutboxMessage.scan()
                 if message.message_type == "RegistrationPromoted"]
-    waiting = [int(entry.ticket) for entry in WaitlistEntry.query(Event.pk_for(event_id))
-               if entry.sk.startswith(WaitlistEntry.SK_PREFIX)]
+    waiting = [int(entry.ticket) for entry in selectors.waitlist_entries(event_id=event_id)]
     overtaken = [f"ticket {ticket} still waits behind promoted ticket {history.tickets[rid]}"
                  for rid in promoted if rid in history.tickets
                  for ticket in waiting if ticket < history.tickets[rid]]

@@ -313,5 +313,6 @@ def test_api_cancel_with_promotion_is_three_requests_with_its_record_inside(ddb,
     with metered() as meter:
         response = cancel_via_api(student_client, mine["registration_id"], new_key())
     assert response.status_code == 200
-    # Read the registration, read the head, then ONE transaction: cancel, promote, idempotency record.
-    assert dict(meter.requests) == {"GetItem": 1, "Query": 1, "TransactWriteItems": 1}
+    # Read the registration, the event and its lanes, the head of the lane with someone waiting, then ONE
+    # transaction: cancel, promote, idempotency record.
+    assert dict(meter.requests) == {"GetItem": 2, "BatchGetItem": 1, "Query": 1, "TransactWriteItems": 1}
