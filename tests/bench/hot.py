@@ -69,7 +69,7 @@ from django.test import override_settings
 
 from registrations import seats, selectors, services, waitlist
 from registrations.errors import RegistrationError
-from registrations.models import CONFIRMED, WAITLISTED, Event, Registration, RegistrationClaim, WaitlistEntry
+from registrations.models import CONFIRMED, WAITLISTED, Event, Registration, RegistrationClaim
 from tems.capacity_model import REPORT_PATH, RESET_PATH
 from tems.clock import utcnow
 from tems.dynamo import TableConfig, boto3_client, configure_models, current_config, ensure_table
