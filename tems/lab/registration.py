@@ -113,9 +113,8 @@ def _delete_run(*, event_id: str, user_id: str, keys: set[str], since) -> None:
         shards = int(EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True).seat_shards or 0)
     except EventSeats.DoesNotExist:
         shards = 0
-    extra += [{"PK": {"S": pk}, "SK": {"S": sk}} for pk, sk in
-              (SeatShard.key_for(event_id, shard) for shard in range(shards))]
-    scratch_delete(partitions=[Event.pk_for(event_id), Registration.user_pk_for(user_id)], keys=extra)
+    scratch_delete(partitions=[Event.pk_for(event_id), Registration.user_pk_for(user_id),
+                               *(SeatShard.pk_for(event_id, shard) for shard in range(shards))], keys=extra)
 
 
 # --- the try-it panel: one scratch event per person ----------------------------------------------------------
@@ -155,11 +154,10 @@ def scratch_event_delete(*, event_id: str) -> int:
                                        consistent_read=True)
     student_side = [dict(zip(("PK", "SK"), ({"S": part} for part in Registration.user_key_for(
         registration.user_id, registration.registration_id)), strict=True)) for registration in registrations]
-    # Its seat shards too, whether or not the event item is still there to say how many (a TTL may have
-    # removed it): every shard key an event can have, absent ones deleted as no-ops.
-    shards = [{"PK": {"S": pk}, "SK": {"S": sk}} for pk, sk in
-              (SeatShard.key_for(event_id, shard) for shard in range(max_shards()))]
-    return scratch_delete(partitions=[Event.pk_for(event_id)], keys=student_side + shards)
+    # Its seat shards' partitions too (each shard and its lane of the waiting list), whether or not the event
+    # item is still there to say how many (a TTL may have removed it): every one an event can have.
+    shards = [SeatShard.pk_for(event_id, shard) for shard in range(max_shards())]
+    return scratch_delete(partitions=[Event.pk_for(event_id), *shards], keys=student_side)
 
 
 def technique_costs() -> dict[str, dict[str, float]]:

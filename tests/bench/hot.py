@@ -786,7 +786,9 @@ def run_all(ctx: BenchContext, scenario: Scenario, designs: list[str] | None = N
 def run(ctx: BenchContext) -> str:
     started = time.monotonic()
     scenario = scenario_from_env()
-    results, invariants = run_all(ctx, scenario)
+    # HOT_DESIGNS=sharded runs one design (a quick look; the page then lacks the side by side).
+    chosen = [name.strip() for name in os.environ.get("HOT_DESIGNS", "").split(",") if name.strip()]
+    results, invariants = run_all(ctx, scenario, designs=chosen or None)
     CHART.write_text(chart(results, scenario))
     page = section(results, scenario, invariants, time.monotonic() - started)
     OUTPUT.write_text("# TEMS performance: a hot event\n\nSee also [PERFORMANCE.md](PERFORMANCE.md).\n\n" + page)
