@@ -12,6 +12,7 @@ from registrations.errors import RegistrationError
 from registrations.models import (
     CANCELLED,
     CONFIRMED,
+    CURRENT_LAYOUT,
     WAITLISTED,
     EventSeats,
     Registration,
@@ -34,6 +35,7 @@ from registrations.services.common import (
     conflict_backoff,
     remember_answer,
 )
+from registrations.services.layout import upgrade_if_refused_for_layout
 from registrations.services.shards import freeable_shard
 from registrations.services.waitlist import _add_promotion
 from tems.clock import utcnow
@@ -121,6 +123,8 @@ def _cancel(*, user_id: str, registration_id: str, now: datetime, sleep: Callabl
                 return StoredOutcome(_replay_raw(cancelled.reasons[IDEMPOTENCY].raw_item, key[1]), replayed=True)
             if cancelled.only_conflicts:
                 conflicts.pause()
+            elif upgrade_if_refused_for_layout(cancelled, EVENT_SEATS, event_id=registration.event_id):
+                continue  # the event's registrations were still in the legacy layout: they are in the current one now
             # Any failed condition means a read above is stale (a promotion, a new joiner, a concurrent cancel):
             # read again and rebuild; the loop is bounded.
             continue
@@ -169,23 +173,26 @@ def _cancel_transaction(registration: Registration, head: WaitlistEntry | None, 
         "previous_status": registration.status,
     }))
     seats = EventSeats(*EventSeats.key_for(event_id))
+    # Every branch writes or checks the event's item: there, that the registration's items are where this
+    # transaction looks for them (services/layout.py); a refusal's image says whether to upgrade the event first.
+    current = EventSeats.layout == CURRENT_LAYOUT
     if registration.status == WAITLISTED:
         transaction.delete(WAITLIST_ENTRY, WaitlistEntry(*WaitlistEntry.key_for(event_id, int(registration.ticket))),
                            condition=WaitlistEntry.registration_id == registration_id)
         waitlist.record_departures(transaction, event_id=event_id, tickets=[int(registration.ticket)])
         transaction.update(EVENT_SEATS, seats, actions=[EventSeats.waitlist_count.add(-1)],
-                           condition=EventSeats.pk.exists())
+                           condition=EventSeats.pk.exists() & current, return_old_on_failure=True)
     elif head is not None:
         # The freed seat passes straight to the head, in the same shard: the shard stays full, the list shrinks.
         _add_promotion(transaction, head, now=now, shard=shard)
         waitlist.record_departures(transaction, event_id=event_id, tickets=[int(head.ticket)])
         transaction.update(EVENT_SEATS, seats, actions=[EventSeats.waitlist_count.add(-1)],
-                           condition=EventSeats.waitlist_count > 0)
+                           condition=(EventSeats.waitlist_count > 0) & current, return_old_on_failure=True)
     else:
         # Nobody was waiting when we looked; the check makes sure nobody joined since (a join checks that this
         # shard is full, so of the two only one commits), and the seat goes back to the shard it came from.
         transaction.condition_check(EVENT_SEATS, EventSeats, *EventSeats.key_for(event_id),
-                                    condition=EventSeats.waitlist_count == 0)
+                                    condition=(EventSeats.waitlist_count == 0) & current, return_old_on_failure=True)
         transaction.update(SEAT, SeatShard(*SeatShard.key_for(event_id, shard)),
                            actions=[SeatShard.taken.add(-1)], condition=SeatShard.taken > 0)
     return transaction

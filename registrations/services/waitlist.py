@@ -17,7 +17,8 @@ from registrations.models import (
     SeatShard,
     WaitlistEntry,
 )
-from registrations.services.common import EVENT_SEATS, SEAT, _busy, conflict_backoff
+from registrations.services.common import EVENT_SEATS, SEAT, _busy, conflict_backoff, layout_as_read
+from registrations.services.layout import upgrade_if_legacy
 from registrations.services.shards import add_reslice, planned_sizes, shard_event
 from tems.clock import utcnow
 from tems.outbox import outbox_message
@@ -109,8 +110,11 @@ def waitlist_promote(*, event_id: str, now: datetime | None = None,
         # seats promoted into one shard are resliced over all of them for the next free seats.
         if unsliced <= 0 and (waiting or count >= seats_module.shard_count(capacity)):
             return promoted
+        if waiting and upgrade_if_legacy(event_id=event_id, layout=seats.layout):
+            continue  # the heads' items are moved into the current layout first (services/layout.py)
+        # The layout as read: promoted heads are written under the current keys, and new shards take it on.
         unchanged = ((EventSeats.capacity == capacity) & (EventSeats.sliced == sliced)
-                     & (EventSeats.seat_shards == count))
+                     & (EventSeats.seat_shards == count) & layout_as_read(EventSeats.layout, seats.layout))
         transaction = LabelledTransaction()
         heads = selectors.waitlist_heads(event_id=event_id, limit=min(unsliced, PROMOTION_BATCH)) if waiting else []
         if heads:
@@ -135,7 +139,7 @@ def waitlist_promote(*, event_id: str, now: datetime | None = None,
             shards_read = seats_module.shards_get(event_id=event_id, count=count)
             sizes = planned_sizes(target=capacity, count=count, shards_read=shards_read)
             add_reslice(transaction, event_id=event_id, shards_read=shards_read, sizes=sizes,
-                        starts_at=seats.starts_at)
+                        starts_at=seats.starts_at, layout=seats.layout)
             transaction.update(
                 EVENT_SEATS, EventSeats(*EventSeats.key_for(event_id)),
                 actions=[EventSeats.sliced.set(capacity), EventSeats.seat_shards.set(len(sizes))],
