@@ -320,7 +320,8 @@ def writes_per_partition(monkeypatch):
         counted["TransactWriteItems"] += 1
         for item in (*condition_check_items, *delete_items, *put_items, *update_items):
             pk = (item.get("Key") or item.get("Item"))["PK"]["S"]
-            kind = pk.split("#")[0] + (f"#{pk.rsplit('#', 1)[1]}" if pk.startswith("EVENTSEATS#") else "")
+            numbered = pk.startswith(("EVENTSEATS#", "EVENTREG#"))  # a seat shard's or a copy bucket's number
+            kind = pk.split("#")[0] + (f"#{pk.rsplit('#', 1)[1]}" if numbered else "")
             counted[kind] += 1
         return original(self, condition_check_items, delete_items, put_items, update_items, *args, **kwargs)
 
@@ -337,16 +338,18 @@ def test_a_burst_spreads_its_seat_writes_over_the_shards_and_leaves_the_event_al
     outcomes = run_burst(event.event_id, 96)
     assert_exact_outcome(event.event_id, outcomes, 96)
     shard_writes = {kind: n for kind, n in writes_per_partition.items() if kind.startswith("EVENTSEATS")}
+    bucket_writes = {kind: n for kind, n in writes_per_partition.items() if kind.startswith("EVENTREG")}
     sent = writes_per_partition["TransactWriteItems"]
     print(f"\n96 students, 96 seats, 8 shards: {sent} transactions ({sent / 96:.2f} a registration), "
-          f"items per shard {sorted(shard_writes.values())}, "
-          f"EVENT# partition items {writes_per_partition['EVENT']} (claims, registration copies)")
+          f"items per shard {sorted(shard_writes.values())}, items per copy bucket {sorted(bucket_writes.values())}, "
+          f"EVENT# partition items {writes_per_partition['EVENT']}")
     # The seat writes are spread: no shard took more than a third of them (an even split is an eighth), where
     # the single counter took every one.
     assert len(shard_writes) == 8 and max(shard_writes.values()) <= sum(shard_writes.values()) / 3
-    # No waitlist join happened, so the event's METADATA was in no transaction: its partition only holds the
-    # claims and the event-side copies (issue 13 item 2 leaves moving those for later).
+    # No waitlist join happened, so the event's METADATA was in no transaction, and the claims and event-side
+    # copies live elsewhere: nothing of the burst was written into the event's partition.
     assert EventSeats.get(*EventSeats.key_for(event.event_id)).waitlist_seq == 0
+    assert writes_per_partition["EVENT"] == 0 and len(bucket_writes) >= 12
 
 
 def test_a_burst_of_waitlisters_measured(ddb, settings, writes_per_partition):
