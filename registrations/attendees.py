@@ -1,34 +1,47 @@
 """The staff's attendee list of an event: by name, a page at a time, searchable by username prefix; CSV export.
 
-The event-side copy of every registration carries a sparse GSI1 key ``ATTENDEES#<event_id>`` /
-``<name, case-folded>#<registration_id>``, written in the registration's own transaction. So the list is one
-Query of one page in name order, and a username prefix is a key condition (``begins_with``), never a filter over
-the whole event. The status filter is a FilterExpression on that Query: a page may come back shorter than the
-limit (never longer, never more read than ``limit`` items), and the cursor goes on from where it stopped.
+The event-side copy of every registration carries a sparse GSI1 key ``ATTENDEES#<event_id>#<b>`` /
+``<name, case-folded>#<registration_id>``, written in the registration's own transaction, in the index partition
+of the copy's bucket ``b`` (one of REGISTRATION_BUCKETS, see registrations.models). A page in name order is a
+merge: one Query per bucket, each from the cursor on (an exclusive lower bound on the name key, so the cursor is
+a position, not an offset) and at most ``limit`` items, then the ``limit`` smallest keys. A username prefix is a
+key condition on every bucket (``begins_with``, or ``BETWEEN`` with the cursor), never a filter over the whole
+event; the status filter is a FilterExpression, so a page may come back shorter than the limit (never longer,
+never more read than ``limit`` items per bucket), and the cursor goes on from where it stopped.
 
 Write cost (docs/registrations.md, "Attendee list"): each registration, promotion and cancellation also writes
-the index entry, one more write unit on the index partition of its event, the one hot partition this adds.
+the index entry, one more write unit on the index partition of its bucket.
 """
 
 from __future__ import annotations
 
 import csv
+import heapq
 import io
 from collections.abc import Iterator
 from typing import Any
 
 from pynamodb.exceptions import UpdateError
 
-from registrations import waitlist
+from registrations import selectors, waitlist
 from registrations.errors import RegistrationError
-from registrations.models import CONFIRMED, WAITLISTED, Event, Registration
-from tems.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page, query_page
+from registrations.models import CONFIRMED, CURRENT_LAYOUT, REGISTRATION_BUCKETS, WAITLISTED, Registration
+from tems.errors import DomainError
+from tems.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page, decode_cursor, encode_cursor
 
 STATUSES = (CONFIRMED, WAITLISTED)
 MAX_SEARCH_CHARS = 150  # a Django username is at most 150 characters
 CSV_COLUMNS = ("registration_id", "user", "status", "position", "registered_at")
 # A spreadsheet runs a cell that starts with one of these as a formula (CSV injection, OWASP).
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+# The cursor's name key: the index's sort key of the last item a page showed (or read, under a filter).
+_CURSOR_KEY = "GSI1SK"
+# DynamoDB orders strings by their UTF-8 bytes: nothing sorts between a key and the key followed by U+0000, and
+# every key that begins with a prefix sorts at or below the prefix followed by the highest code point.
+_RIGHT_AFTER = "\x00"
+_HIGHEST = "\U0010ffff"
+# A cursor's key is a name key (at most a 150-character name, case-folded) and a registration id.
+_MAX_CURSOR_KEY_CHARS = 4 * MAX_SEARCH_CHARS + 64
 
 
 def index_fields(*, event_id: str, name: str, registration_id: str) -> dict[str, str]:
@@ -49,22 +62,43 @@ def _checked(status: str | None, search: str | None) -> tuple[str | None, str]:
 
 
 def attendee_page(*, event_id: str, status: str | None = None, search: str | None = None,
-                  cursor: str | None = None, limit: int = DEFAULT_PAGE_SIZE) -> Page[dict[str, Any]]:
+                  cursor: str | None = None, limit: int = DEFAULT_PAGE_SIZE,
+                  layout: int = CURRENT_LAYOUT) -> Page[dict[str, Any]]:
     """One page of the event's attendees in name order, each ``{registration_id, user, status, position,
-    registered_at}`` (``position`` for the waitlisted). Two requests: the Query and one BatchGetItem of the
-    waitlist counter nodes. Raises RegistrationError('invalid') for an unknown status, a too long search or a
-    cursor of another list (the cursor is scoped to the event, the status and the search).
+    registered_at}`` (``position`` for the waitlisted). One Query per bucket (REGISTRATION_BUCKETS) and one
+    BatchGetItem of the waitlist counter nodes; at most ``limit`` items read per bucket. ``layout`` is the
+    event's (``Event.registration_layout``): an event not yet upgraded also has entries in its legacy index
+    partition, read as one more bucket. Raises RegistrationError('invalid') for an unknown status or a too long
+    search, and tems.errors.DomainError('invalid') for a cursor that is not this list's (the cursor is signed
+    and scoped to the event, the status and the search).
     """
     status, search = _checked(status, search)
-    pk = Registration.attendees_pk_for(event_id)
-    key_condition = Registration.gsi1sk.startswith(Registration.attendee_name_key(search)) if search else None
-    # A bad cursor is tems.errors.DomainError('invalid'): a 400 / a message, like every list's.
-    page = query_page(
-        Registration.attendees.query, pk, key_condition,
-        scope=f"attendees:{event_id}:{status or ''}:{search}", cursor=cursor, limit=limit,
-        filter_condition=(Registration.status == status) if status else None,
-    )
-    positions = waitlist.positions(tickets=[(r.event_id, int(r.ticket)) for r in page.items
+    prefix = Registration.attendee_name_key(search) if search else None
+    scope = f"attendees:{event_id}:{status or ''}:{search}"
+    after = _cursor_position(cursor, scope=scope, prefix=prefix)
+    partitions = [Registration.attendees_pk_for(event_id, bucket) for bucket in range(REGISTRATION_BUCKETS)]
+    if layout != CURRENT_LAYOUT:
+        partitions.append(Registration.legacy_attendees_pk_for(event_id))
+    condition = _key_condition(prefix=prefix, after=after)
+    filter_condition = (Registration.status == status) if status else None
+    found: list[tuple[str, Registration]] = []
+    # The highest key up to which every bucket has been read: a bucket cut short by its limit (or by DynamoDB's
+    # 1 MB) may hold unread keys just past where it stopped, so nothing beyond the lowest such stop is shown yet.
+    read_up_to: str | None = None
+    for partition in partitions:
+        items, stopped_at = _bucket_page(partition, condition, filter_condition, limit)
+        found.extend((item.gsi1sk, item) for item in items)
+        if stopped_at is not None:
+            read_up_to = stopped_at if read_up_to is None else min(read_up_to, stopped_at)
+    candidates = heapq.nsmallest(limit + 1, (entry for entry in found if read_up_to is None or entry[0] <= read_up_to),
+                                 key=lambda entry: entry[0])
+    page = [item for _, item in candidates[:limit]]
+    if len(candidates) > limit:
+        next_key = candidates[limit - 1][0]  # the last key shown: more matches follow it
+    else:
+        # Every match up to where the buckets were read is shown: go on from there (None: all was read).
+        next_key = read_up_to
+    positions = waitlist.positions(tickets=[(r.event_id, int(r.ticket)) for r in page
                                             if r.status == WAITLISTED and r.ticket is not None])
     rows = [{
         "registration_id": r.registration_id,
@@ -72,8 +106,45 @@ def attendee_page(*, event_id: str, status: str | None = None, search: str | Non
         "status": r.status,
         "position": positions.get((r.event_id, int(r.ticket))) if r.status == WAITLISTED and r.ticket else None,
         "registered_at": r.created_at.isoformat(),
-    } for r in page.items]
-    return Page(items=rows, next_cursor=page.next_cursor)
+    } for r in page]
+    next_cursor = None if next_key is None else encode_cursor({_CURSOR_KEY: {"S": next_key}}, scope=scope)
+    return Page(items=rows, next_cursor=next_cursor)
+
+
+def _cursor_position(cursor: str | None, *, scope: str, prefix: str | None) -> str | None:
+    """The name key a cursor goes on after, or None for the first page; DomainError('invalid') if it is not one
+    this list could have handed out (a cursor of the list before the buckets, a DynamoDB key, also names it)."""
+    start = decode_cursor(cursor, scope=scope)
+    if start is None:
+        return None
+    value = start.get(_CURSOR_KEY)
+    if isinstance(value, dict):
+        value = value.get("S")
+    if (not isinstance(value, str) or not value or len(value) > _MAX_CURSOR_KEY_CHARS
+            or (prefix is not None and not value.startswith(prefix))):
+        raise DomainError("invalid", "This cursor is not valid: start again from the first page.")
+    return value
+
+
+def _key_condition(*, prefix: str | None, after: str | None):
+    if prefix is not None and after is not None:
+        return Registration.gsi1sk.between(after + _RIGHT_AFTER, prefix + _HIGHEST)
+    if prefix is not None:
+        return Registration.gsi1sk.startswith(prefix)
+    if after is not None:
+        return Registration.gsi1sk > after
+    return None
+
+
+def _bucket_page(partition: str, condition, filter_condition, limit: int) -> tuple[list[Registration], str | None]:
+    """One Query of one index partition: its matching items, and the key it stopped at if it was cut short.
+
+    One request exactly (PynamoDB's item iterator would fetch more pages to fill ``limit`` under a filter)."""
+    results = Registration.attendees.query(partition, condition, filter_condition=filter_condition, limit=limit)
+    page = next(results.page_iter)
+    items = [Registration.from_raw_data(raw) for raw in page.get("Items", [])]
+    stopped_at = (page.get("LastEvaluatedKey") or {}).get(_CURSOR_KEY, {}).get("S")
+    return items, stopped_at
 
 
 def safe_cell(value: object) -> str:
@@ -82,7 +153,8 @@ def safe_cell(value: object) -> str:
     return "'" + text if text.startswith(FORMULA_STARTS) else text
 
 
-def attendee_csv(*, event_id: str, status: str | None = None, search: str | None = None) -> Iterator[str]:
+def attendee_csv(*, event_id: str, status: str | None = None, search: str | None = None,
+                 layout: int = CURRENT_LAYOUT) -> Iterator[str]:
     """The whole attendee list as CSV lines, read and sent one page at a time (memory does not grow)."""
     status, search = _checked(status, search)
     buffer = io.StringIO()
@@ -97,7 +169,8 @@ def attendee_csv(*, event_id: str, status: str | None = None, search: str | None
     yield line(list(CSV_COLUMNS))
     cursor = None
     while True:
-        page = attendee_page(event_id=event_id, status=status, search=search, cursor=cursor, limit=MAX_PAGE_SIZE)
+        page = attendee_page(event_id=event_id, status=status, search=search, cursor=cursor, limit=MAX_PAGE_SIZE,
+                             layout=layout)
         for row in page.items:
             yield line([row[column] for column in CSV_COLUMNS])
         if page.next_cursor is None:
@@ -106,14 +179,17 @@ def attendee_csv(*, event_id: str, status: str | None = None, search: str | None
 
 
 def backfill_index(*, event_id: str) -> int:
-    """Give the event-side registrations written before the attendee list their index key; returns how many.
+    """Give the event-side registrations written without an attendee index key their key; returns how many.
 
-    Each is one conditional update (the copy still exists and has no key yet), so running it twice, or while
-    students register and cancel, changes nothing twice and resurrects nothing.
+    Copies in the current layout are born with it and the layout upgrade sets it on the ones it moves, so this
+    finds something only on a table written before both. Each is one conditional update (the copy still exists
+    and has no key yet), so running it twice, or while students register and cancel, changes nothing twice and
+    resurrects nothing.
     """
     updated = 0
-    for registration in Registration.query(Event.pk_for(event_id), Registration.sk.startswith(Registration.SK_PREFIX),
-                                           filter_condition=Registration.gsi1pk.does_not_exist()):
+    for registration in selectors.event_registrations(event_id=event_id, consistent=False):
+        if registration.gsi1pk is not None:
+            continue
         fields = index_fields(event_id=event_id, name=registration.user_name or registration.user_id,
                               registration_id=registration.registration_id)
         try:

@@ -6,7 +6,17 @@ from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from registrations.models import CONFIRMED, WAITLISTED, CheckIn, Event, Registration, WaitlistEntry
+from registrations.models import (
+    CONFIRMED,
+    CURRENT_LAYOUT,
+    WAITLISTED,
+    CheckIn,
+    Event,
+    Registration,
+    RegistrationClaim,
+    WaitlistEntry,
+    layout_of,
+)
 from tems.invariants import Item, Multiset, StreamingCheck, invariant
 
 LIVE_STATUSES = {CONFIRMED, WAITLISTED}
@@ -18,6 +28,12 @@ def _is_event(item: Item) -> bool:
 
 def _event_side(item: Item) -> bool:
     return item.get("entity") == "Registration" and Registration.is_event_side(item["PK"])
+
+
+def _event_pk(item: Item) -> str:
+    """The event partition an event-side item belongs to: its own, or (a registration copy in one of the event's
+    buckets) its event's."""
+    return item["PK"] if Registration.is_legacy_event_side(item["PK"]) else Event.pk_for(item["event_id"])
 
 
 @dataclass
@@ -59,7 +75,7 @@ class _PerEvent(StreamingCheck):
             # In its lane's partition (or, from before the lanes, the event's): counted for its event.
             self.count(item, self.events[Event.pk_for(item["event_id"])].tally)
         elif Registration.is_event_side(item["PK"]):
-            self.count(item, self.events[item["PK"]].tally)
+            self.count(item, self.events[_event_pk(item)].tally)
 
     def count(self, item: Item, tally: defaultdict) -> None:
         raise NotImplementedError
@@ -156,6 +172,59 @@ class ClaimsMatchRegistrations(StreamingCheck):
                            f"registrations or statuses they name differ")
 
 
+@invariant("registrations are kept where their event's layout puts them")
+class RegistrationsInTheirLayout(StreamingCheck):
+    """An event in the current layout has no claim or event-side copy left under the legacy keys (a student whose
+    claim sits there could register a second time) and every user-side copy of its registrations marked; a
+    claim or copy under the current keys is at the very key its model builds (the student's partition, the
+    registration's bucket and index partition); a seat shard is in its event's layout (a shard current before
+    its event would take seats while claims may still be under the legacy keys). Events mid-upgrade hold both
+    layouts, which is fine until the upgrade marks them."""
+
+    def __init__(self) -> None:
+        self.found: list[str] = []
+        self.layouts: dict[str, int] = {}
+        self.legacy: defaultdict[str, int] = defaultdict(int)
+        self.unmarked: defaultdict[str, int] = defaultdict(int)
+        self.shard_layouts: defaultdict[str, set[int]] = defaultdict(set)
+
+    def observe(self, item: Item) -> None:
+        entity, pk = item.get("entity"), item["PK"]
+        if _is_event(item):
+            self.layouts[item["event_id"]] = layout_of(item.get("layout"))
+        elif _seat_shard(item):
+            self.shard_layouts[item["event_id"]].add(layout_of(item.get("layout")))
+        elif entity == "RegistrationClaim":
+            if Registration.is_legacy_event_side(pk):
+                self.legacy[item["event_id"]] += 1
+            elif (pk, item["SK"]) != RegistrationClaim.key_for(item["event_id"], item["user_id"]):
+                self.found.append(f"{pk}/{item['SK']}: a claim of {item['user_id']} for event {item['event_id']} "
+                                  "is not under the key its model builds")
+        elif entity == "Registration" and Registration.is_legacy_event_side(pk):
+            self.legacy[item["event_id"]] += 1
+        elif entity == "Registration" and Registration.is_event_side(pk):
+            name = item.get("user_name") or item["user_id"]
+            index = Registration.attendee_index_key_for(item["event_id"], name, item["registration_id"])
+            if ((pk, item["SK"]) != Registration.event_key_for(item["event_id"], item["registration_id"])
+                    or item.get("GSI1PK", index[0]) != index[0]):
+                self.found.append(f"{pk}/{item['SK']}: not in the bucket (or index partition) of registration "
+                                  f"{item['registration_id']}")
+        elif entity == "Registration" and layout_of(item.get("layout")) != CURRENT_LAYOUT:
+            self.unmarked[item["event_id"]] += 1
+
+    def problems(self) -> Iterator[str]:
+        yield from self.found
+        for event_id, layout in sorted(self.layouts.items()):
+            if layout == CURRENT_LAYOUT and self.legacy[event_id]:
+                yield (f"event {event_id}: in the current layout but {self.legacy[event_id]} claim(s) or event-side "
+                       "registration(s) are under the legacy keys (their students could register again)")
+            if layout == CURRENT_LAYOUT and self.unmarked[event_id]:
+                yield f"event {event_id}: {self.unmarked[event_id]} user-side registration(s) not marked as moved"
+            if self.shard_layouts[event_id] - {layout}:
+                yield (f"event {event_id}: in layout {layout} but seat shard(s) in layout "
+                       f"{sorted(self.shard_layouts[event_id] - {layout})}")
+
+
 @invariant("nobody waits while a seat is free")
 class NobodyWaitsForAFreeSeat(_PerEvent):
     counters = ("capacity", "registered_count", "sliced")
@@ -198,7 +267,7 @@ class WaitlistInOrder(StreamingCheck):
             self.highest[pk] = max(self.highest[pk], ticket)
             self.entries[pk].add(item["registration_id"], ticket)
         elif _event_side(item) and item.get("status") == WAITLISTED:
-            self.waiting[item["PK"]].add(item["registration_id"], int(item.get("ticket", -1)))
+            self.waiting[_event_pk(item)].add(item["registration_id"], int(item.get("ticket", -1)))
 
     def problems(self) -> Iterator[str]:
         yield from self.found

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from datetime import UTC, datetime
 
 from pynamodb.attributes import NumberAttribute, TTLAttribute, UnicodeAttribute, UTCDateTimeAttribute, VersionAttribute
@@ -9,6 +10,24 @@ from pynamodb.attributes import NumberAttribute, TTLAttribute, UnicodeAttribute,
 from tems.clock import utcnow
 from tems.dynamo import CollectionIndex, TableModel
 from tems.text import TextAttribute
+
+# Where a registration's claim and event-side copy live (docs/registrations.md, "Where a registration lives").
+# LEGACY_LAYOUT: both in the event's own partition ``EVENT#<id>``, every registration of an event written to one
+# partition (4 WCU of its 1,000 WCU/s) and its attendee index entry to one index partition. CURRENT_LAYOUT: the
+# claim under the student (``USER#<user>``), the copy in one of REGISTRATION_BUCKETS partitions of the event.
+# An event, its seat shards and its registrations' user-side copies carry ``layout``; absent means legacy.
+LEGACY_LAYOUT = 1
+CURRENT_LAYOUT = 2
+# 16 partitions share an event's copies and 16 index partitions its attendee entries: a first registration writes
+# its copy (2 WCU) and index entry (1 WCU) there, so 2,000 registrations/s put ~250 WCU/s on each copy partition
+# and ~125 on each index partition, against AWS's 1,000 per partition; 8 would be ~500, too close for bursts.
+# A page of the attendee list reads each bucket (16 Queries), so more buckets cost every staff read.
+REGISTRATION_BUCKETS = 16
+
+
+def layout_of(value: int | float | None) -> int:
+    """The layout an item's ``layout`` attribute stands for (absent: written before the layouts existed)."""
+    return LEGACY_LAYOUT if value is None else int(value)
 
 
 class Event(TableModel):
@@ -41,6 +60,8 @@ class Event(TableModel):
     sliced = NumberAttribute(null=True)
     # Moved only by the door's transactions (see EventCheckins); absent until the first check-in.
     checked_in_count = NumberAttribute(null=True)
+    # Where its registrations live (LEGACY_LAYOUT when absent); set to CURRENT_LAYOUT at creation or by the upgrade.
+    layout = NumberAttribute(null=True)
     created_at = UTCDateTimeAttribute(default=utcnow)
     created_by = UnicodeAttribute(default="")
     updated_at = UTCDateTimeAttribute(default=utcnow)
@@ -78,6 +99,10 @@ class Event(TableModel):
         return self.registered_count >= self.capacity or self.waitlist_count > 0
 
     @property
+    def registration_layout(self) -> int:
+        return layout_of(self.layout)
+
+    @property
     def registration_closed(self) -> bool:
         """Registration closes at the start; only for showing it: the registration's condition decides."""
         return self.starts_at <= utcnow()
@@ -101,6 +126,8 @@ class EventSeats(TableModel):
     starts_at = UTCDateTimeAttribute(null=True)
     seat_shards = NumberAttribute(null=True)
     sliced = NumberAttribute(null=True)
+    # Checked by the waitlist join's condition: no registration is written under a layout the event is not in.
+    layout = NumberAttribute(null=True)
 
     @classmethod
     def key_for(cls, event_id: str) -> tuple[str, str]:
@@ -115,7 +142,9 @@ class SeatShard(TableModel):
     queueing on the event's item (see docs/registrations.md, "Seat shards"). ``capacity`` is this shard's slice;
     the slices add up to the event's ``sliced`` (its capacity, except while a raise waits to be handed to the
     waiting list). ``shards`` and ``starts_at`` are copies of the event's, so a refused seat's ALL_OLD image says
-    where else to look and the seat's own condition can close registration at the start.
+    where else to look and the seat's own condition can close registration at the start. ``layout`` is the
+    event's too: a seat is taken only under ``layout = CURRENT_LAYOUT``, so no registration is written under the
+    current keys while the event's claims may still sit under the legacy ones (docs/registrations.md).
     """
 
     ITEM = "SHARD"
@@ -127,6 +156,7 @@ class SeatShard(TableModel):
     capacity = NumberAttribute()
     taken = NumberAttribute(default=0)
     starts_at = UTCDateTimeAttribute(null=True)
+    layout = NumberAttribute(null=True)
 
     # Each shard is also one lane of the event's waiting list (see registrations.waitlist, "lanes"). ``gate``
     # is 1 on every shard alike while the event is full and its waiting list open (closed and opened for all
@@ -183,38 +213,71 @@ class RegistrationFields:
 
 
 class RegistrationClaim(RegistrationFields, TableModel):
-    """``EVENT#<event_id>`` / ``REGCLAIM#<user_id>``: the one item that makes "one registration per student" true.
+    """``USER#<user_id>`` / ``REGCLAIM#<event_id>``: the one item that makes "one registration per student" true.
 
     It is written with ``attribute_not_exists`` in the transaction that creates a registration and deleted in
     the one that cancels it, so it follows the registration's life (no TTL). It holds what a loser needs to
-    answer "already registered" from the ALL_OLD image of its failed transaction, without another read.
+    answer "already registered" from the ALL_OLD image of its failed transaction, without another read. It lives
+    in the student's partition, so a burst for one event spreads over its students' partitions instead of
+    writing the event's; events in LEGACY_LAYOUT keep it at ``legacy_key_for`` until upgraded.
     """
 
+    SK_PREFIX = "REGCLAIM#"
 
     @classmethod
     def key_for(cls, event_id: str, user_id: str) -> tuple[str, str]:
-        return Event.pk_for(event_id), f"REGCLAIM#{user_id}"
+        return Registration.user_pk_for(user_id), cls.SK_PREFIX + event_id
+
+    @classmethod
+    def legacy_key_for(cls, event_id: str, user_id: str) -> tuple[str, str]:
+        """Where LEGACY_LAYOUT kept the claim: read by the upgrade, and by reads of an event not yet upgraded."""
+        return Event.pk_for(event_id), cls.SK_PREFIX + user_id
+
+    @classmethod
+    def key_in(cls, layout: int, event_id: str, user_id: str) -> tuple[str, str]:
+        return cls.key_for(event_id, user_id) if layout == CURRENT_LAYOUT else cls.legacy_key_for(event_id, user_id)
 
 
 class Registration(RegistrationFields, TableModel):
     """One registration, stored twice: ``USER#<user_id>`` / ``REGISTRATION#<id>`` (the student's list) and
-    ``EVENT#<event_id>`` / ``REGISTRATION#<id>`` (the event's list). Both copies are written, changed and
-    deleted together in one transaction.
+    ``EVENTREG#<event_id>#<b>`` / ``REGISTRATION#<id>`` (the event's list, in bucket ``b`` of
+    REGISTRATION_BUCKETS, a stable hash of the id). Both copies are written, changed and deleted together in
+    one transaction. Events in LEGACY_LAYOUT keep the event's copy at ``legacy_event_key_for`` until upgraded.
     """
 
     SK_PREFIX = "REGISTRATION#"
 
     promoted_at = UTCDateTimeAttribute(null=True)
+    # On the user-side copy only: CURRENT_LAYOUT once its claim and event-side copy are under the current keys
+    # (written so, or moved by the upgrade). The copy's own key never changes, so only this says where they are.
+    layout = NumberAttribute(null=True)
 
     USER_PK_PREFIX = "USER#"
+    EVENT_PK_PREFIX = "EVENTREG#"
 
     @classmethod
     def user_pk_for(cls, user_id: str) -> str:
         return cls.USER_PK_PREFIX + user_id
 
+    @staticmethod
+    def bucket_for(registration_id: str) -> int:
+        """The event-side bucket of a registration: a stable hash of its id (never Python's salted ``hash``)."""
+        digest = hashlib.blake2b(registration_id.encode(), digest_size=4).digest()
+        return int.from_bytes(digest, "big") % REGISTRATION_BUCKETS
+
+    @classmethod
+    def event_pk_for(cls, event_id: str, bucket: int) -> str:
+        return f"{cls.EVENT_PK_PREFIX}{event_id}#{bucket}"
+
     @classmethod
     def is_event_side(cls, pk: str) -> bool:
-        """Whether a registration item with partition key ``pk`` is the event's copy (else the user's)."""
+        """Whether a registration item with partition key ``pk`` is the event's copy (else the user's), in either
+        layout."""
+        return pk.startswith(cls.EVENT_PK_PREFIX) or cls.is_legacy_event_side(pk)
+
+    @classmethod
+    def is_legacy_event_side(cls, pk: str) -> bool:
+        """Whether an event-side item sits in the event's own partition (LEGACY_LAYOUT)."""
         return pk.startswith(Event.PK_PREFIX)
 
     @classmethod
@@ -228,7 +291,12 @@ class Registration(RegistrationFields, TableModel):
     gsi1sk = UnicodeAttribute(attr_name="GSI1SK", null=True)
 
     @staticmethod
-    def attendees_pk_for(event_id: str) -> str:
+    def attendees_pk_for(event_id: str, bucket: int) -> str:
+        return f"ATTENDEES#{event_id}#{bucket}"
+
+    @staticmethod
+    def legacy_attendees_pk_for(event_id: str) -> str:
+        """The one index partition of LEGACY_LAYOUT's attendee list."""
         return f"ATTENDEES#{event_id}"
 
     @staticmethod
@@ -237,9 +305,15 @@ class Registration(RegistrationFields, TableModel):
         return name.casefold()
 
     @classmethod
-    def attendee_index_key_for(cls, event_id: str, name: str, registration_id: str) -> tuple[str, str]:
+    def attendee_sk_for(cls, name: str, registration_id: str) -> str:
         # The id after the name keeps two students of the same name apart.
-        return cls.attendees_pk_for(event_id), f"{cls.attendee_name_key(name)}#{registration_id}"
+        return f"{cls.attendee_name_key(name)}#{registration_id}"
+
+    @classmethod
+    def attendee_index_key_for(cls, event_id: str, name: str, registration_id: str) -> tuple[str, str]:
+        """The copy's GSI1 key: the index partition of the copy's own bucket, so both spread the same way."""
+        return (cls.attendees_pk_for(event_id, cls.bucket_for(registration_id)),
+                cls.attendee_sk_for(name, registration_id))
 
     @classmethod
     def user_key_for(cls, user_id: str, registration_id: str) -> tuple[str, str]:
@@ -247,6 +321,11 @@ class Registration(RegistrationFields, TableModel):
 
     @classmethod
     def event_key_for(cls, event_id: str, registration_id: str) -> tuple[str, str]:
+        return cls.event_pk_for(event_id, cls.bucket_for(registration_id)), cls.SK_PREFIX + registration_id
+
+    @classmethod
+    def legacy_event_key_for(cls, event_id: str, registration_id: str) -> tuple[str, str]:
+        """Where LEGACY_LAYOUT kept the event's copy: read by the upgrade only."""
         return Event.pk_for(event_id), cls.SK_PREFIX + registration_id
 
 
@@ -328,6 +407,7 @@ class EventCheckins(TableModel):
     registered_count = NumberAttribute(default=0)  # only events from before the seat shards still keep it here
     checked_in_count = NumberAttribute(null=True)  # absent until the first check-in
     seat_shards = NumberAttribute(null=True)
+    layout = NumberAttribute(null=True)  # a check-in reads the event-side copy where the current layout puts it
 
     @classmethod
     def key_for(cls, event_id: str) -> tuple[str, str]:

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from django.conf import settings
 
-from registrations.models import EventSeats, SeatShard
+from registrations.models import CURRENT_LAYOUT, EventSeats, SeatShard
 
 # One shard item takes at most 1,000 WCU/s on AWS; a registration's transactional write of a small shard costs
 # 2 WCU, and transactions on one item conflict, so one item sustains roughly 40-100 registrations/s. 50 seats a
@@ -100,11 +100,13 @@ def remember_waitlist(event_id: str, seq: int | None, left: int | None) -> None:
     _known_waitlist[event_id] = (seq, left)
 
 
-def new_shards(*, event_id: str, capacity: int, starts_at, taken: Iterable[int] = ()) -> list[SeatShard]:
+def new_shards(*, event_id: str, capacity: int, starts_at, layout: int = CURRENT_LAYOUT,
+               taken: Iterable[int] = ()) -> list[SeatShard]:
+    """A new event's shards, born in its registration layout (a seat is taken only under the current one)."""
     count = shard_count(capacity)
     taken = list(taken) + [0] * count
     return [SeatShard(*SeatShard.key_for(event_id, shard), event_id=event_id, shard=shard, shards=count,
-                      capacity=capacity_k, taken=taken[shard], starts_at=starts_at)
+                      capacity=capacity_k, taken=taken[shard], starts_at=starts_at, layout=layout)
             for shard, capacity_k in enumerate(slices(capacity, count))]
 
 

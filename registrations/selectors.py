@@ -6,6 +6,7 @@ import functools
 import heapq
 import io
 import itertools
+from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
@@ -17,6 +18,8 @@ from registrations.checkins.tickets import ticket_url
 from registrations.errors import RegistrationError
 from registrations.models import (
     CANCELLED,
+    CURRENT_LAYOUT,
+    REGISTRATION_BUCKETS,
     WAITLISTED,
     Event,
     EventSeats,
@@ -156,12 +159,28 @@ def registration_ticket_url(*, user_id: str, registration_id: str) -> str:
                       user_id=registration.user_id)
 
 
-def claim_get(*, event_id: str, user_id: str) -> RegistrationClaim | None:
-    """The student's live registration for the event (one GetItem by exact key), or None."""
+def claim_get(*, event_id: str, user_id: str, layout: int = CURRENT_LAYOUT) -> RegistrationClaim | None:
+    """The student's live registration for the event (one GetItem by exact key), or None. ``layout`` is the
+    event's (``Event.registration_layout``) where the caller has it: an event not yet upgraded keeps its claims
+    under the legacy key (registrations.services.layout)."""
     try:
-        return RegistrationClaim.get(*RegistrationClaim.key_for(event_id, user_id), consistent_read=True)
+        return RegistrationClaim.get(*RegistrationClaim.key_in(layout, event_id, user_id), consistent_read=True)
     except RegistrationClaim.DoesNotExist:
         return None
+
+
+def event_registrations(*, event_id: str, consistent: bool = True,
+                        include_legacy: bool = False) -> Iterator[Registration]:
+    """Every event-side registration copy of the event: each of its REGISTRATION_BUCKETS partitions in turn, a
+    Query page at a time, so memory does not grow with the event (in no particular order; the attendee list is
+    the ordered read). ``include_legacy`` also yields copies an event not yet upgraded keeps in its own
+    partition. The one read of "all registrations of an event": tools, clean-up and checks, never a page."""
+    pks = [Registration.event_pk_for(event_id, bucket) for bucket in range(REGISTRATION_BUCKETS)]
+    if include_legacy:
+        pks.append(Event.pk_for(event_id))
+    for pk in pks:
+        yield from Registration.query(pk, Registration.sk.startswith(Registration.SK_PREFIX),
+                                      consistent_read=consistent)
 
 
 def registration_get(*, user_id: str, registration_id: str) -> Registration:

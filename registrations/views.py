@@ -95,7 +95,8 @@ ROWS = "registrations/my_registrations.html#registration-rows"
 def _panel_context(request: HttpRequest, event, *, registration: dict | None = None,
                    notice: tuple[str, str] | None = None, lookup: bool = True) -> dict:
     if registration is None and lookup:
-        claim = selectors.claim_get(event_id=event.event_id, user_id=user_key(request.user))
+        claim = selectors.claim_get(event_id=event.event_id, user_id=user_key(request.user),
+                                    layout=event.registration_layout)
         registration = selectors.registration_view(registration=claim) if claim else None
     return {"event": event, "registration": registration, "fresh_key": str(uuid.uuid4()), "notice": notice}
 
@@ -421,7 +422,7 @@ def attendee_list(request: HttpRequest, event_id: str) -> HttpResponse:
     status, search = request.GET.get("status") or "", request.GET.get("q") or ""
     try:
         page = attendees.attendee_page(event_id=event_id, status=status, search=search,
-                                       **page_args(request))
+                                       layout=event.registration_layout, **page_args(request))
     except DomainError as error:  # unknown status, too long a search, a stale cursor: say so, list from the top
         messages.error(request, error.detail)
         return redirect("registrations:attendee_list", event_id=event_id)
@@ -438,7 +439,7 @@ def attendee_export(request: HttpRequest, event_id: str) -> HttpResponse:
     event = _event_or_404(event_id)
     try:
         lines = attendees.attendee_csv(event_id=event_id, status=request.GET.get("status"),
-                                       search=request.GET.get("q"))
+                                       search=request.GET.get("q"), layout=event.registration_layout)
         first = next(lines)  # checks the filters before the 200 is committed to
     except DomainError as error:
         messages.error(request, error.detail)

@@ -5,7 +5,9 @@ A first check-in is ONE TransactWriteItems (labelled, reasons read by label):
   idempotency   put the scan's record, already COMPLETED with the 201 it answers   absent or expired
   checkin       put ``CHECKIN#<registration>``                                      attribute_not_exists
   registration  ConditionCheck on the event-side registration item                status = confirmed
-  counter       ``checked_in_count + 1`` on the event                               the event exists
+  counter       ``checked_in_count + 1`` on the event                               the event exists, and its
+                                                                                    registrations are in the
+                                                                                    current layout
   outbox        put ``CheckInRecorded``
   log           put the history entry
 
@@ -13,6 +15,8 @@ Whoever loses learns why from the cancellation reasons, in this precedence:
   idempotency   the same scan was answered before: replay its stored bytes (ALL_OLD, no read)
   checkin       another scan admitted the ticket: answer 200 "already checked in" with the FIRST check-in's
                 details from the ALL_OLD image (no read), and store that answer under this scan's key
+  counter       no image: no such event; an image in the legacy layout: the registration condition looked where
+                the copy is not yet, so upgrade the event (registrations.services.layout) and try again
   registration  not admissible: one read of the registration explains why (waitlisted, cancelled); it decides
                 nothing, the condition already did
   conflict      another transaction held an item: jittered pause, bounded, then "busy"
@@ -30,9 +34,10 @@ from typing import Any
 from registrations.checkins import selectors
 from registrations.checkins.tickets import Ticket, ticket_read
 from registrations.errors import RegistrationError
-from registrations.models import CONFIRMED, CheckIn, CheckInLogEntry, EventCheckins, Registration
+from registrations.models import CONFIRMED, CURRENT_LAYOUT, CheckIn, CheckInLogEntry, EventCheckins, Registration
 from registrations.services import RegistrationOutcome
 from registrations.services.common import MAX_CONFLICTS, _busy, _replay_raw, conflict_backoff, remember_answer
+from registrations.services.layout import upgrade_if_refused_for_layout
 from tems.clock import utcnow
 from tems.idempotency import StoredResponse, completed_record, record_is_absent_or_expired
 from tems.outbox import outbox_message
@@ -128,11 +133,13 @@ def checkin_create(*, event_id: str, ticket_text: str, door: str, staff_id: str,
             if cancelled.failed(CHECKIN):
                 first = CheckIn.from_raw_data(cancelled.reasons[CHECKIN].raw_item)
                 return _already_checked_in(first, scan, sleep=sleep)
+            if upgrade_if_refused_for_layout(cancelled, COUNTER, event_id=event_id):
+                continue  # the registration condition looked under the current key before the copy was there
+            if cancelled.failed(COUNTER):
+                raise RegistrationError("not_found", f"There is no event with id {event_id!r}.") from None
             if cancelled.failed(REGISTRATION):
                 _explain_not_admissible(scan.ticket)
                 continue  # promoted between the condition and the read: the condition decides again
-            if cancelled.failed(COUNTER):
-                raise RegistrationError("not_found", f"There is no event with id {event_id!r}.") from None
             if cancelled.is_conflict:
                 conflicts.pause()
                 continue
@@ -169,7 +176,8 @@ def _checkin_transaction(scan: _Scan) -> tuple[LabelledTransaction, StoredRespon
     )
     transaction.update(
         COUNTER, EventCheckins(*EventCheckins.key_for(ticket.event_id)),
-        actions=[EventCheckins.checked_in_count.add(1)], condition=EventCheckins.pk.exists(),
+        actions=[EventCheckins.checked_in_count.add(1)],
+        condition=EventCheckins.pk.exists() & (EventCheckins.layout == CURRENT_LAYOUT), return_old_on_failure=True,
     )
     transaction.save(OUTBOX, outbox_message(message_type="CheckInRecorded", now=scan.at, payload={
         **body, "event_id": ticket.event_id,

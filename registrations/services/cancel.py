@@ -12,7 +12,9 @@ from registrations.errors import RegistrationError
 from registrations.models import (
     CANCELLED,
     CONFIRMED,
+    CURRENT_LAYOUT,
     WAITLISTED,
+    EventSeats,
     Registration,
     RegistrationClaim,
     SeatShard,
@@ -21,6 +23,7 @@ from registrations.models import (
 from registrations.services.common import (
     CLAIM,
     EVENT_REGISTRATION,
+    EVENT_SEATS,
     IDEMPOTENCY,
     OUTBOX,
     USER_REGISTRATION,
@@ -31,6 +34,7 @@ from registrations.services.common import (
     conflict_backoff,
     remember_answer,
 )
+from registrations.services.layout import upgrade_if_refused_for_layout
 from registrations.services.shards import freeable_shard
 from registrations.services.waitlist import (
     SeatWrites,
@@ -126,6 +130,8 @@ def _cancel(*, user_id: str, registration_id: str, now: datetime, sleep: Callabl
                 return StoredOutcome(_replay_raw(cancelled.reasons[IDEMPOTENCY].raw_item, key[1]), replayed=True)
             if cancelled.only_conflicts:
                 conflicts.pause()
+            elif upgrade_if_refused_for_layout(cancelled, EVENT_SEATS, event_id=registration.event_id):
+                continue  # the event's registrations were still in the legacy layout: they are in the current one now
             # Any failed condition means a read above is stale (a promotion, a new joiner, a concurrent cancel):
             # read again and rebuild; the loop is bounded.
             continue
@@ -174,6 +180,9 @@ def _cancel_transaction(registration: Registration, head: WaitlistEntry | None, 
         "previous_status": registration.status,
     }))
     writes = SeatWrites(event_id)
+    # Every branch writes or checks the event's item: there, that the registration's items are where this
+    # transaction looks for them (services/layout.py); a refusal's image says whether to upgrade the event first.
+    writes.event(condition=EventSeats.layout == CURRENT_LAYOUT)
     if registration.status == WAITLISTED:
         entry = WaitlistEntry(*WaitlistEntry.key_for(event_id, int(registration.ticket), registration.lane),
                               ticket=int(registration.ticket), lane=registration.lane)

@@ -65,6 +65,12 @@ def _replay_raw(raw_item: dict[str, Any], fingerprint: str, *,
     return stored
 
 
+def layout_as_read(attribute, layout: Any):
+    """A condition that ``attribute`` still holds the registration layout read (absent: legacy), for writes that
+    copy it onto new seat shards: a shard added while the upgrade marks the others must not miss the mark."""
+    return attribute.does_not_exist() if layout is None else attribute == layout
+
+
 def _busy(detail: str) -> RegistrationError:
     return RegistrationError("busy", detail, retry_after=BUSY_RETRY_AFTER_SECONDS)
 

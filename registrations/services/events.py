@@ -9,9 +9,18 @@ from datetime import datetime
 
 from registrations import seats
 from registrations.errors import RegistrationError
-from registrations.models import Event, EventSeats, SeatShard
+from registrations.models import CURRENT_LAYOUT, Event, EventSeats, SeatShard
 from registrations.selectors import event_to_dict
-from registrations.services.common import EVENT, IDEMPOTENCY, OUTBOX, WRITE_POLICY, StoredOutcome, _busy, _replay_raw
+from registrations.services.common import (
+    EVENT,
+    IDEMPOTENCY,
+    OUTBOX,
+    WRITE_POLICY,
+    StoredOutcome,
+    _busy,
+    _replay_raw,
+    layout_as_read,
+)
 from registrations.services.shards import _counter_is, add_reslice, planned_sizes, shard_event
 from registrations.services.waitlist import waitlist_promote
 from tems.clock import utcnow
@@ -45,7 +54,7 @@ def _new_event(*, event_id: str | None, title: str, description: str, location: 
         event_id=event_id, title=title, description=description, location=location, starts_at=starts_at,
         capacity=capacity, created_at=now, created_by=created_by, updated_at=now, updated_by=created_by,
         gsi1pk=collection, gsi1sk=Event.listing_key(starts_at, event_id), expires_at=expires_at,
-        seat_shards=seats.shard_count(capacity), sliced=capacity,
+        seat_shards=seats.shard_count(capacity), sliced=capacity, layout=CURRENT_LAYOUT,
     )
 
 
@@ -61,7 +70,7 @@ def _commit_event_create(event: Event, *, record: IdempotencyRecord | None = Non
         transaction.save(EVENT, event, condition=Event.pk.does_not_exist())
         # The seat shards are born with the event, so a registration never meets an event without them.
         for shard in seats.new_shards(event_id=event.event_id, capacity=int(event.capacity),
-                                      starts_at=event.starts_at):
+                                      starts_at=event.starts_at, layout=CURRENT_LAYOUT):
             transaction.save(f"shard_{int(shard.shard)}", shard, condition=SeatShard.pk.does_not_exist())
         if record is not None:
             transaction.save(IDEMPOTENCY, record, condition=record_is_absent_or_expired(record.created_at),
@@ -207,10 +216,10 @@ def event_update(
             target = capacity if not waiting else min(sliced, capacity)
             sizes = planned_sizes(target=target, count=count, shards_read=shards_read)
             add_reslice(transaction, event_id=event_id, shards_read=shards_read, sizes=sizes, starts_at=starts_at,
-                        reopen=not waiting, raised=bool(waiting) and capacity > target)
+                        reopen=not waiting, raised=bool(waiting) and capacity > target, layout=counters.layout)
             actions += [Event.sliced.set(target), Event.seat_shards.set(len(sizes))]
             condition &= ((_counter_is(Event.waitlist_count, before_lanes)) & (Event.sliced == sliced)
-                          & (Event.seat_shards == count))
+                          & (Event.seat_shards == count) & layout_as_read(Event.layout, counters.layout))
         # PynamoDB adds "version = :expected" and "ADD version 1": the check and the change are one write.
         transaction.update(EVENT, Event(*Event.key_for(event_id), version=expected_version), actions=actions,
                            condition=condition, return_old_on_failure=True)

@@ -17,6 +17,7 @@ from registrations import waitlist as waitlist_module
 from registrations.errors import RegistrationError
 from registrations.models import (
     CONFIRMED,
+    CURRENT_LAYOUT,
     WAITLISTED,
     EventSeats,
     Registration,
@@ -41,6 +42,7 @@ from registrations.services.common import (
     remember_answer,
     ticket_pause,
 )
+from registrations.services.layout import upgrade_if_legacy
 from registrations.services.shards import CLOSED, RAISED, shard_event
 from registrations.services.waitlist import gate_open, waitlist_promote
 from tems.clock import utcnow
@@ -151,6 +153,9 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
                 if cancelled.failed(EVENT_SEATS):
                     seats = _event_image(cancelled.reasons[EVENT_SEATS].raw_item, event_id)
                     _refuse_if_closed(seats, attempt)
+                    if upgrade_if_legacy(event_id=event_id, layout=seats["layout"]):
+                        route.forget_event()
+                        continue
                     route.saw_event(seats)
                     if join.closing and not route.healed and _seats_free_while_waiting(seats):
                         # A raise that was not handed out yet (its promotion did not finish): finish it before
@@ -221,6 +226,11 @@ class _Route:
         image = SeatShard.from_raw_data(raw_item)
         if image.starts_at is not None and image.starts_at <= attempt.created_at:
             _refuse_if_closed({"starts_at": image.starts_at}, attempt)
+        if upgrade_if_legacy(event_id=self.event_id, layout=image.layout):
+            # Refused for the event's layout, not for a full shard: its claims are in the current keys now.
+            self.tried_home, self.with_room = False, set()
+            self.lane, self.lane_image = None, None
+            return
         if int(image.shards) != self.count:
             self.count = int(image.shards)
             seats_module.remember_shards(self.event_id, self.count)
@@ -288,6 +298,7 @@ def _event_image(raw_item: dict[str, Any] | None, event_id: str) -> dict[str, An
         "starts_at": seats.starts_at,
         "seat_shards": int(seats.seat_shards or 0),
         "sliced": int(seats.capacity if seats.sliced is None else seats.sliced),
+        "layout": seats.layout,
     }
 
 
@@ -341,7 +352,8 @@ def _base_transaction(attempt: _NewRegistration, *, status: str, position: int |
         condition=RegistrationClaim.pk.does_not_exist(), return_old_on_failure=True,
     )
     transaction.save(USER_REGISTRATION,
-                     Registration(*Registration.user_key_for(attempt.user_id, attempt.registration_id), **fields))
+                     Registration(*Registration.user_key_for(attempt.user_id, attempt.registration_id), **fields,
+                                  layout=CURRENT_LAYOUT))
     transaction.save(EVENT_REGISTRATION,
                      Registration(*Registration.event_key_for(attempt.event_id, attempt.registration_id), **fields,
                                   **attendees.index_fields(event_id=attempt.event_id, name=attempt.user_name or
@@ -358,13 +370,14 @@ def _base_transaction(attempt: _NewRegistration, *, status: str, position: int |
 def _confirm_transaction(attempt: _NewRegistration, shard: int) -> tuple[LabelledTransaction, StoredResponse]:
     # One seat of one shard, and nothing else of the event: nobody waits while a shard has room (a seat freed
     # with people waiting goes to the head in the same transaction, a raise goes to them first), so the seat's
-    # own condition is the whole "free seat nobody waits for" test.
+    # own condition is the whole "free seat nobody waits for" test. ``layout``: the claim is written under the
+    # current key only once no claim of the event can be left under the legacy one (services/layout.py).
     transaction, response = _base_transaction(attempt, status=CONFIRMED, position=None, ticket=None, shard=shard)
     transaction.update(
         SEAT, SeatShard(*SeatShard.key_for(attempt.event_id, shard)),
         actions=[SeatShard.taken.add(1)],
         condition=(SeatShard.pk.exists() & (SeatShard.taken < SeatShard.capacity)
-                   & (SeatShard.starts_at > attempt.created_at)),
+                   & (SeatShard.starts_at > attempt.created_at) & (SeatShard.layout == CURRENT_LAYOUT)),
         return_old_on_failure=True,
     )
     return transaction, response
@@ -435,9 +448,11 @@ class _Join:
                         SeatShard.lane_at.set(self.now), SeatShard.lane_size.set(end - first),
                         SeatShard.lane_left.set(self._left_after())]
         # The lane's block is still what its image showed: two joiners of one lane never take the same ticket.
+        # ``layout``: no registration is written under the current keys while a claim of the event may still sit
+        # under the legacy ones (services/layout.py); the lane's refused image says so, and the event is upgraded.
         lane_condition = (SeatShard.pk.exists() & _unchanged(SeatShard.lane_next, image.lane_next)
                           & _unchanged(SeatShard.lane_end, image.lane_end)
-                          & (SeatShard.starts_at > attempt.created_at))
+                          & (SeatShard.starts_at > attempt.created_at) & (SeatShard.layout == CURRENT_LAYOUT))
         if self.closing:
             # Full means every shard full, checked in this very transaction, and the gate closes on all of them:
             # from then on a join needs its lane's gate closed and nothing else of the event.
@@ -465,7 +480,7 @@ class _Join:
 
     def _add_event(self, transaction: LabelledTransaction) -> None:
         attempt = self.attempt
-        condition = EventSeats.pk.exists() & _still_open(attempt)
+        condition = EventSeats.pk.exists() & _still_open(attempt) & (EventSeats.layout == CURRENT_LAYOUT)
         if self.closing:
             condition &= (EventSeats.seat_shards == self.route.count) & _all_sliced(self.route)
         if self.block is not None:

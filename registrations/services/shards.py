@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from registrations import seats
 from registrations.models import EventSeats, SeatShard
-from registrations.services.common import EVENT_SEATS, WRITE_POLICY, _busy
+from registrations.services.common import EVENT_SEATS, WRITE_POLICY, _busy, layout_as_read
 from tems.transactions import LabelledTransaction, TransactionCancelled
 
 
@@ -36,14 +36,15 @@ def shard_event(*, event_id: str) -> bool:
             left -= held
             transaction.save(f"shard_{shard}", SeatShard(
                 *SeatShard.key_for(event_id, shard), event_id=event_id, shard=shard, shards=count, capacity=size,
-                taken=held, starts_at=event.starts_at), condition=SeatShard.pk.does_not_exist())
+                taken=held, starts_at=event.starts_at, layout=event.layout), condition=SeatShard.pk.does_not_exist())
         transaction.update(
             EVENT_SEATS, EventSeats(*EventSeats.key_for(event_id)),
             actions=[EventSeats.seat_shards.set(count), EventSeats.sliced.set(sliced),
                      EventSeats.registered_count.remove()],
             condition=(EventSeats.seat_shards.does_not_exist() & (EventSeats.capacity == capacity)
                        & _counter_is(EventSeats.registered_count, taken)
-                       & _counter_is(EventSeats.waitlist_count, waiting)),
+                       & _counter_is(EventSeats.waitlist_count, waiting)
+                       & layout_as_read(EventSeats.layout, event.layout)),
         )
         try:
             WRITE_POLICY.run(transaction.commit, busy=lambda _: _busy("This event is busy; try again."))
@@ -78,11 +79,12 @@ RAISED = 2
 
 
 def add_reslice(transaction: LabelledTransaction, *, event_id: str, shards_read: list[SeatShard], sizes: list[int],
-                starts_at, reopen: bool = False, raised: bool = False) -> None:
+                starts_at, layout: int | None, reopen: bool = False, raised: bool = False) -> None:
     """Give the event's shards the slices ``sizes`` (adding shards past those read), in ``transaction``.
 
     Each existing shard's new slice is conditioned on ``taken <= slice``, never on what was read: a seat taken
-    meanwhile is fine as long as it still fits, so only a slice that no longer holds its seats fails. With
+    meanwhile is fine as long as it still fits, so only a slice that no longer holds its seats fails. A new
+    shard takes the event's ``layout`` as read; the caller's write of the event checks it is still that. With
     ``reopen`` (nobody waits: the new slices are for newcomers) the waiting list's gate opens on every shard,
     under the condition that nobody is in its lane. With ``raised`` (people wait and the capacity grew beyond
     the slices) the gate says so, and newcomers finish handing those seats out before they join.
@@ -105,7 +107,7 @@ def add_reslice(transaction: LabelledTransaction, *, event_id: str, shards_read:
         else:
             transaction.save(f"shard_{shard}", SeatShard(
                 *SeatShard.key_for(event_id, shard), event_id=event_id, shard=shard, shards=len(sizes),
-                capacity=size, taken=0, starts_at=starts_at), condition=SeatShard.pk.does_not_exist())
+                capacity=size, taken=0, starts_at=starts_at, layout=layout), condition=SeatShard.pk.does_not_exist())
 
 
 def planned_sizes(*, target: int, count: int, shards_read: list[SeatShard]) -> list[int]:

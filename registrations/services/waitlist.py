@@ -18,7 +18,8 @@ from registrations.models import (
     SeatShard,
     WaitlistEntry,
 )
-from registrations.services.common import EVENT_SEATS, SEAT, _busy, conflict_backoff
+from registrations.services.common import EVENT_SEATS, SEAT, _busy, conflict_backoff, layout_as_read
+from registrations.services.layout import upgrade_if_legacy
 from registrations.services.shards import CLOSED, RAISED, add_reslice, planned_sizes, shard_event
 from tems.clock import utcnow
 from tems.outbox import outbox_message
@@ -86,10 +87,11 @@ class SeatWrites:
         if self.event_actions:
             transaction.update(EVENT_SEATS, EventSeats(*EventSeats.key_for(self.event_id)),
                                actions=self.event_actions, condition=_both(EventSeats.pk.exists(),
-                                                                           self.event_condition))
+                                                                           self.event_condition),
+                               return_old_on_failure=True)
         elif self.event_condition is not None:
             transaction.condition_check(EVENT_SEATS, EventSeats, *EventSeats.key_for(self.event_id),
-                                        condition=self.event_condition)
+                                        condition=self.event_condition, return_old_on_failure=True)
 
 
 def model_key(model) -> tuple[str, str]:
@@ -202,8 +204,11 @@ def waitlist_promote(*, event_id: str, now: datetime | None = None,
             continue
         if unsliced <= 0 and (waiting or count >= seats_module.shard_count(capacity)):
             return promoted
+        if waiting and upgrade_if_legacy(event_id=event_id, layout=seats.layout):
+            continue  # the heads' items are moved into the current layout first (services/layout.py)
+        # The layout as read: promoted heads are written under the current keys, and new shards take it on.
         unchanged = ((EventSeats.capacity == capacity) & (EventSeats.sliced == sliced)
-                     & (EventSeats.seat_shards == count))
+                     & (EventSeats.seat_shards == count) & layout_as_read(EventSeats.layout, seats.layout))
         transaction = LabelledTransaction()
         writes = SeatWrites(event_id)
         heads = (selectors.waitlist_heads(event_id=event_id, limit=min(unsliced, PROMOTION_BATCH),
@@ -224,7 +229,7 @@ def waitlist_promote(*, event_id: str, now: datetime | None = None,
             # under the condition that nobody joined the waiting list since; the gate opens again with them.
             sizes = planned_sizes(target=capacity, count=count, shards_read=lanes)
             add_reslice(transaction, event_id=event_id, shards_read=lanes, sizes=sizes, starts_at=seats.starts_at,
-                        reopen=True)
+                        reopen=True, layout=seats.layout)
             transaction.update(
                 EVENT_SEATS, EventSeats(*EventSeats.key_for(event_id)),
                 actions=[EventSeats.sliced.set(capacity), EventSeats.seat_shards.set(len(sizes))],

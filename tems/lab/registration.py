@@ -16,7 +16,7 @@ from typing import Any
 
 from registrations import selectors, services
 from registrations.errors import RegistrationError
-from registrations.models import Event, EventSeats, Registration, SeatShard
+from registrations.models import REGISTRATION_BUCKETS, Event, EventSeats, Registration, RegistrationClaim, SeatShard
 from registrations.seats import event_seats, max_shards
 from tems.clock import utcnow
 from tems.dynamo import metered
@@ -90,8 +90,7 @@ def registration_race(*, technique: str, taps: int, same_key: bool, latency_ms: 
 
 
 def _landed(*, event_id: str, user_id: str) -> dict[str, int]:
-    event_side = list(Registration.query(Event.pk_for(event_id), Registration.sk.startswith(Registration.SK_PREFIX),
-                                         consistent_read=True))
+    event_side = list(selectors.event_registrations(event_id=event_id))
     claim = selectors.claim_get(event_id=event_id, user_id=user_id)
     seats = event_seats(event_id)  # the shards' sum on a sharded event
     return {"records": len(event_side), "claims": int(claim is not None), "counter": int(seats.registered_count)}
@@ -113,8 +112,14 @@ def _delete_run(*, event_id: str, user_id: str, keys: set[str], since) -> None:
         shards = int(EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True).seat_shards or 0)
     except EventSeats.DoesNotExist:
         shards = 0
-    scratch_delete(partitions=[Event.pk_for(event_id), Registration.user_pk_for(user_id),
+    scratch_delete(partitions=[*_event_partitions(event_id), Registration.user_pk_for(user_id),
                                *(SeatShard.pk_for(event_id, shard) for shard in range(shards))], keys=extra)
+
+
+def _event_partitions(event_id: str) -> list[str]:
+    """The partitions that hold only this event's items: its own and its registrations' buckets."""
+    return [Event.pk_for(event_id), *(Registration.event_pk_for(event_id, bucket)
+                                      for bucket in range(REGISTRATION_BUCKETS))]
 
 
 # --- the try-it panel: one scratch event per person ----------------------------------------------------------
@@ -146,18 +151,21 @@ def tryit_event(*, user_id: str, fresh: bool = False) -> Event:
 
 
 def scratch_event_delete(*, event_id: str) -> int:
-    """Delete a lab event's partition (event, claims, waiting list, event-side registrations) and the
-    student-side copy of each registration, so nobody's list keeps a registration for an event that is gone."""
+    """Delete a lab event's partitions (event, waiting list, event-side registrations) and, in each student's
+    partition, the claim and the student-side copy of each registration, so nobody's list keeps a registration
+    for an event that is gone."""
     if not event_id.startswith("lab-"):
         raise ValueError(f"{event_id!r} is not a lab scratch event")
-    registrations = Registration.query(Event.pk_for(event_id), Registration.sk.startswith(Registration.SK_PREFIX),
-                                       consistent_read=True)
-    student_side = [dict(zip(("PK", "SK"), ({"S": part} for part in Registration.user_key_for(
-        registration.user_id, registration.registration_id)), strict=True)) for registration in registrations]
+    # A try-it event from before the layout upgrade may still keep its registrations in its own partition.
+    registrations = selectors.event_registrations(event_id=event_id, include_legacy=True)
+    student_side = [dict(zip(("PK", "SK"), ({"S": part} for part in key), strict=True))
+                    for registration in registrations
+                    for key in (Registration.user_key_for(registration.user_id, registration.registration_id),
+                                RegistrationClaim.key_for(event_id, registration.user_id))]
     # Its seat shards' partitions too (each shard and its lane of the waiting list), whether or not the event
     # item is still there to say how many (a TTL may have removed it): every one an event can have.
     shards = [SeatShard.pk_for(event_id, shard) for shard in range(max_shards())]
-    return scratch_delete(partitions=[Event.pk_for(event_id), *shards], keys=student_side)
+    return scratch_delete(partitions=[*_event_partitions(event_id), *shards], keys=student_side)
 
 
 def technique_costs() -> dict[str, dict[str, float]]:

@@ -69,7 +69,7 @@ from django.test import override_settings
 
 from registrations import seats, selectors, services, waitlist
 from registrations.errors import RegistrationError
-from registrations.models import CONFIRMED, WAITLISTED, Event, Registration, RegistrationClaim
+from registrations.models import CONFIRMED, WAITLISTED, Event, RegistrationClaim
 from tems.capacity_model import REPORT_PATH, RESET_PATH
 from tems.clock import utcnow
 from tems.dynamo import TableConfig, boto3_client, configure_models, current_config, ensure_table
@@ -377,14 +377,24 @@ def _event_items(event_id: str) -> list[dict[str, Any]]:
     return [{k: plain.deserialize(v) for k, v in item.items()} for page in pages for item in page["Items"]]
 
 
+def _event_registrations(event_id: str) -> list[dict[str, Any]]:
+    """The event-side registration copies, wherever the event's layout keeps them, as plain dicts."""
+    return [{"user_id": r.user_id, "status": r.status} for r in selectors.event_registrations(
+        event_id=event_id, include_legacy=True)]
+
+
+def _claims(event_id: str, users: set[str]) -> list[RegistrationClaim]:
+    """The event's claims of ``users``: they live in each student's partition (one BatchGetItem per 100)."""
+    return list(RegistrationClaim.batch_get([RegistrationClaim.key_for(event_id, user) for user in sorted(users)]))
+
+
 def audit(event_id: str, capacity: int, answers: list[Answer]) -> dict[str, Any]:
     """Duplicates, oversell, the confirmed count and the waiting list's order, read from the event's items."""
     items = _event_items(event_id)
-    registrations = [item for item in items if item["SK"].startswith(Registration.SK_PREFIX)]
+    registrations = _event_registrations(event_id)
     live = [item for item in registrations if item.get("status") in (CONFIRMED, WAITLISTED)]
     per_user = Counter(item["user_id"] for item in live)
-    claim_prefix = RegistrationClaim.key_for(event_id, "")[1]
-    claims = [item for item in items if item["SK"].startswith(claim_prefix)]
+    claims = _claims(event_id, set(per_user) | {_user(answer.tap.student) for answer in answers})
     # The waiting list's entries live in its lanes' partitions (registrations.waitlist), read by the selector.
     entries = [{"user_id": e.user_id, "ticket": int(e.ticket)}
                for e in selectors.waitlist_entries(event_id=event_id)]

@@ -19,6 +19,7 @@ from django.test import Client
 from registrations import attendees, waitlist
 from registrations.models import (
     CONFIRMED,
+    CURRENT_LAYOUT,
     WAITLISTED,
     Event,
     Registration,
@@ -45,7 +46,8 @@ def _client(*, staff: bool = False) -> tuple[Client, str]:
 def _event(event_id: str, *, capacity: int, registered: int = 0, waiting: int = 0, seq: int = 0) -> Event:
     return Event(*Event.key_for(event_id), event_id=event_id, title=f"Bench {event_id}", starts_at=STARTS,
                  capacity=capacity, registered_count=registered, waitlist_count=waiting, waitlist_seq=seq,
-                 gsi1pk=Event.COLLECTION, gsi1sk=Event.listing_key(STARTS, event_id), version=1)
+                 gsi1pk=Event.COLLECTION, gsi1sk=Event.listing_key(STARTS, event_id), version=1,
+                 layout=CURRENT_LAYOUT)
 
 
 def _registration_id(n: int) -> str:

@@ -5,7 +5,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from registrations.models import Event, Registration
+from registrations import selectors
 from tests.browser.helpers import log_in
 
 
@@ -15,8 +15,7 @@ def demo_mode(settings):
 
 
 def event_registrations(event_id: str) -> list:
-    return list(Registration.query(Event.pk_for(event_id), Registration.sk.startswith(Registration.SK_PREFIX),
-                                   consistent_read=True))
+    return list(selectors.event_registrations(event_id=event_id))
 
 
 def tryit_event_id(page) -> str:

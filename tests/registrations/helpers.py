@@ -5,7 +5,8 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime
 
-from registrations import services
+from registrations import seats, selectors, services
+from registrations.models import EventSeats, Registration, RegistrationClaim, SeatShard
 from tems.invariants import check_all
 from tems.lab.techniques.registration import registration_fingerprint
 
@@ -31,3 +32,29 @@ def register(event_id: str, user_id: str, key: str | None = None, **kwargs):
 def assert_invariants_clean() -> None:
     problems = {name: found for name, found in check_all().items() if found}
     assert problems == {}
+
+
+def _kept(item) -> dict:
+    keys = {"pk", "sk", "gsi1pk", "gsi1sk"}
+    return {name: value for name, value in item.attribute_values.items() if name not in keys}
+
+
+def into_legacy_layout(event_id: str) -> None:
+    """Store the event as TEMS did before issue 13 moved registrations off the event's partition: each claim at
+    ``EVENT#<e>/REGCLAIM#<user>``, each event-side copy at ``EVENT#<e>/REGISTRATION#<id>`` indexed under the one
+    ``ATTENDEES#<e>``, and no ``layout`` on the event, its shards or the user-side copies."""
+    for copy in list(selectors.event_registrations(event_id=event_id)):
+        claim = RegistrationClaim.get(*RegistrationClaim.key_for(event_id, copy.user_id), consistent_read=True)
+        RegistrationClaim(*RegistrationClaim.legacy_key_for(event_id, copy.user_id), **_kept(claim)).save()
+        claim.delete()
+        name = copy.user_name or copy.user_id
+        Registration(*Registration.legacy_event_key_for(event_id, copy.registration_id), **_kept(copy),
+                     gsi1pk=Registration.legacy_attendees_pk_for(event_id),
+                     gsi1sk=Registration.attendee_sk_for(name, copy.registration_id)).save()
+        copy.delete()
+        Registration(*Registration.user_key_for(copy.user_id, copy.registration_id)).update(
+            actions=[Registration.layout.remove()])
+    event = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
+    event.update(actions=[EventSeats.layout.remove()])
+    for shard in seats.shards_get(event_id=event_id, count=int(event.seat_shards)):
+        shard.update(actions=[SeatShard.layout.remove()])

@@ -316,7 +316,8 @@ def writes_per_partition(monkeypatch):
         counted["TransactWriteItems"] += 1
         for item in (*condition_check_items, *delete_items, *put_items, *update_items):
             pk = (item.get("Key") or item.get("Item"))["PK"]["S"]
-            kind = pk.split("#")[0] + (f"#{pk.rsplit('#', 1)[1]}" if pk.startswith("EVENTSEATS#") else "")
+            numbered = pk.startswith(("EVENTSEATS#", "EVENTREG#"))  # a seat shard's or a copy bucket's number
+            kind = pk.split("#")[0] + (f"#{pk.rsplit('#', 1)[1]}" if numbered else "")
             counted[kind] += 1
         return original(self, condition_check_items, delete_items, put_items, update_items, *args, **kwargs)
 
@@ -333,16 +334,18 @@ def test_a_burst_spreads_its_seat_writes_over_the_shards_and_leaves_the_event_al
     outcomes = run_burst(event.event_id, 96)
     assert_exact_outcome(event.event_id, outcomes, 96)
     shard_writes = {kind: n for kind, n in writes_per_partition.items() if kind.startswith("EVENTSEATS")}
+    bucket_writes = {kind: n for kind, n in writes_per_partition.items() if kind.startswith("EVENTREG")}
     sent = writes_per_partition["TransactWriteItems"]
     print(f"\n96 students, 96 seats, 8 shards: {sent} transactions ({sent / 96:.2f} a registration), "
-          f"items per shard {sorted(shard_writes.values())}, "
-          f"EVENT# partition items {writes_per_partition['EVENT']} (claims, registration copies)")
+          f"items per shard {sorted(shard_writes.values())}, items per copy bucket {sorted(bucket_writes.values())}, "
+          f"EVENT# partition items {writes_per_partition['EVENT']}")
     # The seat writes are spread: no shard took more than a third of them (an even split is an eighth), where
     # the single counter took every one.
     assert len(shard_writes) == 8 and max(shard_writes.values()) <= sum(shard_writes.values()) / 3
-    # No waitlist join happened, so the event's METADATA was in no transaction: its partition only holds the
-    # claims and the event-side copies (issue 13 item 2 leaves moving those for later).
+    # No waitlist join happened, so the event's METADATA was in no transaction, and the claims and event-side
+    # copies live elsewhere: nothing of the burst was written into the event's partition.
     assert EventSeats.get(*EventSeats.key_for(event.event_id)).waitlist_seq == 0
+    assert writes_per_partition["EVENT"] == 0 and len(bucket_writes) >= 12
 
 
 def test_a_burst_of_waitlisters_measured(ddb, settings, writes_per_partition):
@@ -400,10 +403,11 @@ def test_a_reslice_from_a_stale_read_is_refused_by_the_shards_condition(ddb, mon
 def test_a_reslice_without_the_taken_condition_is_caught(ddb, monkeypatch):
     from registrations.services import events as events_module
 
-    def unconditional(transaction, *, event_id, shards_read, sizes, starts_at, reopen=False, raised=False):
+    def unconditional(transaction, *, event_id, shards_read, sizes, starts_at, layout, reopen=False, raised=False):
         for shard, size in enumerate(sizes):
             transaction.update(f"shard_{shard}", SeatShard(*SeatShard.key_for(event_id, shard)), actions=[
-                SeatShard.capacity.set(size), SeatShard.shards.set(len(sizes)), SeatShard.starts_at.set(starts_at)])
+                SeatShard.capacity.set(size), SeatShard.shards.set(len(sizes)), SeatShard.starts_at.set(starts_at),
+                SeatShard.layout.set(layout)])
 
     monkeypatch.setattr(events_module, "add_reslice", unconditional)
     lower_while_seats_are_taken(monkeypatch)

@@ -15,7 +15,7 @@ import pytest
 from django.core.management import call_command
 
 from registrations import selectors, services, waitlist
-from registrations.models import CONFIRMED, WAITLISTED, Event, Registration
+from registrations.models import CONFIRMED, WAITLISTED, Event
 from tems.dynamo import metered
 from tems.transactions import LabelledTransaction
 from tests.race import race
@@ -78,9 +78,7 @@ def waiting_students(event_id: str) -> list[str]:
 
 
 def confirmed_students(event_id: str) -> list[str]:
-    return [r.user_id for r in Registration.query(Event.pk_for(event_id),
-                                                  Registration.sk.startswith(Registration.SK_PREFIX),
-                                                  consistent_read=True) if r.status == CONFIRMED]
+    return [r.user_id for r in selectors.event_registrations(event_id=event_id) if r.status == CONFIRMED]
 
 
 def cancel(event_id: str, user_id: str) -> Callable[[], Any]:

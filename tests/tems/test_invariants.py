@@ -10,7 +10,15 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from inventory import services as inventory_services
-from registrations.models import CONFIRMED, WAITLISTED, Registration, SeatShard
+from registrations.models import (
+    CONFIRMED,
+    CURRENT_LAYOUT,
+    WAITLISTED,
+    Event,
+    Registration,
+    RegistrationClaim,
+    SeatShard,
+)
 from tems.invariants import check_all, check_items
 from tests.registrations.helpers import make_event, register
 
@@ -50,7 +58,8 @@ def test_a_break_planted_in_every_event_is_found_whichever_segment_holds_it(popu
 
 def test_a_user_side_registration_gone_missing_is_found_across_segments(populated):
     victim = populated[5]
-    [user_side] = Registration.query(Registration.user_pk_for(f"ann-{victim.event_id}"))
+    [user_side] = Registration.query(Registration.user_pk_for(f"ann-{victim.event_id}"),
+                                     Registration.sk.startswith(Registration.SK_PREFIX))
     user_side.delete()
     problems = check_all(segments=6)["every claim has both registration items and every registration its claim"]
     assert problems == [f"event {victim.event_id}: 2 claim(s) but 1 user-side registrations, or the "
@@ -74,15 +83,20 @@ def test_command_rejects_nonsense_segments(ddb):
 def _synthetic(events: int, per_event: int):
     """A stream of consistent registration items, produced one at a time as a scan would."""
     for e in range(events):
-        event_pk = f"EVENT#e{e}"
-        yield {"PK": event_pk, "SK": "METADATA", "entity": "Event", "capacity": per_event,
-               "registered_count": per_event, "waitlist_count": 0, "waitlist_seq": 0}
+        event_id = f"e{e}"
+        yield {"PK": Event.pk_for(event_id), "SK": Event.METADATA, "entity": "Event", "event_id": event_id,
+               "capacity": per_event, "registered_count": per_event, "waitlist_count": 0, "waitlist_seq": 0,
+               "layout": CURRENT_LAYOUT}
         for r in range(per_event):
-            registration = {"event_id": f"e{e}", "user_id": f"u{r}", "registration_id": f"r{e}-{r}",
+            registration = {"event_id": event_id, "user_id": f"u{r}", "registration_id": f"r{e}-{r}",
                             "status": CONFIRMED}
-            yield {"PK": event_pk, "SK": f"CLAIM#u{r}", "entity": "RegistrationClaim", **registration}
-            yield {"PK": event_pk, "SK": f"REGISTRATION#r{e}-{r}", "entity": "Registration", **registration}
-            yield {"PK": f"USER#u{r}", "SK": f"REGISTRATION#r{e}-{r}", "entity": "Registration", **registration}
+            keys = {"claim": RegistrationClaim.key_for(event_id, f"u{r}"),
+                    "event": Registration.event_key_for(event_id, f"r{e}-{r}"),
+                    "user": Registration.user_key_for(f"u{r}", f"r{e}-{r}")}
+            yield {"PK": keys["claim"][0], "SK": keys["claim"][1], "entity": "RegistrationClaim", **registration}
+            yield {"PK": keys["event"][0], "SK": keys["event"][1], "entity": "Registration", **registration}
+            yield {"PK": keys["user"][0], "SK": keys["user"][1], "entity": "Registration", **registration,
+                   "layout": CURRENT_LAYOUT}
 
 
 def _peak_bytes(events: int, per_event: int) -> int:
@@ -107,7 +121,7 @@ def test_the_stream_still_catches_a_waitlisted_registration_without_its_entry():
     items[0]["registered_count"] = 2
     for item in items[-3:]:
         item["status"] = WAITLISTED
-    [item for item in items if item["SK"].startswith("REGISTRATION#")][-1]["ticket"] = 1
+    [item for item in items if item["SK"].startswith(Registration.SK_PREFIX)][-1]["ticket"] = 1
     problems = check_items(iter(items)).results["waitlist entries are unique and in ticket order"]
     assert problems == ["EVENT#e0: 0 waitlist entries but 1 waitlisted registrations, or the registrations or "
                         "tickets they name differ"]

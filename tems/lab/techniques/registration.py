@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pynamodb.exceptions import PutError
 
 from registrations import services
-from registrations.models import CONFIRMED, Registration, RegistrationClaim, SeatShard
+from registrations.models import CONFIRMED, CURRENT_LAYOUT, Registration, RegistrationClaim, SeatShard
 from tems.clock import utcnow
 from tems.idempotency import (
     COMPLETED,
@@ -75,7 +75,7 @@ def registration_fingerprint(*, event_id: str, user_id: str) -> str:
 def _items(registration_id: str, event_id: str, user_id: str) -> tuple[Registration, Registration]:
     fields = {"registration_id": registration_id, "event_id": event_id, "user_id": user_id, "status": CONFIRMED,
               "created_at": utcnow()}
-    return (Registration(*Registration.user_key_for(user_id, registration_id), **fields),
+    return (Registration(*Registration.user_key_for(user_id, registration_id), **fields, layout=CURRENT_LAYOUT),
             Registration(*Registration.event_key_for(event_id, registration_id), **fields))
 
 

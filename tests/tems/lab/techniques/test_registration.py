@@ -33,8 +33,7 @@ def assert_exactly_once(event_id, keys, shared_key, results):
     """The promise: one registration item pair, one claim, counter 1, one id in every answer."""
     user_side = list(Registration.query(Registration.user_pk_for(STUDENT),
                                         Registration.sk.startswith(Registration.SK_PREFIX)))
-    event_side = list(Registration.query(*Registration.event_key_for(event_id, "")[:1],
-                                         Registration.sk.startswith(Registration.SK_PREFIX)))
+    event_side = list(selectors.event_registrations(event_id=event_id))
     assert len(user_side) == 1, f"{len(user_side)} registrations of one student"
     assert len(event_side) == 1
     claim = selectors.claim_get(event_id=event_id, user_id=STUDENT)
