@@ -342,10 +342,11 @@ def test_a_burst_spreads_its_seat_writes_over_the_shards_and_leaves_the_event_al
     # The seat writes are spread: no shard took more than a third of them (an even split is an eighth), where
     # the single counter took every one.
     assert len(shard_writes) == 8 and max(shard_writes.values()) <= sum(shard_writes.values()) / 3
-    # No waitlist join happened, so the event's METADATA was in no transaction, and the claims and event-side
-    # copies live elsewhere: nothing of the burst was written into the event's partition.
+    # Nobody joined the waiting list, and the claims and event-side copies live elsewhere: the event's partition
+    # saw only the check of its METADATA in refused "is every shard full?" attempts (at most one item each, the
+    # transactions beyond the 96 that took a seat), never a registration.
     assert EventSeats.get(*EventSeats.key_for(event.event_id)).waitlist_seq == 0
-    assert writes_per_partition["EVENT"] == 0 and len(bucket_writes) >= 12
+    assert writes_per_partition["EVENT"] <= sent - 96 and len(bucket_writes) >= 12
 
 
 def test_a_burst_of_waitlisters_measured(ddb, settings, writes_per_partition):
