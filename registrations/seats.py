@@ -131,6 +131,9 @@ def seats_taken(events: Iterable) -> None:
         totals[shard.event_id] = totals.get(shard.event_id, 0) + int(shard.taken)
         waiting[shard.event_id] = waiting.get(shard.event_id, 0) + int(shard.waiting or 0)
     for event in sharded:
+        # Reading an event teaches this process its shard count: a registration from here then starts at the
+        # student's home shard instead of shard 0 (a page view usually comes before the tap).
+        remember_shards(_event_id(event), int(event.seat_shards))
         event.registered_count = totals.get(_event_id(event), 0)
         if hasattr(event, "waitlist_count"):  # EventCheckins, the door's view, has no waiting list
             event.waitlist_count = int(event.waitlist_count or 0) + waiting.get(_event_id(event), 0)

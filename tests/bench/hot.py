@@ -477,6 +477,9 @@ def run_hot(design: str, scenario: Scenario, *, direct: TableConfig, model: Mode
         return DesignResult(design, missing=missing)
     configure_models(direct)
     event_id = seat_design.create_event(scenario.run_capacity)
+    # The students' view of the event page before the opening: the process reads the event, as every app server
+    # serving that page does, and so knows its shard count (registrations.seats.seats_taken).
+    selectors.event_get(event_id=event_id)
     through = TableConfig(direct.table_name, model.endpoint, direct.region)
     configure_models(through)
     ready_clients()
