@@ -10,14 +10,22 @@ import pytest
 from django.core.management import call_command
 
 from registrations import seats, selectors, services, waitlist
-from registrations.models import CONFIRMED, WAITLISTED, EventSeats, Registration, RegistrationClaim, SeatShard
+from registrations.models import (
+    CONFIRMED,
+    LEGACY_LAYOUT,
+    WAITLISTED,
+    EventSeats,
+    Registration,
+    RegistrationClaim,
+    SeatShard,
+)
 from registrations.services import registration as registration_service
 from registrations.services import shards as shards_service
 from registrations.services import waitlist as waitlist_service
 from tems.dynamo import metered
 from tems.invariants import check_all
 from tests.race import race
-from tests.registrations.helpers import STARTS, assert_invariants_clean, make_event, register
+from tests.registrations.helpers import STARTS, assert_invariants_clean, into_legacy_layout, make_event, register
 
 
 @pytest.fixture(autouse=True)
@@ -272,16 +280,18 @@ def test_an_event_from_before_the_shards_is_moved_into_them(ddb):
     event = make_event(capacity=5)
     for n in range(3):
         register(event.event_id, f"old{n}")
-    # As stored before the shards: the seats on the event's own item, no shard items.
+    # As stored before the shards (and so before the registration layout too): claims and copies in the event's
+    # partition, the seats on the event's own item, no shard items.
+    into_legacy_layout(event.event_id)
     for shard in shards_of(event.event_id):
         shard.delete()
     EventSeats(*EventSeats.key_for(event.event_id)).update(actions=[
         EventSeats.registered_count.set(3), EventSeats.seat_shards.remove(), EventSeats.sliced.remove()])
     for n in range(3):
-        claim = selectors.claim_get(event_id=event.event_id, user_id=f"old{n}")
-        for item in (RegistrationClaim(*RegistrationClaim.key_for(event.event_id, f"old{n}")),
+        claim = selectors.claim_get(event_id=event.event_id, user_id=f"old{n}", layout=LEGACY_LAYOUT)
+        for item in (RegistrationClaim(*RegistrationClaim.legacy_key_for(event.event_id, f"old{n}")),
                      Registration(*Registration.user_key_for(f"old{n}", claim.registration_id)),
-                     Registration(*Registration.event_key_for(event.event_id, claim.registration_id))):
+                     Registration(*Registration.legacy_event_key_for(event.event_id, claim.registration_id))):
             item.update(actions=[type(item).shard.remove()])
     out = io.StringIO()
     call_command("shard_seats", "--event", event.event_id, stdout=out)
@@ -289,8 +299,11 @@ def test_an_event_from_before_the_shards_is_moved_into_them(ddb):
     assert not shards_service.shard_event(event_id=event.event_id)  # twice: nothing more to do
     assert sum(int(s.taken) for s in shards_of(event.event_id)) == 3
     assert_invariants_clean()
+    # The first registration moves the claims out of the event's partition (its seat is refused for the legacy
+    # layout first), so the old students stay registered once.
     outcomes = [register(event.event_id, f"new{n}").data["status"] for n in range(3)]
     assert outcomes == [CONFIRMED, CONFIRMED, WAITLISTED]
+    assert register(event.event_id, "old0").response.status == 200  # already registered, not a second seat
     assert_invariants_clean()
     # A registration confirmed before the shards holds no shard: its cancel frees one with a seat taken, and
     # the seat goes to the head of the queue.
@@ -306,7 +319,8 @@ def test_an_event_from_before_the_shards_is_moved_into_them(ddb):
 @pytest.fixture
 def writes_per_partition(monkeypatch):
     """Every item of every TransactWriteItems sent (committed or not: a refused write costs capacity too), by
-    partition key kind: {"EVENT": n, "EVENTSEATS#<k>": n, ...}."""
+    partition key kind: {"EVENT": n, "EVENTSEATS#<k>": n, ...}; items of the event's own partition also by what
+    they are: {"EVENT METADATA": n, "EVENT REGCLAIM": n, ...}."""
     from pynamodb.connection.base import Connection
 
     counted: Counter = Counter()
@@ -319,6 +333,8 @@ def writes_per_partition(monkeypatch):
             numbered = pk.startswith(("EVENTSEATS#", "EVENTREG#"))  # a seat shard's or a copy bucket's number
             kind = pk.split("#")[0] + (f"#{pk.rsplit('#', 1)[1]}" if numbered else "")
             counted[kind] += 1
+            if kind == "EVENT":
+                counted["EVENT " + (item.get("Key") or item.get("Item"))["SK"]["S"].split("#")[0]] += 1
         return original(self, condition_check_items, delete_items, put_items, update_items, *args, **kwargs)
 
     monkeypatch.setattr(Connection, "transact_write_items", counting)
@@ -338,15 +354,18 @@ def test_a_burst_spreads_its_seat_writes_over_the_shards_and_leaves_the_event_al
     sent = writes_per_partition["TransactWriteItems"]
     print(f"\n96 students, 96 seats, 8 shards: {sent} transactions ({sent / 96:.2f} a registration), "
           f"items per shard {sorted(shard_writes.values())}, items per copy bucket {sorted(bucket_writes.values())}, "
-          f"EVENT# partition items {writes_per_partition['EVENT']}")
+          f"EVENT# partition items {writes_per_partition['EVENT']} (all of refused waitlist joins: METADATA "
+          f"{writes_per_partition['EVENT METADATA']}, WAITLIST {writes_per_partition['EVENT WAITLIST']})")
     # The seat writes are spread: no shard took more than a third of them (an even split is an eighth), where
     # the single counter took every one.
     assert len(shard_writes) == 8 and max(shard_writes.values()) <= sum(shard_writes.values()) / 3
-    # Nobody joined the waiting list, and the claims and event-side copies live elsewhere: the event's partition
-    # saw only the check of its METADATA in refused "is every shard full?" attempts (at most one item each, the
-    # transactions beyond the 96 that took a seat), never a registration.
+    # No waitlist join committed (a student whose home shard filled tried one, and its checks sent them to a shard
+    # with room), and the claims and event-side copies live elsewhere: the event's partition was only in those
+    # refused joins (their check of METADATA), never a registration.
     assert EventSeats.get(*EventSeats.key_for(event.event_id)).waitlist_seq == 0
-    assert writes_per_partition["EVENT"] <= sent - 96 and len(bucket_writes) >= 12
+    assert writes_per_partition["EVENT REGCLAIM"] == writes_per_partition["EVENT REGISTRATION"] == 0
+    assert writes_per_partition["EVENT"] == writes_per_partition["EVENT METADATA"] <= sent - 96
+    assert len(bucket_writes) >= 12
 
 
 def test_a_burst_of_waitlisters_measured(ddb, settings, writes_per_partition):
