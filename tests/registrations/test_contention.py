@@ -13,6 +13,7 @@ scenario sits next to a deliberately broken variant that the same checks catch u
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 import time
@@ -145,13 +146,19 @@ def stall(monkeypatch, module: ModuleType, name: str, wait: Callable[[], None], 
     monkeypatch.setattr(module, name, stalled)
 
 
-def until_answered(people: People, names: list[str], *, timeout: float = 120.0) -> Callable[[], None]:
-    """A wait that ends once each of ``names`` has had its answer."""
+def until_answered(people: People, names: list[str], *, quiet: float, spaced: float,
+                   timeout: float = 120.0) -> Callable[[], None]:
+    """A wait that ends once each of ``names`` has had its answer, then ``quiet`` seconds more (the partitions'
+    1 s windows empty), and ``spaced`` seconds more for each earlier waiter: the stale writes then land one
+    after another instead of conflicting with each other and retrying with a fresh read."""
+    order = itertools.count()
 
     def wait() -> None:
+        place = next(order)
         deadline = time.monotonic() + timeout
         while not all(name in people.answers for name in names) and time.monotonic() < deadline:
             time.sleep(0.05)
+        time.sleep(quiet + spaced * place)
 
     return wait
 
@@ -302,8 +309,8 @@ def _closure(function: Callable) -> dict[str, Any]:
 def cancels_racing_newcomers(through_model, settings, monkeypatch) -> tuple[str, People]:
     """A full event (4 shards of 2) whose waiting list has just been emptied (two waited; two cancels gave them
     seats), so its gate is still closed: five seated people cancel while eight newcomers come. Each cancel's
-    first round reads the (empty) waiting list, then stalls until every newcomer has had an answer, then writes:
-    the newcomers who joined meanwhile are what its conditions must notice."""
+    first round reads the (empty) waiting list, then stalls until every newcomer has had an answer, then writes
+    (one cancel after another): the newcomers who joined meanwhile are what its conditions must notice."""
     settings.SEATS_PER_SHARD = 2
     event = make_event(capacity=8)
     fill(event.event_id, [f"seated{n}" for n in range(10)])
@@ -313,7 +320,8 @@ def cancels_racing_newcomers(through_model, settings, monkeypatch) -> tuple[str,
     assert [claim.status for claim in claims(event.event_id, ["seated8", "seated9"]).values()] == [CONFIRMED] * 2
     people = People()
     newcomers = [f"new{n}" for n in range(8)]
-    stall(monkeypatch, cancel_service, "_cancel_transaction", until_answered(people, newcomers), once=True)
+    stall(monkeypatch, cancel_service, "_cancel_transaction", until_answered(people, newcomers, quiet=1.0, spaced=0.25),
+          once=True)
     calls = [people.cancelling(event.event_id, f"seated{n}") for n in range(2, 7)]
     calls += [people.registering(event.event_id, user) for user in newcomers]
     started = time.monotonic()
