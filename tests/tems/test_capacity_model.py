@@ -41,6 +41,7 @@ from tems.transactions import (
     RetryPolicy,
     TransactionCancelled,
 )
+from tests.capacity import Models, through
 
 pytestmark = pytest.mark.dynamodb_local
 
@@ -62,24 +63,17 @@ def table(dynamodb_local_endpoint):
 
 @pytest.fixture
 def start_model(dynamodb_local_endpoint):
-    models: list[CapacityModel] = []
-
-    def start(**options) -> CapacityModel:
-        model = CapacityModel(upstream=dynamodb_local_endpoint, **options).start()
-        models.append(model)
-        return model
-
-    yield start
-    for model in models:
-        model.stop()
+    models = Models(dynamodb_local_endpoint)
+    yield models.start
+    models.stop_all()
 
 
 @pytest.fixture
-def app_on(table):
+def app_on(table, dynamodb_local_endpoint):
     """Point the app's PynamoDB models at a model's endpoint (and back afterwards)."""
 
     def point(model: CapacityModel) -> None:
-        configure_models(TableConfig(table, model.endpoint, REGION))
+        configure_models(through(model, TableConfig(table, dynamodb_local_endpoint, REGION)))
 
     yield point
     configure_models(TableConfig.from_settings())
