@@ -35,7 +35,9 @@ class ModelColumns:
         self.names = [field.attname for field in self.fields]
         self.select = ", ".join(f"{quote(alias)}.{quote(field.column)}" for field in self.fields)
         # What SQLCompiler.get_converters finds for the same columns: booleans and datetimes on SQLite, UUIDs
-        # stored as text, and so on, so an instance built here equals the one the ORM would build.
+        # stored as text, and so on, so an instance built here equals the one the ORM would build. They are
+        # bound to the connection of the thread that built this; each call passes its own, and what they read
+        # of the first (its time zone) comes from the settings, the same for every thread.
         self._converters = []
         for index, field in enumerate(self.fields):
             column = field.get_col(alias)
