@@ -66,8 +66,10 @@ def _operation_from(event_name: str) -> str:
 
 
 def _before_parameter_build(params: dict, event_name: str, **_: Any) -> None:
-    if _active_meter.get() is not None and _operation_from(event_name) in _CAPACITY_OPERATIONS:
-        params.setdefault("ReturnConsumedCapacity", "TOTAL")
+    # Over "NONE" too: a caller that reads no capacity says so (tems.transactions), the meter reads it.
+    if (_active_meter.get() is not None and _operation_from(event_name) in _CAPACITY_OPERATIONS
+            and params.get("ReturnConsumedCapacity", "NONE") == "NONE"):
+        params["ReturnConsumedCapacity"] = "TOTAL"
 
 
 def _before_send(event_name: str, **_: Any) -> None:

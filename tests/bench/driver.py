@@ -34,7 +34,9 @@ from tems.dynamo import DynamoMeter, metered
 from tems.local_dynamodb import free_port
 from tests.bench.context import BenchContext
 
-GUNICORN_ARGS = ("--workers", "2", "--worker-class", "gthread", "--threads", "4", "--log-level", "warning")
+# As docs/DEPLOY.md runs it (gthread: threads with keep-alive), scaled to this machine's 2 cores.
+GUNICORN_ARGS = ("--workers", "2", "--worker-class", "gthread", "--threads", "4", "--keep-alive", "75",
+                 "--log-level", "warning")
 # The server's settings: TEMS's own plus the floor view's URL (tests/bench/settings.py, tests/bench/site.py).
 GUNICORN_SETTINGS = "tests.bench.settings"
 START_TIMEOUT_SECONDS = 60

@@ -4,6 +4,7 @@ import uuid
 
 import pytest
 
+from tems.dynamo import transaction_connection
 from tems.idempotency import (
     IdempotencyRecord,
     StoredResponse,
@@ -12,6 +13,7 @@ from tems.idempotency import (
     record_is_absent_or_expired,
     replay_from_raw,
 )
+from tems.metering import metered
 from tems.transactions import LabelledTransaction, TransactionCancelled
 
 
@@ -70,3 +72,35 @@ def test_fingerprint_mismatch_is_422():
     with pytest.raises(DomainError) as caught:
         replay_from_raw(raw.serialize(), fingerprint=fingerprint(method="POST", route="/b", user_id="u1", payload={}))
     assert caught.value.status == 422
+
+
+
+@pytest.fixture
+def capacity_asked():
+    """The ReturnConsumedCapacity of every TransactWriteItems botocore serialises during the test."""
+    seen = []
+    events = transaction_connection().client.meta.events
+    # On the service's event, not the operation's: botocore runs a more specific event's handlers first, and this
+    # one must see the parameters after tems.metering's handler (registered on the service's) had its say.
+    name = "before-parameter-build.dynamodb"
+
+    def note(params, event_name, **_):
+        if event_name.endswith(".TransactWriteItems"):
+            seen.append(params.get("ReturnConsumedCapacity"))
+
+    events.register_last(name, note, unique_id="test-capacity-asked")
+    yield seen
+    events.unregister(name, unique_id="test-capacity-asked")
+
+
+def test_a_transaction_asks_for_no_capacity_unless_metered(ddb, capacity_asked):
+    txn = LabelledTransaction()
+    txn.save("put", record(str(uuid.uuid4())))
+    txn.commit()
+    with metered() as meter:
+        txn = LabelledTransaction()
+        txn.save("put", record(str(uuid.uuid4())))
+        txn.commit()
+    # The app's own write asks for nothing it does not read (issue 13); a meter still gets its numbers.
+    assert capacity_asked == ["NONE", "TOTAL"]
+    assert meter.requests == {"TransactWriteItems": 1} and meter.write_capacity > 0
