@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import os
+import random
 import statistics
 import time
 import uuid
@@ -54,7 +55,8 @@ def run(ctx: BenchContext) -> str:
         f"{ROUNDS} first registrations, one at a time, each through gunicorn (`POST /api/events/<id>/registrations`"
         ", a logged-in session, CSRF, a new Idempotency-Key, an event of its own) interleaved with the same "
         "TransactWriteItems (the items the service builds for a first registration) sent by a plain boto3 client "
-        f"to the same DynamoDB Local: the durable write alone. After {WARMUP_ROUNDS} rounds of warm-up. Each "
+        f"to the same DynamoDB Local: the durable write alone. After {WARMUP_ROUNDS} rounds of warm-up; the "
+        "calls of each round go in a shuffled order, so no path always follows the slow one. Each "
         "round also times `POST /bench/floor` (the same stack, one PutItem through PynamoDB) against the same "
         "PutItem sent raw, and `GET /healthz` (answered by the first middleware: HTTP, gunicorn and the client "
         "alone). gunicorn runs as in production (`tests/bench/driver.py`: gthread workers, keep-alive), and the "
@@ -144,7 +146,11 @@ def measure_against_floor(ctx: BenchContext) -> dict[str, Any]:
                     "floor_raw": lambda probe=probe: dynamodb.put_item(TableName=ctx.table_name, Item=probe),
                     "healthz": lambda: client.request("GET", HEALTH_PATH),
                 }
-                for key, call in timed.items():
+                order = list(timed.items())
+                # A fresh order each round (seeded, so runs repeat): DynamoDB Local is slower right after a
+                # transaction, and a fixed order would always hand that to the same path.
+                random.Random(n).shuffle(order)
+                for key, call in order:
                     begin = time.perf_counter()
                     answer = call()
                     elapsed = time.perf_counter() - begin
