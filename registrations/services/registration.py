@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import random
 import secrets
 import time
 from collections.abc import Callable
@@ -51,6 +52,7 @@ from tems.outbox import outbox_message
 from tems.transactions import CONDITIONAL_CHECK_FAILED, LabelledTransaction, TransactionCancelled
 
 logger = logging.getLogger(__name__)
+_random = random.SystemRandom()
 
 # --- registrations ------------------------------------------------------------------------------------------
 #
@@ -167,6 +169,8 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
                 ticket_pause(sleep)
                 continue
             if cancelled.is_conflict:
+                if not joining:
+                    route.conflicted(shard)
                 if joining and join.closing:
                     # Another joiner is closing the gate at this very moment: most likely it is closed by now,
                     # and the lane's own condition will say if not.
@@ -202,6 +206,18 @@ class _Route:
         self.lane_image: SeatShard | None = None
         self.gate: bool = False  # whether the images say the waiting list is open (every shard full)
         self.raised = False  # whether they say a raise waits to be handed to the people waiting (gate 2)
+        self.busy: set[int] = set()  # shards whose seat attempt met a conflict (held by another transaction)
+        self.elsewhere = False
+
+    def conflicted(self, shard: int) -> None:
+        """A seat attempt on ``shard`` met another transaction: the next one goes to another shard, so a burst
+        spreads over the shards instead of queueing on a held one (with no image, a conflict says nothing of
+        room, so a full event still learns it from the next refusal)."""
+        self.busy.add(shard)
+        if len(self.busy) >= self.count:
+            self.busy = {shard}
+        if self.lane is None:
+            self.elsewhere = True
 
     def next_shard(self) -> int | None:
         if not self.tried_home:
@@ -209,8 +225,13 @@ class _Route:
             return seats_module.home_shard(self.user_id, self.count)
         if self.with_room:
             # Spread the newcomers sent away over the shards with room, the same way each time for one student.
-            ordered = sorted(self.with_room)
+            ordered = sorted(self.with_room - self.busy) or sorted(self.with_room)
             return ordered[seats_module.home_shard(self.user_id, len(ordered))]
+        if self.elsewhere:
+            # A seat attempt met another transaction on its shard: try one nobody is known to hold. Only where to
+            # look is random; the seat's condition still decides.
+            self.elsewhere = False
+            return _random.choice([k for k in range(self.count) if k not in self.busy] or range(self.count))
         if self.lane is None or self.lane >= self.count:
             # No image of a lane yet (the shards' number changed under us): look at the home shard again.
             self.lane, self.lane_image = None, None
