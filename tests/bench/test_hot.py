@@ -48,7 +48,7 @@ def test_a_tiny_run_adds_up(dynamodb_local_endpoint):
     assert table["students_registered"] == len(created_students) == numbers["created"]
     assert table["confirmed"] + table["waitlisted"] == table["students_registered"] == table["claims"]
     assert table["confirmed"] == table["expected_confirmed"] == min(20, len(created_students))
-    assert table["tickets_dense"] and table["entries_match"] and table["positions_exact"]
+    assert table["tickets_unique"] and table["entries_match"] and table["positions_exact"]
     assert all(not problems for problems in invariants.values()), invariants
     assert result.model["scale"] == 2.0
     # The page shows every measured design side by side and says plainly which one is not in the build.

@@ -253,9 +253,9 @@ def test_a_promotion_with_a_round_limit_is_caught(ddb, monkeypatch):
     original = waitlist_service.selectors.waitlist_heads
     rounds = []
 
-    def one_batch_only(*, event_id, limit):
+    def one_batch_only(*, event_id, limit, lanes=None):
         rounds.append(1)
-        return original(event_id=event_id, limit=limit) if len(rounds) == 1 else []
+        return original(event_id=event_id, limit=limit, lanes=lanes) if len(rounds) == 1 else []
 
     monkeypatch.setattr(waitlist_service.selectors, "waitlist_heads", one_batch_only)
     event = make_event(capacity=3)

@@ -14,7 +14,8 @@ from tems.idempotency import IdempotencyRecord
 # The attribute names each model writes (DynamoDB names), as they were before the base model existed, plus the
 # ones added since on purpose: EventSeats.starts_at (registration closes at the start), Registration.GSI1PK/SK
 # (the attendee index), ``layout`` on the event, its views, its seat shards and the user-side registration (where
-# the event's registrations live, docs/registrations.md).
+# the event's registrations live, docs/registrations.md), and the waiting list's lanes: ``waitlist_left`` on the
+# event, the lane and gate attributes on a seat shard, ``lane`` on an entry and its registration's items.
 ITEM_SHAPES = {
     "CheckIn": {
         "PK", "SK", "checked_in_at", "checked_in_by", "door", "entity", "event_id", "registration_id", "scan_key",
@@ -24,12 +25,12 @@ ITEM_SHAPES = {
     "Event": {
         "GSI1PK", "GSI1SK", "PK", "SK", "capacity", "checked_in_count", "created_at", "created_by", "description",
         "entity", "event_id", "expires_at", "location", "registered_count", "seat_shards", "sliced", "starts_at",
-        "title", "updated_at", "updated_by", "version", "waitlist_count", "waitlist_seq", "layout"
+        "title", "updated_at", "updated_by", "version", "waitlist_count", "waitlist_seq", "layout", "waitlist_left"
     },
     "EventCheckins": {"PK", "SK", "checked_in_count", "registered_count", "seat_shards", "layout"},
     "EventSeats": {
         "PK", "SK", "capacity", "registered_count", "seat_shards", "sliced", "starts_at", "waitlist_count",
-        "waitlist_seq", "layout"
+        "waitlist_seq", "layout", "waitlist_left"
     },
     "IdempotencyRecord": {
         "PK", "SK", "attempt_id", "created_at", "entity", "expires_at", "fingerprint", "key", "lease_expires_at",
@@ -52,14 +53,17 @@ ITEM_SHAPES = {
     },
     "Registration": {
         "GSI1PK", "GSI1SK", "PK", "SK", "created_at", "entity", "event_id", "promoted_at", "registration_id",
-        "shard", "status", "ticket", "user_id", "user_name", "layout"
+        "shard", "status", "ticket", "user_id", "user_name", "layout", "lane"
     },
     "RegistrationClaim": {
         "PK", "SK", "created_at", "entity", "event_id", "registration_id", "shard", "status", "ticket", "user_id",
-        "user_name"
+        "user_name", "lane"
     },
-    "SeatShard": {"PK", "SK", "capacity", "entity", "event_id", "shard", "shards", "starts_at", "taken", "layout"},
-    "WaitlistEntry": {"PK", "SK", "entity", "event_id", "registration_id", "ticket", "user_id"},
+    "SeatShard": {
+        "PK", "SK", "capacity", "entity", "event_id", "shard", "shards", "starts_at", "taken", "layout", "gate",
+        "lane_next", "lane_end", "lane_at", "lane_left", "lane_size", "waiting"
+    },
+    "WaitlistEntry": {"PK", "SK", "entity", "event_id", "registration_id", "ticket", "user_id", "lane"},
     "WriteRateCounter": {"PK", "SK", "entity", "expires_at", "n"},
 }
 
