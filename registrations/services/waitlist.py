@@ -83,7 +83,8 @@ class SeatWrites:
             if actions:
                 transaction.update(f"{SEAT}_{shard}", model, actions=actions, condition=condition)
             else:
-                transaction.condition_check(f"{SEAT}_{shard}", SeatShard, *model_key(model), condition=condition)
+                transaction.condition_check(f"{SEAT}_{shard}", SeatShard, *SeatShard.key_for(self.event_id, shard),
+                                            condition=condition)
         if self.event_actions:
             transaction.update(EVENT_SEATS, EventSeats(*EventSeats.key_for(self.event_id)),
                                actions=self.event_actions, condition=_both(EventSeats.pk.exists(),
@@ -92,10 +93,6 @@ class SeatWrites:
         elif self.event_condition is not None:
             transaction.condition_check(EVENT_SEATS, EventSeats, *EventSeats.key_for(self.event_id),
                                         condition=self.event_condition, return_old_on_failure=True)
-
-
-def model_key(model) -> tuple[str, str]:
-    return model.pk, model.sk
 
 
 def _both(first: Any, second: Any) -> Any:
