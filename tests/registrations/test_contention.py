@@ -164,6 +164,16 @@ def until_answered(people: People, names: list[str], *, quiet: float, spaced: fl
     return wait
 
 
+def after_event(event: threading.Event, call: Callable[[], Any], *, timeout: float = 60.0) -> Callable[[], Any]:
+    """``call``, once ``event`` is set: one side of a race starts only after the other has read."""
+
+    def later() -> Any:
+        assert event.wait(timeout), "the other side of the race never read"
+        return call()
+
+    return later
+
+
 def problems() -> dict[str, list[str]]:
     return {name: found for name, found in check_all().items() if found}
 
@@ -321,10 +331,20 @@ def cancels_racing_newcomers(through_model, settings, monkeypatch) -> tuple[str,
     assert [claim.status for claim in claims(event.event_id, ["seated8", "seated9"]).values()] == [CONFIRMED] * 2
     people = People()
     newcomers = [f"new{n}" for n in range(8)]
-    stall(monkeypatch, cancel_service, "_cancel_transaction", until_answered(people, newcomers, quiet=1.0, spaced=0.25),
-          once=True)
-    calls = [people.cancelling(event.event_id, f"seated{n}") for n in range(2, 7)]
-    calls += [people.registering(event.event_id, user) for user in newcomers]
+    cancellers = range(2, 7)
+    # The newcomers come only once every cancel has read the empty waiting list: on a loaded machine a cancel
+    # that started late read the newcomers' entries and had nothing stale to write (CI saw it, stop 17).
+    all_read, read = threading.Event(), itertools.count(1)
+    stale = until_answered(people, newcomers, quiet=1.0, spaced=0.25)
+
+    def read_then_stall() -> None:
+        if next(read) == len(cancellers):
+            all_read.set()
+        stale()
+
+    stall(monkeypatch, cancel_service, "_cancel_transaction", read_then_stall, once=True)
+    calls = [people.cancelling(event.event_id, f"seated{n}") for n in cancellers]
+    calls += [after_event(all_read, people.registering(event.event_id, user)) for user in newcomers]
     started = time.monotonic()
     with through_model() as model:
         race(calls)
