@@ -48,7 +48,10 @@ The rules, and what the model assumes where AWS does not say (docs/capacity-mode
   A refused request consumes nothing.
 - **Transaction conflicts** (AWS's three documented cases): an accepted TransactWriteItems holds each of its items
   while it is in flight and for ``hold_ms`` from the moment it was forwarded (default 10 ms: AWS does not publish
-  how long a transaction holds its items; 10 ms is the order of a transaction's latency). A TransactWriteItems
+  how long a transaction holds its items; 10 ms is the order of a transaction's latency), and answers when the
+  hold ends, committed or cancelled: its latency is the hold, so a client's next request never meets its own
+  previous transaction (``answer_after_hold=False``, ``--answer-early``: the answer as soon as DynamoDB Local
+  gives it, for a test that stages a held item from its own thread). A TransactWriteItems
   touching a held item -> ``TransactionCanceledException`` with ``TransactionConflict`` on that item; a
   PutItem/UpdateItem/DeleteItem -> ``TransactionConflictException``; a TransactGetItems touching an item that a
   transaction holds or a single write is writing -> ``TransactionCanceledException``. A BatchWriteItem item on a
@@ -200,6 +203,15 @@ def _item_id(table: str, key: dict[str, Any]) -> tuple[str, str]:
     return table, json.dumps(key, sort_keys=True)
 
 
+def _item_kind(item: tuple[str, str]) -> str:
+    """What sort of item ``item`` is, for the report: its sort key (or, without one, its partition key) up to the
+    first ``#`` ("SEATS", "REGCLAIM", "METADATA")."""
+    values = [next(iter(value.values()), "") for _, value in sorted(json.loads(item[1]).items())]
+    named = [str(value) for value in values if isinstance(value, str)]
+    # Keys sort PK before SK: the last named value is the sort key when there is one.
+    return named[-1].split("#", 1)[0] if named else "?"
+
+
 @dataclass(frozen=True)
 class Charge:
     partition: str  # "<table>[/<index>]|<attr>=<value>", or a resource alone for a table-wide Scan
@@ -312,7 +324,7 @@ class CapacityModel:
 
     def __init__(self, *, upstream: str, scale: float = 1.0, hold_ms: float = 10.0, partition_wcu: float = 1000,
                  partition_rcu: float = 3000, table_wcu: float = 4000, table_rcu: float = 12000,
-                 port: int | None = None) -> None:
+                 port: int | None = None, answer_after_hold: bool = True) -> None:
         if scale <= 0:
             raise ValueError("scale must be positive")
         parts = urlsplit(upstream)
@@ -320,6 +332,7 @@ class CapacityModel:
         self._upstream_host, self._upstream_port = parts.hostname or "127.0.0.1", parts.port or 80
         self.scale = float(scale)
         self.hold_ms = float(hold_ms)
+        self.answer_after_hold = answer_after_hold
         self.limits = {"partition_wcu": float(partition_wcu), "partition_rcu": float(partition_rcu),
                        "table_wcu": float(table_wcu), "table_rcu": float(table_rcu)}
         self.port = port or free_port()
@@ -382,6 +395,7 @@ class CapacityModel:
             self._requests: Counter[str] = Counter()
             self._throttles: Counter[str] = Counter()
             self._conflicts: Counter[str] = Counter()
+            self._conflicted_kinds: Counter[str] = Counter()  # held items a refused transaction met, by kind
             self._started = time.monotonic()
             # How long DynamoDB Local took over each accepted transaction: its items are held at least that
             # long, so when this exceeds the (scaled) hold time, the machine, not the model, set the conflicts.
@@ -479,6 +493,7 @@ class CapacityModel:
                 "throttles_by_operation": dict(self._throttles),
                 "conflicts": sum(self._conflicts.values()),
                 "conflicts_by_operation": dict(self._conflicts),
+                "conflicted_items_by_kind": dict(self._conflicted_kinds.most_common()),
                 "transaction_in_flight_ms": _summary(self._in_flight),
                 "partition_count": sum(1 for row in rows if "|" in row["scope"]),
                 "partitions": [row for row in rows if "|" in row["scope"]][:top],
@@ -699,6 +714,8 @@ class CapacityModel:
             held = [self._held(item, now, token=token) for item in items]
             if any(held):
                 conflict = True
+                self._conflicted_kinds.update(_item_kind(item) for item, is_held in zip(items, held, strict=True)
+                                              if is_held)
                 reasons = [{"Code": "TransactionConflict", "Message": _CONFLICT_MESSAGE} if is_held
                            else {"Code": "None"} for is_held in held]
             else:
@@ -734,6 +751,10 @@ class CapacityModel:
             for i, image in zip(updated, fetched, strict=True):
                 news[i] = image
             self._settle(admitted, [c for charges in charges_of(news) for c in charges])
+        # The answer comes when the transaction is over, as on AWS: a client never meets its own transaction
+        # still holding the items (a request's next round would conflict with its previous one otherwise).
+        if self.answer_after_hold:
+            time.sleep(max(0.0, forwarded_at + self.hold_seconds - time.monotonic()))
         return status, answer_headers, answer
 
     def _forget_holds(self, now: float) -> None:
@@ -1079,10 +1100,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--partition-rcu", type=float, default=3000)
     parser.add_argument("--table-wcu", type=float, default=4000)
     parser.add_argument("--table-rcu", type=float, default=12000)
+    parser.add_argument("--answer-early", action="store_true",
+                        help="answer a transaction before its hold ends (tests that stage a hold themselves)")
     args = parser.parse_args(argv)
     model = CapacityModel(upstream=args.upstream, port=args.port, scale=args.scale, hold_ms=args.hold_ms,
                           partition_wcu=args.partition_wcu, partition_rcu=args.partition_rcu,
-                          table_wcu=args.table_wcu, table_rcu=args.table_rcu).start()
+                          table_wcu=args.table_wcu, table_rcu=args.table_rcu,
+                          answer_after_hold=not args.answer_early).start()
     print(f"capacity model at {model.endpoint} -> {args.upstream}, scale x{args.scale:g}; "
           f"report: {model.endpoint}{REPORT_PATH} (Ctrl-C stops it and prints the report)", flush=True)
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))

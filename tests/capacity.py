@@ -19,6 +19,10 @@ class Models:
         self.started: list[CapacityModel] = []
 
     def start(self, **options) -> CapacityModel:
+        # A test stages a held item from its own thread (a transaction, then a request meeting its hold), which
+        # needs the answer before the hold ends; a contention test only meets more conflicts that way (a person's
+        # next round can meet their own last one), which makes it stricter, not laxer. The bench answers after.
+        options.setdefault("answer_after_hold", False)
         model = CapacityModel(upstream=self.upstream, **options).start()
         self.started.append(model)
         return model
