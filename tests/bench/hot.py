@@ -539,8 +539,22 @@ def summary(result: DesignResult, scenario: Scenario) -> dict[str, Any]:
         "throttles": result.model.get("throttles", 0),
         "conflicts": result.model.get("conflicts", 0),
         "in_flight": result.model.get("transaction_in_flight_ms", {}),
+        "conflicted_kinds": result.model.get("conflicted_items_by_kind", {}),
+        "busy_by_fifth": _busy_by_fifth(answers),
         "machine_seconds": result.machine_seconds,
     }
+
+
+def _busy_by_fifth(answers: list[Answer]) -> list[float]:
+    """The share of students answered 503 among those whose first tap came in each fifth of the arrivals: where
+    in the burst the design runs out of room to retry."""
+    first: dict[int, float] = {}
+    for answer in answers:
+        first[answer.tap.student] = min(first.get(answer.tap.student, answer.tap.at), answer.tap.at)
+    busy = {answer.tap.student for answer in answers if answer.outcome == "busy"}
+    ordered = sorted(first, key=first.__getitem__)
+    fifths = [ordered[len(ordered) * i // 5:len(ordered) * (i + 1) // 5] for i in range(5)]
+    return [sum(student in busy for student in fifth) / max(len(fifth), 1) for fifth in fifths]
 
 
 def _lag_growing(answers: list[Answer]) -> bool:
@@ -710,6 +724,10 @@ def section(results: list[DesignResult], scenario: Scenario, invariants: dict[st
     row("partitions above their limit", lambda r, n: str(len(n["over_limit"])))
     row("throttles / conflicts (requests refused by the model)",
         lambda r, n: f"{n['throttles']:,} / {n['conflicts']:,}")
+    row("conflicts met, by item (a transaction may meet several)", lambda r, n: ", ".join(
+        f"{kind} {count:,}" for kind, count in list(n["conflicted_kinds"].items())[:4]) or "-")
+    row("students answered 503, by fifth of the arrivals", lambda r, n: " / ".join(
+        f"{share:.0%}" for share in n["busy_by_fifth"]))
     row("transaction in DynamoDB Local p50 / p99 ms (machine)", lambda r, n: "{} / {}".format(
         n["in_flight"].get("p50", "-"), n["in_flight"].get("p99", "-")))
     row("duplicates (students with > 1 live registration)", lambda r, n: str(r.table["duplicates"]))
