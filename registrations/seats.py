@@ -17,9 +17,12 @@ from registrations.models import CURRENT_LAYOUT, EventSeats, SeatShard
 # 2 WCU, and transactions on one item conflict, so one item sustains roughly 40-100 registrations/s. 50 seats a
 # shard lets a full house sell out in about a second per shard, all shards in parallel.
 SEATS_PER_SHARD = 50
-# A waitlist join checks every shard in its transaction (100 items at most, 7 of them its own) and an edit
-# re-slices every shard in one: 40 leaves room for both. 40 shards carry ~1,600-4,000 registrations/s.
-MAX_SHARDS = 40
+# The join that closes the waiting list's gate checks every shard in its transaction (100 items at most): 80
+# shards, the event, its 6 registration items and at most 10 departure counters (an old block's unused
+# tickets) make 97; an edit re-slices every shard in one (80 + 3). A shard item takes a registration every
+# hold (~10 ms): 80 shards carry ~8,000/s, so a 2,400/s opening keeps each one under a third busy and a
+# student's conflicts rare (at 40 shards, 60 % busy, one in twenty met a dozen in a row: bench-hot).
+MAX_SHARDS = 80
 
 # event id -> number of shards, learned from refused seats' images; only a routing hint (see first_shard).
 _known_shards: dict[str, int] = {}

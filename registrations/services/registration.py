@@ -53,6 +53,10 @@ from tems.transactions import CONDITIONAL_CHECK_FAILED, LabelledTransaction, Tra
 
 logger = logging.getLogger(__name__)
 _random = random.SystemRandom()
+# A student whose home shard is full, on an event whose waiting list is still open, first tries this many other
+# shards (those no image showed full) before a join that checks every shard: in a burst most shards still have
+# room, a one-shard attempt usually takes a seat, and the all-shard check holds every shard while it runs.
+SEAT_PROBES = 3
 
 # --- registrations ------------------------------------------------------------------------------------------
 #
@@ -208,6 +212,8 @@ class _Route:
         self.raised = False  # whether they say a raise waits to be handed to the people waiting (gate 2)
         self.busy: set[int] = set()  # shards whose seat attempt met a conflict (held by another transaction)
         self.elsewhere = False
+        self.full: set[int] = set()  # shards whose image showed every seat taken
+        self.probes = 0  # other shards tried after the home shard was full (SEAT_PROBES)
 
     def conflicted(self, shard: int) -> None:
         """A seat attempt on ``shard`` met another transaction: the next one goes to another shard, so a burst
@@ -236,12 +242,18 @@ class _Route:
             # No image of a lane yet (the shards' number changed under us): look at the home shard again.
             self.lane, self.lane_image = None, None
             return seats_module.home_shard(self.user_id, self.count)
+        if not self.gate and self.probes < SEAT_PROBES and len(self.full) < self.count:
+            # The waiting list is open, so the event was not full when the image was taken: another shard, not
+            # one known full, before the join that checks them all. Only where to look is random.
+            self.probes += 1
+            return _random.choice([k for k in range(self.count) if k not in self.full | self.busy]
+                                  or [k for k in range(self.count) if k not in self.full])
         return None
 
     def refused(self, shard: int, raw_item: dict[str, Any] | None, attempt: _NewRegistration) -> None:
         if not raw_item:
             _explain_missing_shard(self.event_id)
-            self.count, self.tried_home, self.with_room = 1, False, set()
+            self.count, self.tried_home, self.with_room, self.full = 1, False, set(), set()
             self.lane, self.lane_image = None, None
             return
         image = SeatShard.from_raw_data(raw_item)
@@ -256,10 +268,13 @@ class _Route:
             self.count = int(image.shards)
             seats_module.remember_shards(self.event_id, self.count)
             self.with_room = {k for k in self.with_room if k < self.count}
+            self.full = {k for k in self.full if k < self.count}
         if int(image.taken) < int(image.capacity):
             self.with_room.add(shard)
+            self.full.discard(shard)
         else:
             self.with_room.discard(shard)
+            self.full.add(shard)
         self.gate = image.gate_closed
         self.raised = int(image.gate or 0) == RAISED
         if self.lane is None:
@@ -275,7 +290,7 @@ class _Route:
             seats_module.remember_shards(self.event_id, self.count)
 
     def forget_event(self) -> None:
-        self.event, self.tried_home, self.with_room = None, False, set()
+        self.event, self.tried_home, self.with_room, self.full = None, False, set(), set()
         self.lane, self.lane_image = None, None
 
 

@@ -4,6 +4,7 @@ deliberately broken variant it must catch."""
 from __future__ import annotations
 
 import io
+import time
 from collections import Counter
 
 import pytest
@@ -57,6 +58,7 @@ def edit_capacity(event_id: str, capacity: int) -> services.EventUpdate:
 def test_shard_count_follows_the_capacity_within_bounds():
     assert [seats.shard_count(c) for c in (0, 1, 3, 4, 12, 13, 119, 120, 121, 10_000)] == [
         1, 1, 1, 2, 4, 5, 40, 40, 40, 40]
+    assert seats.MAX_SHARDS == 80  # the item budget below is worked out for it
 
 
 @pytest.mark.parametrize(("total", "count", "floors"), [
@@ -150,6 +152,41 @@ def test_full_shards_send_newcomers_to_the_shards_with_room(ddb):
     event = make_event(capacity=12)
     outcomes = [register(event.event_id, f"seq{n:02d}") for n in range(14)]
     assert_exact_outcome(event.event_id, outcomes, 12)
+    assert_invariants_clean()
+
+
+def test_the_largest_transaction_over_every_shard_fits_dynamodbs_item_limit():
+    """The join that closes the gate holds every shard, the event, its registration items and the departure
+    counters of its lane's old block (at most 64 tickets): with MAX_SHARDS shards it stays within 100 items."""
+    widest_departure = max(waitlist.departure_item_count(range(edge - 32, edge + 32))
+                           for edge in (waitlist.FANOUT ** level for level in range(1, waitlist.LEVELS)))
+    registration_items = 6  # record, claim, two copies, outbox, waiting-list entry
+    assert seats.MAX_SHARDS + 1 + registration_items + widest_departure <= waitlist.MAX_TRANSACTION_ITEMS
+
+
+def test_a_full_event_at_the_most_shards_closes_its_gate_with_an_old_block_to_record(ddb, settings, monkeypatch):
+    """On DynamoDB Local (which enforces the 100-item limit): a lane holds an old block of 64 tickets, the gate
+    reopens, the event fills again, and the lane's next joiner closes the gate over all MAX_SHARDS shards while
+    recording the old block's unused tickets, in one transaction."""
+    settings.SEATS_PER_SHARD, settings.MAX_SEAT_SHARDS = 1, seats.MAX_SHARDS
+    settings.WAITLIST_BLOCK_SECONDS = 0.5
+    event = make_event(capacity=seats.MAX_SHARDS)
+    event_id = event.event_id
+    for n in range(seats.MAX_SHARDS):
+        assert register(event_id, f"seated{n:02d}").data["status"] == CONFIRMED
+    monkeypatch.setattr(waitlist, "next_block_size", lambda lane, now: waitlist.max_block())
+    first = register(event_id, "waits").data
+    assert first["status"] == WAITLISTED
+    lane = int(selectors.claim_get(event_id=event_id, user_id="waits").lane)
+    cancel_of(event_id, "seated00")()  # the seat goes to the one waiting
+    cancel_of(event_id, "seated01")()  # nobody waits: the seat is free and the gate opens
+    assert register(event_id, "takes-it").data["status"] == CONFIRMED
+    joiner = next(f"late{n}" for n in range(10_000) if seats.home_shard(f"late{n}", seats.MAX_SHARDS) == lane)
+    time.sleep(0.6)  # the lane's block is old now: its 63 unused tickets are recorded as gone by the next claim
+    answer = register(event_id, joiner).data
+    assert answer["status"] == WAITLISTED and answer["position"] == 1
+    assert selectors.claim_get(event_id=event_id, user_id=joiner).lane == lane
+    assert all(int(shard.gate) == shards_service.CLOSED for shard in shards_of(event_id))
     assert_invariants_clean()
 
 
