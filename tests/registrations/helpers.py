@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 from registrations import seats, selectors, services
 from registrations.models import EventSeats, Registration, RegistrationClaim, SeatShard
+from registrations.services import registration as registration_service
 from tems.invariants import check_all
 from tems.lab.techniques.registration import registration_fingerprint
 
@@ -58,3 +59,21 @@ def into_legacy_layout(event_id: str) -> None:
     event.update(actions=[EventSeats.layout.remove()])
     for shard in seats.shards_get(event_id=event_id, count=int(event.seat_shards)):
         shard.update(actions=[SeatShard.layout.remove()])
+
+
+def seat_taken_under(monkeypatch, condition) -> None:
+    """A deliberately broken confirmed registration: its seat is taken under ``condition(attempt)`` instead of
+    the service's own (each broken variant drops the one clause its test must show is needed)."""
+    original = registration_service._confirm_transaction
+    seat = services.common.SEAT
+
+    def broken(attempt, shard):
+        transaction, response = original(attempt, shard)
+        transaction._ops["update"] = [(label, apply) for label, apply in transaction._ops["update"] if label != seat]
+        transaction._labels.discard(seat)
+        transaction.update(seat, SeatShard(*SeatShard.key_for(attempt.event_id, shard)),
+                           actions=[SeatShard.taken.add(1)], condition=condition(attempt),
+                           return_old_on_failure=True)
+        return transaction, response
+
+    monkeypatch.setattr(registration_service, "_confirm_transaction", broken)

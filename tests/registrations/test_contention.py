@@ -40,7 +40,7 @@ from tems.outbox import outbox_relay
 from tems.transactions import LabelledTransaction, RetryPolicy
 from tests.capacity import Models, app_through
 from tests.race import race
-from tests.registrations.helpers import STARTS, assert_invariants_clean, make_event, new_key, register
+from tests.registrations.helpers import STARTS, assert_invariants_clean, make_event, new_key, register, seat_taken_under
 
 pytestmark = pytest.mark.dynamodb_local
 
@@ -231,18 +231,7 @@ def test_a_burst_on_a_sharded_event_sells_each_seat_once(through_model, settings
 
 def test_a_seat_taken_without_its_condition_oversells_under_contention(through_model, settings, monkeypatch):
     """The burst above must be able to fail: a seat taken without ``taken < capacity`` oversells its shard."""
-    original = registration_service._confirm_transaction
-
-    def unconditional(attempt, shard):
-        transaction, response = original(attempt, shard)
-        transaction._ops["update"] = [(label, apply) for label, apply in transaction._ops["update"] if label != SEAT]
-        transaction._labels.discard(SEAT)
-        transaction.update(SEAT, SeatShard(*SeatShard.key_for(attempt.event_id, shard)),
-                           actions=[SeatShard.taken.add(1)], condition=SeatShard.pk.exists(),
-                           return_old_on_failure=True)
-        return transaction, response
-
-    monkeypatch.setattr(registration_service, "_confirm_transaction", unconditional)
+    seat_taken_under(monkeypatch, lambda attempt: SeatShard.pk.exists())
     burst_on_shards(through_model, settings)
     assert any("over its slice" in p for p in problems().get("events never exceed capacity", []))
 

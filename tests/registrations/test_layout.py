@@ -23,13 +23,18 @@ from registrations.models import (
     layout_of,
 )
 from registrations.services import layout as layout_service
-from registrations.services import registration as registration_service
-from registrations.services.common import SEAT
 from tems.dynamo import boto3_client, current_config, metered
 from tems.invariants import check_all
 from tests.race import race
 from tests.registrations.checkins.helpers import scan
-from tests.registrations.helpers import STARTS, assert_invariants_clean, into_legacy_layout, make_event, register
+from tests.registrations.helpers import (
+    STARTS,
+    assert_invariants_clean,
+    into_legacy_layout,
+    make_event,
+    register,
+    seat_taken_under,
+)
 
 LAYOUT_CHECK = "registrations are kept where their event's layout puts them"
 OLD = ("ann", "bob", "cat", "dan", "eve")  # three seats, then two on the waiting list
@@ -202,22 +207,10 @@ def test_the_upgrade_racing_registrations_and_cancels_keeps_every_invariant(ddb)
 def test_a_seat_taken_without_the_layout_condition_lets_an_old_student_register_twice(ddb, monkeypatch):
     """The gate must be able to fail: a seat taken without ``layout = current`` writes the claim under the
     current key while the student's first claim still sits under the legacy one, and nothing refuses it."""
-    original = registration_service._confirm_transaction
-
-    def without_layout(attempt, shard):
-        transaction, response = original(attempt, shard)
-        transaction._ops["update"] = [(label, apply) for label, apply in transaction._ops["update"] if label != SEAT]
-        transaction._labels.discard(SEAT)
-        transaction.update(SEAT, SeatShard(*SeatShard.key_for(attempt.event_id, shard)),
-                           actions=[SeatShard.taken.add(1)],
-                           condition=SeatShard.pk.exists() & (SeatShard.taken < SeatShard.capacity),
-                           return_old_on_failure=True)
-        return transaction, response
-
     event = make_event(capacity=4)
     first = register(event.event_id, "ann").data["registration_id"]
     into_legacy_layout(event.event_id)
-    monkeypatch.setattr(registration_service, "_confirm_transaction", without_layout)
+    seat_taken_under(monkeypatch, lambda attempt: SeatShard.pk.exists() & (SeatShard.taken < SeatShard.capacity))
     again = register(event.event_id, "ann")
     assert again.kind == "created" and again.data["registration_id"] != first
     assert len(live_registrations_of("ann", event.event_id)) == 2  # one student, two seats

@@ -26,7 +26,14 @@ from registrations.services import waitlist as waitlist_service
 from tems.dynamo import metered
 from tems.invariants import check_all
 from tests.race import race
-from tests.registrations.helpers import STARTS, assert_invariants_clean, into_legacy_layout, make_event, register
+from tests.registrations.helpers import (
+    STARTS,
+    assert_invariants_clean,
+    into_legacy_layout,
+    make_event,
+    register,
+    seat_taken_under,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -128,19 +135,7 @@ def test_a_burst_fills_every_shard_exactly_then_queues_in_order(ddb):
 
 def test_a_seat_taken_without_its_condition_is_caught(ddb, monkeypatch):
     """The burst above must be able to fail: a seat taken without ``taken < capacity`` oversells its shard."""
-    original = registration_service._confirm_transaction
-
-    def unconditional(attempt, shard):
-        transaction, response = original(attempt, shard)
-        transaction._ops["update"] = [(label, apply) for label, apply in transaction._ops["update"]
-                                      if label != services.common.SEAT]
-        transaction._labels.discard(services.common.SEAT)
-        transaction.update(services.common.SEAT, SeatShard(*SeatShard.key_for(attempt.event_id, shard)),
-                           actions=[SeatShard.taken.add(1)], condition=SeatShard.pk.exists(),
-                           return_old_on_failure=True)
-        return transaction, response
-
-    monkeypatch.setattr(registration_service, "_confirm_transaction", unconditional)
+    seat_taken_under(monkeypatch, lambda attempt: SeatShard.pk.exists())
     event = make_event(capacity=12)
     run_burst(event.event_id, 20)
     assert any("over its slice" in p for p in problems().get("events never exceed capacity", []))
