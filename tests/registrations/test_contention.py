@@ -164,6 +164,20 @@ def until_answered(people: People, names: list[str], *, quiet: float, spaced: fl
     return wait
 
 
+def a_seat_taken_after(people: People, *, timeout: float) -> None:
+    """Wait until one more person has been answered 'confirmed' than now (or ``timeout`` seconds)."""
+
+    def confirmed() -> int:
+        with people.lock:  # the racing threads write answers meanwhile
+            answers = list(people.answers.values())
+        return sum(isinstance(answer, services.RegistrationOutcome) and answer.data["status"] == CONFIRMED
+                   for answer in answers)
+
+    before, deadline = confirmed(), time.monotonic() + timeout
+    while confirmed() == before and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
 def after_event(event: threading.Event, call: Callable[[], Any], *, timeout: float = 60.0) -> Callable[[], Any]:
     """``call``, once ``event`` is set: one side of a race starts only after the other has read."""
 
@@ -412,8 +426,19 @@ def edits_racing_registrations(through_model, settings, monkeypatch) -> tuple[st
     settings.MAX_SEAT_SHARDS = 4
     event = make_event(capacity=12)
     seats.remember_shards(event.event_id, 4)
-    stall(monkeypatch, events_service, "planned_sizes", lambda: time.sleep(1.0))
     people, edits, oversold = People(), [], []
+    planned_sizes = events_service.planned_sizes
+
+    def stalled(*, target, count, shards_read):
+        if target <= sum(int(shard.taken) for shard in shards_read):
+            # Closing: the stale write needs a seat taken after the read; on a loaded machine (CI, stop 18) a
+            # fixed second could pass with none, and the broken reslice went uncaught.
+            a_seat_taken_after(people, timeout=5.0)
+        else:
+            time.sleep(1.0)
+        return planned_sizes(target=target, count=count, shards_read=shards_read)
+
+    monkeypatch.setattr(events_service, "planned_sizes", stalled)
     calls = [people.registering(event.event_id, f"r{n:02d}", after=0.35 * n) for n in range(24)]
     calls.append(staff_editing(event.event_id, people, edits, oversold))
     started = time.monotonic()
