@@ -164,17 +164,10 @@ def until_answered(people: People, names: list[str], *, quiet: float, spaced: fl
     return wait
 
 
-def a_seat_taken_after(people: People, *, timeout: float) -> None:
-    """Wait until one more person has been answered 'confirmed' than now (or ``timeout`` seconds)."""
-
-    def confirmed() -> int:
-        with people.lock:  # the racing threads write answers meanwhile
-            answers = list(people.answers.values())
-        return sum(isinstance(answer, services.RegistrationOutcome) and answer.data["status"] == CONFIRMED
-                   for answer in answers)
-
-    before, deadline = confirmed(), time.monotonic() + timeout
-    while confirmed() == before and time.monotonic() < deadline:
+def a_seat_taken_after(event_id: str, taken: int, *, timeout: float) -> None:
+    """Wait until the event's shards hold more than ``taken`` seats (or ``timeout`` seconds)."""
+    deadline = time.monotonic() + timeout
+    while sum(int(shard.taken) for shard in shards_of(event_id)) <= taken and time.monotonic() < deadline:
         time.sleep(0.05)
 
 
@@ -425,15 +418,16 @@ def edits_racing_registrations(through_model, settings, monkeypatch) -> tuple[st
     settings.SEATS_PER_SHARD = 3  # 12 seats: 4 shards, and never more (every edit re-slices the same four)
     settings.MAX_SEAT_SHARDS = 4
     event = make_event(capacity=12)
-    seats.remember_shards(event.event_id, 4)
+    event_id = event.event_id
+    seats.remember_shards(event_id, 4)
     people, edits, oversold = People(), [], []
     planned_sizes = events_service.planned_sizes
 
     def stalled(*, target, count, shards_read):
         if target <= sum(int(shard.taken) for shard in shards_read):
             # Closing: the stale write needs a seat taken after the read; on a loaded machine (CI, stop 18) a
-            # fixed second could pass with none, and the broken reslice went uncaught.
-            a_seat_taken_after(people, timeout=5.0)
+            # fixed second could pass with none, and the broken reslice went uncaught. The shards say when.
+            a_seat_taken_after(event_id, sum(int(shard.taken) for shard in shards_read), timeout=5.0)
         else:
             time.sleep(1.0)
         return planned_sizes(target=target, count=count, shards_read=shards_read)
