@@ -77,6 +77,12 @@ from tems.invariants import check_items, scan_items
 from tems.lab.techniques.registration import registration_fingerprint
 from tems.local_dynamodb import free_port
 from tems.metering import ready_clients
+from tems.transactions import (
+    TRANSACTION_CONFLICT,
+    TRANSIENT_REASONS,
+    LabelledTransaction,
+    TransactionCancelled,
+)
 from tests.bench.context import BenchContext
 
 SLOW = True  # not part of the default ``make bench``: ``make bench-hot`` runs it
@@ -467,6 +473,63 @@ class DesignResult:
     model: dict[str, Any] = field(default_factory=dict)
     table: dict[str, Any] = field(default_factory=dict)
     event_id: str = ""
+    transactions: Counter = field(default_factory=Counter)
+
+
+# --- what the service's transactions did -------------------------------------------------------------------------
+
+def _kind(labels: set[str]) -> str:
+    """A registration's transaction by its labels (registrations.services.common): a seat attempt, the join that
+    checks every shard and closes the waiting list's gate, or a join of one lane."""
+    if "seat" in labels:
+        return "seat"
+    if any(label.startswith("seat_") for label in labels):
+        return "closing join"
+    if "lane" in labels:
+        return "lane join"
+    return "other"
+
+
+def _item_of(label: str) -> str:
+    if label == "seat":
+        return "the seat's item"  # a shard, or the single counter's event item
+    if label == "lane" or label.startswith("seat_"):
+        return "a shard"
+    return {"event": "the event's item"}.get(label, label.split("_")[0])
+
+
+@contextmanager
+def tallied(counts: Counter) -> Iterator[None]:
+    """Count every transaction of the run by kind, by what became of it (committed, refused by a condition,
+    conflicted, and on which item) and by whether the waiting list's gate was closed yet (the first closing join
+    to commit closes it). A spy on commit, like the tests' ``cancellations``: the service is not touched."""
+    original = LabelledTransaction.commit
+    closed = threading.Event()
+
+    def spy(self: LabelledTransaction) -> Any:
+        kind, phase = _kind(self._labels), "after" if closed.is_set() else "before"
+        try:
+            result = original(self)
+        except TransactionCancelled as cancelled:
+            if cancelled.is_conflict:
+                counts[(kind, phase, "conflicted")] += 1
+                for label, reason in cancelled.reasons.items():
+                    if reason.code in TRANSIENT_REASONS:
+                        throttled = "" if reason.code == TRANSACTION_CONFLICT else " (throttled)"
+                        counts[(kind, phase, f"on {_item_of(label)}{throttled}")] += 1
+            else:
+                counts[(kind, phase, "refused")] += 1
+            raise
+        counts[(kind, phase, "committed")] += 1
+        if kind == "closing join":
+            closed.set()
+        return result
+
+    LabelledTransaction.commit = spy
+    try:
+        yield
+    finally:
+        LabelledTransaction.commit = original
 
 
 def run_hot(design: str, scenario: Scenario, *, direct: TableConfig, model: ModelProcess) -> DesignResult:
@@ -485,13 +548,15 @@ def run_hot(design: str, scenario: Scenario, *, direct: TableConfig, model: Mode
     ready_clients()
     model.reset()
     try:
-        answers, seconds = drive(scenario, event_id, seat_design)
+        counts: Counter = Counter()
+        with tallied(counts):
+            answers, seconds = drive(scenario, event_id, seat_design)
         report = model.report(top=5)
     finally:
         configure_models(direct)
     table = audit(event_id, scenario.run_capacity, answers)
     return DesignResult(design, answers=answers, machine_seconds=seconds, model=report, table=table,
-                        event_id=event_id)
+                        event_id=event_id, transactions=counts)
 
 
 def _percentile(values: list[float], share: float) -> float:
@@ -543,6 +608,16 @@ def summary(result: DesignResult, scenario: Scenario) -> dict[str, Any]:
         "busy_by_fifth": _busy_by_fifth(answers),
         "machine_seconds": result.machine_seconds,
     }
+
+
+def _tally(counts: Counter, kind: str, phase: str) -> str:
+    done = [counts[(kind, phase, outcome)] for outcome in ("committed", "refused", "conflicted")]
+    if not any(done):
+        return "-"
+    on = sorted(((key[2][3:], n) for key, n in counts.items() if key[:2] == (kind, phase)
+                 and key[2].startswith("on ")), key=lambda pair: -pair[1])
+    where = ", ".join(f"{item} {n:,}" for item, n in on[:4])
+    return " / ".join(f"{n:,}" for n in done) + (f" ({where})" if where else "")
 
 
 def _busy_by_fifth(answers: list[Answer]) -> list[float]:
@@ -657,6 +732,12 @@ HOW_TO_READ = """How the run is made and what the rows mean:
 - **Hottest partition**: the partition key with the highest peak in any 1 s window against its limit, from
   `CapacityModel.report()`; *above their limit* counts partitions whose peak exceeded it (the model admits a
   request on an estimate, so a peak can run over). Throttles and conflicts are requests the model refused.
+- **The service's transactions**, counted by a spy on commit: *seat attempts* (one seat of one shard), *closing
+  joins* (check every shard full and close the waiting list's gate on all of them), *lane joins* (a ticket from
+  one lane, the gate already closed, maybe claiming a block from the event's `waitlist_seq`), before and after
+  the first closing join committed; each committed, refused by a condition (the image then says where to go),
+  or conflicted or throttled (retried after a pause; a student who meets 12 is answered 503), with the items
+  the conflicts were on (a transaction may meet several).
 - **From the table afterwards** (strongly consistent Query of the event's items, then `tems.invariants` over the
   whole table): duplicates are students with more than one live registration; oversell is confirmed over
   capacity; confirmed should be min(capacity, students who got a registration), and min(capacity, all students)
@@ -728,6 +809,10 @@ def section(results: list[DesignResult], scenario: Scenario, invariants: dict[st
         f"{kind} {count:,}" for kind, count in list(n["conflicted_kinds"].items())[:4]) or "-")
     row("students answered 503, by fifth of the arrivals", lambda r, n: " / ".join(
         f"{share:.0%}" for share in n["busy_by_fifth"]))
+    for kind, name in (("seat", "seat attempts"), ("closing join", "closing joins"), ("lane join", "lane joins")):
+        for phase in ("before", "after"):
+            row(f"{name} {phase} the gate closed: committed / refused / conflicted or throttled (on)",
+                lambda r, n, kind=kind, phase=phase: _tally(r.transactions, kind, phase))
     row("transaction in DynamoDB Local p50 / p99 ms (machine)", lambda r, n: "{} / {}".format(
         n["in_flight"].get("p50", "-"), n["in_flight"].get("p99", "-")))
     row("duplicates (students with > 1 live registration)", lambda r, n: str(r.table["duplicates"]))

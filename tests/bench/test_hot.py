@@ -1,11 +1,25 @@
 """The hot-event harness (tests/bench/hot.py) at a tiny size: its crowd has the promised shape, and its
 bookkeeping adds up (every request answered once, the table's counts agree with the answers)."""
 
+import contextlib
+from collections import Counter
+
 import pytest
 
 from tems.dynamo import TableConfig, configure_models
+from tems.transactions import LabelledTransaction, Reason, TransactionCancelled
 from tests.bench.context import BenchContext
-from tests.bench.hot import DesignResult, Scenario, chart, crowd, run_all, section, summary
+from tests.bench.hot import (
+    DesignResult,
+    Scenario,
+    _tally,
+    chart,
+    crowd,
+    run_all,
+    section,
+    summary,
+    tallied,
+)
 from tests.helpers import REGION
 
 pytestmark = pytest.mark.dynamodb_local
@@ -57,3 +71,44 @@ def test_a_tiny_run_adds_up(dynamodb_local_endpoint):
     assert "| | single counter | single counter |" in page
     assert "S = 2, K = 1" in page
     assert chart([result], TINY).count("<polyline") == 1
+
+
+def test_the_tally_sorts_transactions_by_kind_outcome_and_gate(monkeypatch):
+    def labelled(*labels: str) -> LabelledTransaction:
+        transaction = LabelledTransaction()
+        transaction._labels.update(labels)
+        return transaction
+
+    def cancelled(**codes: str) -> TransactionCancelled:
+        return TransactionCancelled({label: Reason(code, None, None) for label, code in codes.items()}, cause=None)
+
+    fates = iter([
+        cancelled(seat_0="TransactionConflict", event="TransactionConflict"),  # a closing join before the gate
+        None,  # a seat taken
+        None,  # the closing join that closes the gate
+        cancelled(lane="ConditionalCheckFailed"),  # a lane join after it
+        cancelled(event="ThrottlingError"),
+    ])
+
+    def commit(self):
+        fate = next(fates)
+        if fate is not None:
+            raise fate
+
+    monkeypatch.setattr(LabelledTransaction, "commit", commit)
+    counts = Counter()
+    with tallied(counts):
+        for transaction in (labelled("seat_0", "seat_1", "event"), labelled("seat", "claim"),
+                            labelled("seat_0", "seat_1", "event"), labelled("lane", "event"),
+                            labelled("lane", "event")):
+            with contextlib.suppress(TransactionCancelled):
+                transaction.commit()
+    assert LabelledTransaction.commit is commit
+    assert counts == Counter({
+        ("closing join", "before", "conflicted"): 1, ("closing join", "before", "on a shard"): 1,
+        ("closing join", "before", "on the event's item"): 1, ("seat", "before", "committed"): 1,
+        ("closing join", "before", "committed"): 1, ("lane join", "after", "refused"): 1,
+        ("lane join", "after", "conflicted"): 1, ("lane join", "after", "on the event's item (throttled)"): 1,
+    })
+    assert _tally(counts, "closing join", "before") == "1 / 0 / 1 (a shard 1, the event's item 1)"
+    assert _tally(counts, "seat", "after") == "-"
