@@ -428,6 +428,10 @@ def edits_racing_registrations(through_model, settings, monkeypatch) -> tuple[st
             # Closing: the stale write needs a seat taken after the read; on a loaded machine (CI, stop 18) a
             # fixed second could pass with none, and the broken reslice went uncaught. The shards say when.
             a_seat_taken_after(event_id, sum(int(shard.taken) for shard in shards_read), timeout=5.0)
+            # The seat is seen as soon as DynamoDB Local has it, while the model still holds its shard: a write
+            # now would meet that hold, and the retry reads again, seat included, so nothing stale is left to
+            # write (CI, stop 19: all three closes lost their staleness that way). Wait the hold out first.
+            time.sleep(2 * HOLD_MS * SCALE / 1000)
         else:
             time.sleep(1.0)
         return planned_sizes(target=target, count=count, shards_read=shards_read)
