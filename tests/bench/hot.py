@@ -498,13 +498,21 @@ def _item_of(label: str) -> str:
     return {"event": "the event's item"}.get(label, label.split("_")[0])
 
 
+def _throttled(code: str) -> str:
+    return "" if code == TRANSACTION_CONFLICT else " (throttled)"
+
+
 @contextmanager
 def tallied(counts: Counter) -> Iterator[None]:
     """Count every transaction of the run by kind, by what became of it (committed, refused by a condition,
     conflicted, and on which item) and by whether the waiting list's gate was closed yet (the first closing join
     to commit closes it). A spy on commit, like the tests' ``cancellations``: the service is not touched."""
     original = LabelledTransaction.commit
-    closed = threading.Event()
+    closed, lock = threading.Event(), threading.Lock()
+
+    def count(*keys: tuple[str, str, str]) -> None:
+        with lock:  # the workers commit from many threads: a Counter's += is not atomic
+            counts.update(keys)
 
     def spy(self: LabelledTransaction) -> Any:
         kind, phase = _kind(self._labels), "after" if closed.is_set() else "before"
@@ -512,15 +520,13 @@ def tallied(counts: Counter) -> Iterator[None]:
             result = original(self)
         except TransactionCancelled as cancelled:
             if cancelled.is_conflict:
-                counts[(kind, phase, "conflicted")] += 1
-                for label, reason in cancelled.reasons.items():
-                    if reason.code in TRANSIENT_REASONS:
-                        throttled = "" if reason.code == TRANSACTION_CONFLICT else " (throttled)"
-                        counts[(kind, phase, f"on {_item_of(label)}{throttled}")] += 1
+                count((kind, phase, "conflicted"), *((kind, phase, f"on {_item_of(label)}{_throttled(reason.code)}")
+                                                     for label, reason in cancelled.reasons.items()
+                                                     if reason.code in TRANSIENT_REASONS))
             else:
-                counts[(kind, phase, "refused")] += 1
+                count((kind, phase, "refused"))
             raise
-        counts[(kind, phase, "committed")] += 1
+        count((kind, phase, "committed"))
         if kind == "closing join":
             closed.set()
         return result
