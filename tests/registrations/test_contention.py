@@ -424,10 +424,11 @@ def edits_racing_registrations(through_model, settings, monkeypatch) -> tuple[st
     planned_sizes = events_service.planned_sizes
 
     def stalled(*, target, count, shards_read):
-        if target <= sum(int(shard.taken) for shard in shards_read):
+        taken = sum(int(shard.taken) for shard in shards_read)
+        if target <= taken:
             # Closing: the stale write needs a seat taken after the read; on a loaded machine (CI, stop 18) a
             # fixed second could pass with none, and the broken reslice went uncaught. The shards say when.
-            a_seat_taken_after(event_id, sum(int(shard.taken) for shard in shards_read), timeout=5.0)
+            a_seat_taken_after(event_id, taken, timeout=5.0)
             # The seat is seen as soon as DynamoDB Local has it, while the model still holds its shard: a write
             # now would meet that hold, and the retry reads again, seat included, so nothing stale is left to
             # write (CI, stop 19: all three closes lost their staleness that way). Wait the hold out first.
