@@ -247,7 +247,8 @@ class NobodyWaitsForAFreeSeat(_PerEvent):
 @invariant("waitlist entries are unique and in ticket order")
 class WaitlistInOrder(StreamingCheck):
     """Each entry's key is its ticket (so keys are unique and in ticket order), no ticket is beyond the event's
-    counter, and per event the entries and the waitlisted registrations name the same (registration, ticket)."""
+    sequence (its queue item's, or its own item's from before the queue), and per event the entries and the
+    waitlisted registrations name the same (registration, ticket)."""
 
     def __init__(self) -> None:
         self.found: list[str] = []
@@ -258,7 +259,11 @@ class WaitlistInOrder(StreamingCheck):
 
     def observe(self, item: Item) -> None:
         if _is_event(item):
-            self.seq[item["PK"]] = int(item.get("waitlist_seq", 0))
+            # Before the queue item, the event's item kept the sequence; the queue starts from it.
+            self.seq[item["PK"]] = max(self.seq.get(item["PK"], 0), int(item.get("waitlist_seq", 0)))
+        elif item.get("entity") == "WaitlistQueue":
+            pk = Event.pk_for(item["event_id"])
+            self.seq[pk] = max(self.seq.get(pk, 0), int(item.get("seq", 0)))
         elif _waitlist_entry(item):
             ticket, pk = int(item["ticket"]), Event.pk_for(item["event_id"])
             lane = None if item.get("lane") is None else int(item["lane"])

@@ -5,7 +5,14 @@ from __future__ import annotations
 import hashlib
 from datetime import UTC, datetime
 
-from pynamodb.attributes import NumberAttribute, TTLAttribute, UnicodeAttribute, UTCDateTimeAttribute, VersionAttribute
+from pynamodb.attributes import (
+    MapAttribute,
+    NumberAttribute,
+    TTLAttribute,
+    UnicodeAttribute,
+    UTCDateTimeAttribute,
+    VersionAttribute,
+)
 
 from tems.clock import utcnow
 from tems.dynamo import CollectionIndex, TableModel
@@ -188,6 +195,60 @@ class SeatShard(TableModel):
         """The lane's block tickets not handed out yet, as [start, end)."""
         start = int(self.lane_next or 0)
         return start, max(int(self.lane_end or 0), start)
+
+
+
+class WaitlistQueue(TableModel):
+    """``EVENTQUEUE#<event_id>`` / ``QUEUE``: where the lanes of an event's waiting list take their blocks of
+    tickets, in a partition and an item of its own (not the event's item, which an index copies whole).
+
+    A block is claimed by ONE conditional UpdateItem, never inside a transaction: a transaction holds its items
+    for its whole time (~10 ms on AWS), so one item takes ~100 of them a second, while single writes hold
+    nothing and the item takes its partition's 1,000 a second (see registrations.waitlist, "claims").
+    ``seq`` is the last ticket claimed; ``left`` counts the tickets that left the list or went unused, as of
+    now (a join's answer subtracts it). ``claim_last[k]``/``claim_size[k]`` are lane k's latest block; the lane
+    has installed it when its ``lane_end - 1`` equals ``claim_last[k]``, otherwise the block is *pending*: its
+    tickets are unused until the lane's next join installs it. ``claim_from[k]`` is the ``lane_next`` of the
+    block it replaced as the claim saw it, so the install can correct ``left`` if the lane moved meanwhile;
+    ``claim_at[k]`` says when, so a claim left pending too long is never handed out late.
+    """
+
+    ITEM = "QUEUE"
+    PK_PREFIX = "EVENTQUEUE#"
+
+    event_id = UnicodeAttribute()
+    seq = NumberAttribute(null=True)
+    left = NumberAttribute(null=True)
+    claim_last = MapAttribute(null=True)
+    claim_size = MapAttribute(null=True)
+    claim_from = MapAttribute(null=True)
+    claim_at = MapAttribute(null=True)  # when, in milliseconds since the epoch
+
+    @classmethod
+    def key_for(cls, event_id: str) -> tuple[str, str]:
+        return cls.pk_for(event_id), cls.ITEM
+
+    @classmethod
+    def pk_for(cls, event_id: str) -> str:
+        return f"{cls.PK_PREFIX}{event_id}"
+
+    @classmethod
+    def new(cls, event_id: str, *, seq: int = 0, left: int = 0) -> WaitlistQueue:
+        return cls(*cls.key_for(event_id), event_id=event_id, seq=seq, left=left, claim_last={}, claim_size={},
+                   claim_from={}, claim_at={})
+
+    def pending(self, lane: int, lane_end: int | None) -> tuple[int, int] | None:
+        """Lane ``lane``'s claimed block [first, end) if the lane (whose current block ends at ``lane_end``) has
+        not installed it yet, else None."""
+        claims = self.claim_last.as_dict() if self.claim_last is not None else {}
+        last = claims.get(str(lane))
+        if last is None or (lane_end is not None and int(last) == int(lane_end) - 1):
+            return None
+        size = int(self.claim_size.as_dict()[str(lane)])
+        return int(last) - size + 1, int(last) + 1
+
+    def lanes_claimed(self) -> list[int]:
+        return sorted(int(k) for k in (self.claim_last.as_dict() if self.claim_last is not None else {}))
 
 
 CONFIRMED = "confirmed"

@@ -87,22 +87,6 @@ def remember_shards(event_id: str, count: int) -> None:
     _known_shards[event_id] = int(count)
 
 
-# event id -> (waitlist_seq, waitlist_left) as this process last saw them: a block claim's first guess.
-_known_waitlist: dict[str, tuple[int | None, int | None]] = {}
-
-
-def known_waitlist(event_id: str) -> dict:
-    """The waiting list's counters as this process last saw them (a guess a block claim's condition checks)."""
-    seq, left = _known_waitlist.get(event_id, (0, None))
-    return {"waitlist_seq": seq, "waitlist_left": left}
-
-
-def remember_waitlist(event_id: str, seq: int | None, left: int | None) -> None:
-    if len(_known_waitlist) >= _KNOWN_SHARDS_LIMIT:
-        _known_waitlist.clear()
-    _known_waitlist[event_id] = (seq, left)
-
-
 def new_shards(*, event_id: str, capacity: int, starts_at, layout: int = CURRENT_LAYOUT,
                taken: Iterable[int] = ()) -> list[SeatShard]:
     """A new event's shards, born in its registration layout (a seat is taken only under the current one)."""

@@ -2,20 +2,25 @@
 
 **Lanes.** A burst of joiners must not queue on one item (one item takes ~100 transactions/s). Each seat shard
 is also a *lane* of the waiting list: a joiner takes the next ticket of its home shard's lane, in a transaction
-that touches that shard and no other item of the event. A lane hands out the tickets of a *block* it claimed from
-the event's ``waitlist_seq`` (``seq = c`` -> ``c + size``, under ``seq = c``). On a quiet event every block has
-one ticket and is claimed by the join that uses it, so tickets are 1, 2, 3, ... in commit order, exactly as with
-one counter. A lane that used up its block within ``BLOCK_SECONDS`` claims one twice as big (up to
-``MAX_BLOCK``), so under a burst the event's item is written once per block instead of once per joiner. A block
-older than ``BLOCK_SECONDS`` is not used any more: the next joiner of that lane claims a fresh one and records
-the old block's unused tickets as gone. Order is ticket order, so two students who joined within one second of
-each other in different lanes of a burst may be in either order (as they would be in commit order); nobody
-overtakes anyone who joined more than ``BLOCK_SECONDS`` earlier.
+that touches that shard and no other item of the event. A lane hands out the tickets of a *block*. On a quiet
+event every block has one ticket and is claimed by the join that uses it, so tickets are 1, 2, 3, ... in commit
+order, exactly as with one counter. A lane that used up its block within ``BLOCK_SECONDS`` claims one twice as
+big (up to ``MAX_BLOCK``). A block older than ``BLOCK_SECONDS`` is not used any more: the next joiner of that
+lane claims a fresh one and the old block's unused tickets are recorded as gone. Order is ticket order, so two
+students who joined within one second of each other in different lanes of a burst may be in either order (as
+they would be in commit order); nobody overtakes anyone who joined more than ``BLOCK_SECONDS`` earlier.
+
+**Claims.** Blocks come from the event's queue item (``WaitlistQueue``: ``seq = seq + size``) by one conditional
+UpdateItem, outside the join's transaction (``claim_block``): a transaction would hold the item ~10 ms, so a
+burst of joiners whose lanes all need a block would queue ~100 a second on it; single writes hold nothing. The
+claim is recorded per lane and conditioned on the lane's previous claim being installed, so a block claimed
+by a joiner who then failed (or whose answer was lost) is *pending*: the lane's next joiner installs it, and
+until then its tickets count as unused.
 
 **Positions.** Every ticket below ``t`` was handed out (to an entry still waiting, or one that left), or is
 still unused in a lane's current block, or was recorded as gone with an old block. So::
 
-    position(t) = t - departed(tickets < t) - unused(tickets < t in the lanes' current blocks)
+    position(t) = t - departed(tickets < t) - unused(tickets < t in the lanes' current and pending blocks)
 
 ``departed`` is kept in a tree of counters (``WaitlistDepartures``), base ``FANOUT``, ``LEVELS`` deep. A
 departure of ticket ``s`` adds 1 to one digit of one node per level, in the very transaction that deletes the
@@ -32,13 +37,16 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from pynamodb.exceptions import UpdateError
 
 from registrations.errors import RegistrationError
-from registrations.models import Event, EventSeats, SeatShard, WaitlistDepartures, WaitlistEntry
-from tems.transactions import LabelledTransaction, TransactionCancelled
+from registrations.models import Event, EventSeats, SeatShard, WaitlistDepartures, WaitlistEntry, WaitlistQueue
+from tems.dynamo import batch_get_models
+from tems.transactions import LabelledTransaction, TransactionCancelled, is_conditional_check_failed, response_code
 
 # A lane keeps handing out its block for this long after claiming it; bounded overtaking, see the module doc.
 BLOCK_SECONDS = 1.0
@@ -69,6 +77,112 @@ def next_block_size(lane: SeatShard, now: datetime) -> int:
     if now < lane.lane_at + timedelta(seconds=block_seconds()):
         return min(max_block(), 2 * int(lane.lane_size))
     return 1
+
+# A single write that met a transaction holding the item (a departure's), or was throttled past botocore's own
+# retries: the caller pauses as after a conflict and tries again.
+TRANSIENT = {"TransactionConflictException", "ProvisionedThroughputExceededException", "ThrottlingException"}
+
+
+class QueueBusy(Exception):
+    """The queue item could not be written just now (see ``TRANSIENT``)."""
+
+
+@dataclass(frozen=True)
+class Block:
+    """A block of tickets [first, end) for one lane, from the queue item (``claim_block``)."""
+
+    first: int
+    end: int
+    left: int  # the queue's ``left`` when the block was claimed or found: a join's answer subtracts it
+    assumed_from: int  # the replaced block's ``lane_next`` as the claim counted its unused tickets gone
+    claimed: bool  # True if this call claimed it, False if it was a pending claim of an earlier joiner
+    # A pending claim older than BLOCK_SECONDS: handing out its tickets now would put the joiner ahead of everyone
+    # who joined since, so it is installed as gone instead (every ticket unused) and a fresh block claimed.
+    stale: bool = False
+
+
+def claim_block(*, event_id: str, lane: SeatShard, size: int, now: datetime) -> Block:
+    """Lane ``lane`` (as its image shows it) gets a new block of ``size`` tickets: ONE conditional UpdateItem of
+    the event's queue item, no transaction (so it holds nothing, and a burst of claims is not a queue of
+    transactions on one item).
+
+    The claim is recorded per lane under the condition that the lane's last claim is the block the image shows
+    installed, so a lane never has two claims in flight: the second claimant (or a botocore retry of this very
+    request after a lost answer) fails it, reads the queue to learn why (a read that only explains a refusal)
+    and gets the pending block back instead, to install it. The replaced block's unused tickets are counted in
+    ``left`` by the claim; the install records them in the departure tree (and corrects ``left`` if the lane
+    handed out more of them meanwhile).
+    """
+    k = str(int(lane.shard))
+    start, end = lane.unissued
+    last = WaitlistQueue.claim_last[k]
+    queue = WaitlistQueue(*WaitlistQueue.key_for(event_id))
+    for _ in range(3):
+        try:
+            queue.update(actions=[
+                WaitlistQueue.seq.set((WaitlistQueue.seq | 0) + size),
+                last.set((WaitlistQueue.seq | 0) + size),
+                WaitlistQueue.claim_size[k].set(size),
+                WaitlistQueue.claim_from[k].set(start),
+                WaitlistQueue.left.set((WaitlistQueue.left | 0) + (end - start)),
+                WaitlistQueue.claim_at[k].set(int(now.timestamp() * 1000)),
+            ], condition=claim_condition(lane))
+        except UpdateError as error:
+            if response_code(error) in TRANSIENT:
+                raise QueueBusy() from error
+            if not is_conditional_check_failed(error):
+                raise
+            found = queue_read(event_id)
+            pending = found.pending(int(lane.shard), lane.lane_end)
+            if pending is not None:
+                claimed_at = int((found.claim_at.as_dict() if found.claim_at is not None else {}).get(k, 0))
+                return Block(first=pending[0], end=pending[1], left=int(found.left or 0),
+                             assumed_from=int(found.claim_from.as_dict()[k]), claimed=False,
+                             stale=claimed_at + block_seconds() * 1000 < now.timestamp() * 1000)
+            continue  # the queue item did not exist yet (an event from before it): made now, claim again
+        last_ticket = int(queue.seq)
+        return Block(first=last_ticket - size + 1, end=last_ticket + 1, left=int(queue.left),
+                     assumed_from=start, claimed=True)
+    raise RegistrationError("busy", "The waiting list of this event is moving fast; please try again.")
+
+
+def claim_condition(lane: SeatShard):
+    """A lane claims a block only when its last claim is the block its image shows installed (or it has none
+    on record: a lane from before the queue item): one claim in flight per lane."""
+    last = WaitlistQueue.claim_last[str(int(lane.shard))]
+    installed = None if lane.lane_end is None else int(lane.lane_end) - 1
+    recorded = last.does_not_exist() if installed is None else (last == installed) | last.does_not_exist()
+    return WaitlistQueue.claim_last.exists() & recorded
+
+
+def queue_read(event_id: str) -> WaitlistQueue:
+    """The event's queue item, strongly consistent; made first for an event from before it existed, starting
+    from the sequence and departures its event's item kept (nothing writes those any more)."""
+    try:
+        queue = WaitlistQueue.get(*WaitlistQueue.key_for(event_id), consistent_read=True)
+        if queue.claim_last is not None:
+            return queue
+    except WaitlistQueue.DoesNotExist:
+        pass
+    try:
+        seats = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
+    except EventSeats.DoesNotExist:
+        raise RegistrationError("not_found", f"There is no event with id {event_id!r}.") from None
+    queue = WaitlistQueue(*WaitlistQueue.key_for(event_id))
+    try:
+        # Departures since the change may have made the item already (``left`` only): they are added to.
+        queue.update(actions=[
+            WaitlistQueue.event_id.set(event_id), WaitlistQueue.entity.set("WaitlistQueue"),
+            WaitlistQueue.seq.set(int(seats.waitlist_seq or 0)),
+            WaitlistQueue.left.set((WaitlistQueue.left | 0) + int(seats.waitlist_left or 0)),
+            WaitlistQueue.claim_last.set({}), WaitlistQueue.claim_size.set({}), WaitlistQueue.claim_from.set({}),
+            WaitlistQueue.claim_at.set({}),
+        ], condition=WaitlistQueue.claim_last.does_not_exist())
+    except UpdateError as error:
+        if not is_conditional_check_failed(error):
+            raise
+    return WaitlistQueue.get(*WaitlistQueue.key_for(event_id), consistent_read=True)
+
 
 FANOUT = WaitlistDepartures.FANOUT
 LEVELS = WaitlistDepartures.LEVELS
@@ -130,11 +244,13 @@ def _reads(ticket: int) -> list[tuple[Node, int]]:
     return [((level, block), digit) for level, block, digit in _digits(ticket) if digit > 0]
 
 
-def lane_blocks(event_ids: Iterable[str], *,
-                shard_counts: dict[str, int] | None = None) -> dict[str, list[tuple[int, int]]]:
-    """Each event's lanes' unused block tickets, [start, end) per lane: two strongly consistent BatchGetItems
-    (the events' shard counts, unless the caller read its events already, then their shards). Shard counts
-    never shrink, so counts read a moment ago name every lane there is or was."""
+def lane_blocks(event_ids: Iterable[str], *, shard_counts: dict[str, int] | None = None,
+                queues: dict[str, WaitlistQueue] | None = None) -> dict[str, list[tuple[int, int]]]:
+    """Each event's unused block tickets, [start, end) per block: the rest of each lane's current block, and the
+    whole of a block claimed for a lane that has not installed it yet. Strongly consistent BatchGetItems: the
+    events' shard counts (unless the caller read its events already), their queue items (unless the caller
+    read them, as ``positions`` does with the departure nodes), then their lanes. Shard counts never shrink, so
+    counts read a moment ago name every lane there is or was; a claim the lanes show installed is not pending."""
     event_ids = sorted(set(event_ids))
     if not event_ids:
         return {}
@@ -143,10 +259,20 @@ def lane_blocks(event_ids: Iterable[str], *,
     if missing:
         counts.update({seats.pk.removeprefix(Event.PK_PREFIX): int(seats.seat_shards or 0) for seats in
                        EventSeats.batch_get([EventSeats.key_for(e) for e in missing], consistent_read=True)})
+    if queues is None:
+        queues = {queue.event_id: queue for queue in WaitlistQueue.batch_get(
+            [WaitlistQueue.key_for(e) for e in event_ids], consistent_read=True)}
     keys = [SeatShard.key_for(event_id, shard) for event_id in event_ids for shard in range(counts.get(event_id, 0))]
     blocks: dict[str, list[tuple[int, int]]] = {event_id: [] for event_id in event_ids}
+    ends: dict[tuple[str, int], int | None] = {}
     for lane in SeatShard.batch_get(keys, consistent_read=True):
         blocks[lane.event_id].append(lane.unissued)
+        ends[(lane.event_id, int(lane.shard))] = None if lane.lane_end is None else int(lane.lane_end)
+    for event_id, queue in queues.items():
+        for shard in queue.lanes_claimed():
+            pending = queue.pending(shard, ends.get((event_id, shard)))
+            if pending is not None and event_id in blocks:
+                blocks[event_id].append(pending)
     return blocks
 
 
@@ -158,7 +284,7 @@ def positions(*, tickets: Iterable[tuple[str, int]],
               shard_counts: dict[str, int] | None = None) -> dict[tuple[str, int], int]:
     """The position of each (event_id, ticket), 1 for the head: strongly consistent BatchGetItems of the counter
     nodes (a ticket needs at most ``LEVELS``; nodes shared by several tickets are read once, 100 per request)
-    and of the events' lanes (two requests, see ``lane_blocks``).
+    with the events' queue items, then of the events' lanes (two more requests at most, see ``lane_blocks``).
 
     Exact as of the read for a ticket still waiting. Tickets that have left get a meaningless number: callers
     ask only for entries they know to be waiting.
@@ -168,8 +294,13 @@ def positions(*, tickets: Iterable[tuple[str, int]],
         return {}
     keys = {WaitlistDepartures.key_for(event_id, level, block)
             for event_id, ticket in wanted for (level, block), _ in _reads(ticket)}
-    nodes = {(node.pk, node.sk): node for node in WaitlistDepartures.batch_get(sorted(keys), consistent_read=True)}
-    blocks = lane_blocks((event_id for event_id, _ in wanted), shard_counts=shard_counts)
+    event_ids = {event_id for event_id, _ in wanted}
+    # The counter nodes and the queue items in the same BatchGetItem: different models, one table.
+    items = batch_get_models([*((WaitlistDepartures, key) for key in keys),
+                              *((WaitlistQueue, WaitlistQueue.key_for(e)) for e in event_ids)])
+    nodes = {(node.pk, node.sk): node for node in items if isinstance(node, WaitlistDepartures)}
+    queues = {queue.event_id: queue for queue in items if isinstance(queue, WaitlistQueue)}
+    blocks = lane_blocks(event_ids, shard_counts=shard_counts, queues=queues)
     found: dict[tuple[str, int], int] = {}
     for event_id, ticket in wanted:
         departed = 0
@@ -198,7 +329,8 @@ def rebuild_departures(*, event_id: str) -> int:
     current block are the departures).
 
     For events whose waiting list predates the tree. Each chunk of nodes is written with absolute values in one
-    transaction that also checks the event's ``waitlist_seq`` and ``waitlist_count`` and every lane's block and
+    transaction that also checks the event's ``waitlist_seq`` and ``waitlist_count``, the queue's ``seq``, and every
+    lane's block and
     ``waiting`` are still what was read with the entries, so a join or a departure in between makes it read
     again instead of writing a stale count (a departure that lands between two chunks ADDs to a node already
     exact, and the next chunk rereads). Returns the number of nodes written. Raises RegistrationError('busy')
@@ -213,16 +345,26 @@ def rebuild_departures(*, event_id: str) -> int:
         lanes = [] if not seats.seat_shards else sorted(
             SeatShard.batch_get([SeatShard.key_for(event_id, k) for k in range(int(seats.seat_shards))],
                                 consistent_read=True), key=lambda lane: int(lane.shard))
+        try:
+            queue = WaitlistQueue.get(*WaitlistQueue.key_for(event_id), consistent_read=True)
+        except WaitlistQueue.DoesNotExist:
+            queue = None
+        queue_seq = None if queue is None else queue.seq
         partitions = [WaitlistEntry.lane_pk_for(event_id, None),
                       *(WaitlistEntry.lane_pk_for(event_id, int(lane.shard)) for lane in lanes)]
         live = {int(entry.ticket) for pk in partitions for entry in WaitlistEntry.query(
             pk, WaitlistEntry.sk.startswith(WaitlistEntry.SK_PREFIX), consistent_read=True)}
         unused = {ticket for lane in lanes for ticket in range(*lane.unissued)}
+        if queue is not None and queue.claim_last is not None:
+            ends = {int(lane.shard): lane.lane_end for lane in lanes}
+            unused |= {ticket for shard in queue.lanes_claimed()
+                       for ticket in range(*(queue.pending(shard, ends.get(shard)) or (0, 0)))}
+        last = max(seq, int(queue_seq or 0))
         nodes: dict[Node, dict[int, int]] = {}
-        gone = (t for t in range(1, seq + 1) if t not in live and t not in unused)
+        gone = (t for t in range(1, last + 1) if t not in live and t not in unused)
         for (level, block, digit), amount in departure_nodes(gone).items():
             nodes.setdefault((level, block), {})[digit] = amount
-        per_chunk = REBUILD_ITEMS - 1 - len(lanes)
+        per_chunk = REBUILD_ITEMS - 2 - len(lanes)
         chunks = [sorted(nodes.items())[start:start + per_chunk] for start in range(0, len(nodes), per_chunk)]
         try:
             for chunk in chunks:
@@ -231,6 +373,9 @@ def rebuild_departures(*, event_id: str) -> int:
                     EventSeats.waitlist_seq == seq if seats.waitlist_seq is not None
                     else EventSeats.waitlist_seq.does_not_exist())
                 transaction.condition_check("event", EventSeats, *EventSeats.key_for(event_id), condition=unchanged)
+                # Since the queue item, blocks are claimed there: no claim in between either.
+                transaction.condition_check("queue", WaitlistQueue, *WaitlistQueue.key_for(event_id),
+                                            condition=_same(WaitlistQueue.seq, queue_seq))
                 for lane in lanes:
                     transaction.condition_check(f"lane_{lane.shard}", SeatShard, *SeatShard.key_for(
                         event_id, int(lane.shard)), condition=_same(SeatShard.lane_next, lane.lane_next)

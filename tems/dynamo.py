@@ -8,6 +8,7 @@ Every PynamoDB model of TEMS declares ``class Meta(TableMeta)`` and so lives in 
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -112,6 +113,28 @@ def table_models() -> list[type[Model]]:
         meta = getattr(cls, "Meta", None)
         if cls is not TableModel and isinstance(meta, type) and issubclass(meta, TableMeta):
             found.append(cls)
+    return found
+
+
+def batch_get_models(wanted: Iterable[tuple[type[Model], tuple[str, str]]], *,
+                     consistent_read: bool = True) -> list[Model]:
+    """Items of several models of the single table, each key with its model, in as few BatchGetItems as
+    PynamoDB's ``batch_get`` would need for them all (100 keys a page; unprocessed keys asked again). Missing
+    items are left out."""
+    by_key = {(pk, sk): model for model, (pk, sk) in wanted}
+    found: list[Model] = []
+    keys = [{"PK": {"S": pk}, "SK": {"S": sk}} for pk, sk in sorted(by_key)]
+    sender = next(iter(by_key.values()), None)
+    while keys:
+        page, keys = keys[:100], keys[100:]
+        while page:
+            # Any of the models sends it: they share the table, and each carries the connection (and metering)
+            # configure_models gave it.
+            items, unprocessed = sender._batch_get_page(page, consistent_read=consistent_read,
+                                                        attributes_to_get=None)
+            for raw in items or ():
+                found.append(by_key[(raw["PK"]["S"], raw["SK"]["S"])].from_raw_data(raw))
+            page = unprocessed or []
     return found
 
 

@@ -25,6 +25,7 @@ SEAT = "seat"  # one seat shard (see registrations.seats); the waitlist join che
 LANE = "lane"  # the seat shard a waitlist join takes its ticket from (registrations.waitlist, "lanes")
 EVENT = EVENT_SEATS  # the event item, in an edit's or a creation's transaction
 OUTBOX = "outbox"
+QUEUE = "queue"  # the event's waitlist queue item (registrations.waitlist, "claims")
 
 # Each round is one request. Losing the waitlist ticket to another joiner costs a round, so a burst of N
 # waitlisters needs up to N rounds for the last of them; 64 covers a burst far above a real event's and still

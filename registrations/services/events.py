@@ -9,12 +9,13 @@ from datetime import datetime
 
 from registrations import seats
 from registrations.errors import RegistrationError
-from registrations.models import CURRENT_LAYOUT, Event, EventSeats, SeatShard
+from registrations.models import CURRENT_LAYOUT, Event, EventSeats, SeatShard, WaitlistQueue
 from registrations.selectors import event_to_dict
 from registrations.services.common import (
     EVENT,
     IDEMPOTENCY,
     OUTBOX,
+    QUEUE,
     WRITE_POLICY,
     StoredOutcome,
     _busy,
@@ -72,6 +73,8 @@ def _commit_event_create(event: Event, *, record: IdempotencyRecord | None = Non
         for shard in seats.new_shards(event_id=event.event_id, capacity=int(event.capacity),
                                       starts_at=event.starts_at, layout=CURRENT_LAYOUT):
             transaction.save(f"shard_{int(shard.shard)}", shard, condition=SeatShard.pk.does_not_exist())
+        # And the queue the waiting list's lanes take their tickets from (registrations.waitlist, "claims").
+        transaction.save(QUEUE, WaitlistQueue.new(event.event_id), condition=WaitlistQueue.pk.does_not_exist())
         if record is not None:
             transaction.save(IDEMPOTENCY, record, condition=record_is_absent_or_expired(record.created_at),
                              return_old_on_failure=True)

@@ -25,6 +25,7 @@ from registrations.models import (
     RegistrationClaim,
     SeatShard,
     WaitlistEntry,
+    WaitlistQueue,
 )
 from registrations.services.common import (
     CLAIM,
@@ -34,6 +35,7 @@ from registrations.services.common import (
     LANE,
     MAX_ROUNDS,
     OUTBOX,
+    QUEUE,
     SEAT,
     USER_REGISTRATION,
     WAITLIST_ENTRY,
@@ -127,7 +129,11 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
     for _ in range(MAX_ROUNDS):
         shard = route.next_shard()
         joining = shard is None
-        join: _Join | None = _Join.plan(attempt, route) if joining else None
+        try:
+            join: _Join | None = _Join.plan(attempt, route) if joining else None
+        except waitlist_module.QueueBusy:
+            conflicts.pause()  # the queue item is held by a departure's transaction, or throttled
+            continue
         transaction, response = (join.transaction() if join is not None
                                  else _confirm_transaction(attempt, shard))
         try:
@@ -182,8 +188,10 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
                 conflicts.pause()
                 continue
             raise
-        if join is not None:
-            join.committed()
+        if join is not None and not join.registers:
+            # The gate is closed now (or a stale block was retired): the next round takes a ticket.
+            route.gate = True
+            continue
         return RegistrationOutcome(response, "created")
     raise _busy("The waiting list for this event is moving fast; please try again in a moment.")
 
@@ -284,7 +292,6 @@ class _Route:
 
     def saw_event(self, seats: dict[str, Any]) -> None:
         self.event = seats
-        seats_module.remember_waitlist(self.event_id, seats["waitlist_seq"], seats["waitlist_left"])
         if seats["seat_shards"] and seats["seat_shards"] != self.count:
             self.count = seats["seat_shards"]
             seats_module.remember_shards(self.event_id, self.count)
@@ -329,8 +336,6 @@ def _event_image(raw_item: dict[str, Any] | None, event_id: str) -> dict[str, An
         "capacity": int(seats.capacity),
         "registered_count": int(seats.registered_count or 0),
         "waitlist_count": int(seats.waitlist_count or 0),
-        "waitlist_seq": None if seats.waitlist_seq is None else int(seats.waitlist_seq),
-        "waitlist_left": None if seats.waitlist_left is None else int(seats.waitlist_left),
         "starts_at": seats.starts_at,
         "seat_shards": int(seats.seat_shards or 0),
         "sliced": int(seats.capacity if seats.sliced is None else seats.sliced),
@@ -429,11 +434,15 @@ def _unchanged(attribute, value: int | None):
 
 @dataclass
 class _Join:
-    """One attempt at joining the waiting list: the lane's next ticket, planned from the images seen so far.
+    """One round of joining the waiting list, planned from the images seen so far.
 
-    ``closing``: the gate is not known to be closed, so this join checks every shard full and closes it on all
-    of them (and checks the event's counters). Otherwise it touches the lane's shard and, when the lane needs
-    a new block, the event's ``waitlist_seq``: on a quiet event, every join; in a burst, once per block.
+    ``closing``: the gate is not known to be closed, so this round only closes it: one transaction checks every
+    shard full and sets the gate on all of them (nothing of the student's is in it); the next round joins.
+    Otherwise the round takes the lane's next ticket in a transaction that touches the lane's shard and no other
+    item of the event. When the lane needs a new block, ``plan`` first claims it from the event's queue item by
+    a single write (``waitlist.claim_block``), and this transaction installs it; a block claimed earlier and
+    never installed is installed now, or, claimed too long ago, installed as gone (``registers`` False: the
+    round hands out nothing, the next one claims afresh).
     """
 
     attempt: _NewRegistration
@@ -442,100 +451,97 @@ class _Join:
     closing: bool
     ticket: int
     now: datetime
-    block: tuple[int, int] | None = None  # a new block [first, end) claimed from the event, or None
-    seen: dict[str, Any] | None = None  # the event's counters the claim is conditioned on
-    recorded: tuple[int, int] = (0, 0)  # the lane's unused old block, recorded as gone with the claim
+    block: waitlist_module.Block | None = None
     position: int = 1
 
     @classmethod
     def plan(cls, attempt: _NewRegistration, route: _Route) -> _Join:
         image, now = route.lane_image, utcnow()
+        if not route.gate:
+            return cls(attempt=attempt, route=route, lane=route.lane, closing=True, ticket=0, now=now)
         if waitlist_module.block_usable(image, now):
             ticket = int(image.lane_next)
-            return cls(attempt=attempt, route=route, lane=route.lane, closing=not route.gate, ticket=ticket,
-                       now=now, position=max(ticket - int(image.lane_left or 0), 1))
-        seen = route.event or seats_module.known_waitlist(route.event_id)
-        seq, left = int(seen["waitlist_seq"] or 0), int(seen["waitlist_left"] or 0)
-        size = waitlist_module.next_block_size(image, now)
-        start, end = image.unissued
-        recorded = (start, end) if start < end else (0, 0)
-        left_after = left + (recorded[1] - recorded[0])
-        return cls(attempt=attempt, route=route, lane=route.lane, closing=not route.gate, ticket=seq + 1, now=now,
-                   block=(seq + 1, seq + 1 + size), seen=seen, recorded=recorded,
-                   position=max(seq + 1 - left_after, 1))
+            return cls(attempt=attempt, route=route, lane=route.lane, closing=False, ticket=ticket, now=now,
+                       position=max(ticket - int(image.lane_left or 0), 1))
+        block = waitlist_module.claim_block(event_id=route.event_id, lane=image,
+                                            size=waitlist_module.next_block_size(image, now), now=now)
+        join = cls(attempt=attempt, route=route, lane=route.lane, closing=False, ticket=block.first, now=now,
+                   block=block)
+        join.position = max(block.first - join._left(), 1)
+        return join
 
-    def transaction(self) -> tuple[LabelledTransaction, StoredResponse]:
-        attempt, route, image = self.attempt, self.route, self.route.lane_image
-        transaction, response = _base_transaction(attempt, status=WAITLISTED, position=self.position,
-                                                  ticket=self.ticket, lane=self.lane)
-        transaction.save(
-            WAITLIST_ENTRY,
-            WaitlistEntry(*WaitlistEntry.key_for(attempt.event_id, self.ticket, self.lane),
-                          registration_id=attempt.registration_id, event_id=attempt.event_id,
-                          user_id=attempt.user_id, ticket=self.ticket, lane=self.lane),
-            condition=WaitlistEntry.pk.does_not_exist(),
-        )
-        actions = [SeatShard.waiting.add(1)]
+    @property
+    def registers(self) -> bool:
+        return not self.closing and not (self.block is not None and self.block.stale)
+
+    def _correction(self) -> int:
+        """How much the queue's ``left`` is off once this install commits: the claim counted the replaced block's
+        tickets from ``assumed_from`` as gone, the lane may have handed out some since; a stale block goes whole."""
         if self.block is None:
-            actions.append(SeatShard.lane_next.set(self.ticket + 1))
-        else:
-            first, end = self.block
-            actions += [SeatShard.lane_next.set(first + 1), SeatShard.lane_end.set(end),
-                        SeatShard.lane_at.set(self.now), SeatShard.lane_size.set(end - first),
-                        SeatShard.lane_left.set(self._left_after())]
+            return 0
+        correction = self.block.assumed_from - self.route.lane_image.unissued[0]
+        return correction + (self.block.end - self.block.first if self.block.stale else 0)
+
+    def _left(self) -> int:
+        return self.block.left + self._correction()
+
+    def transaction(self) -> tuple[LabelledTransaction, StoredResponse | None]:
+        if self.closing:
+            return self._closing(), None
+        attempt, image, block = self.attempt, self.route.lane_image, self.block
         # The lane's block is still what its image showed: two joiners of one lane never take the same ticket.
         # ``layout``: no registration is written under the current keys while a claim of the event may still sit
         # under the legacy ones (services/layout.py); the lane's refused image says so, and the event is upgraded.
-        lane_condition = (SeatShard.pk.exists() & _unchanged(SeatShard.lane_next, image.lane_next)
-                          & _unchanged(SeatShard.lane_end, image.lane_end)
-                          & (SeatShard.starts_at > attempt.created_at) & (SeatShard.layout == CURRENT_LAYOUT))
-        if self.closing:
-            # Full means every shard full, checked in this very transaction, and the gate closes on all of them:
-            # from then on a join needs its lane's gate closed and nothing else of the event.
-            for shard in range(route.count):
-                full = _shard_full() & gate_open()
-                shard_actions = [SeatShard.gate.set(CLOSED)]
-                if shard == self.lane:
-                    full, shard_actions = full & lane_condition, shard_actions + actions
-                transaction.update(_seat_check(shard), SeatShard(*SeatShard.key_for(attempt.event_id, shard)),
-                                   actions=shard_actions, condition=full, return_old_on_failure=True)
+        condition = (SeatShard.pk.exists() & _unchanged(SeatShard.lane_next, image.lane_next)
+                     & _unchanged(SeatShard.lane_end, image.lane_end)
+                     & (SeatShard.starts_at > attempt.created_at) & (SeatShard.layout == CURRENT_LAYOUT))
+        # Gate 1: closed. Gate 2 (RAISED): closed with seats of a raise waiting to go to the people waiting;
+        # a newcomer finishes that promotion first, and joins behind them only if it could not.
+        condition &= (SeatShard.gate >= CLOSED) if self.route.healed else (SeatShard.gate == CLOSED)
+        if block is not None and block.stale:
+            transaction, response, actions = LabelledTransaction(), None, [SeatShard.lane_next.set(block.end)]
         else:
-            # Gate 1: closed. Gate 2 (RAISED): closed with seats of a raise waiting to go to the people waiting;
-            # a newcomer finishes that promotion first, and joins behind them only if it could not.
-            gate = (SeatShard.gate >= CLOSED) if route.healed else (SeatShard.gate == CLOSED)
-            transaction.update(LANE, SeatShard(*SeatShard.key_for(attempt.event_id, self.lane)), actions=actions,
-                               condition=lane_condition & gate, return_old_on_failure=True)
-        self._add_event(transaction)
-        if self.recorded[0] < self.recorded[1]:
-            waitlist_module.record_departures(transaction, event_id=attempt.event_id,
-                                              tickets=range(*self.recorded))
+            transaction, response = _base_transaction(attempt, status=WAITLISTED, position=self.position,
+                                                      ticket=self.ticket, lane=self.lane)
+            transaction.save(
+                WAITLIST_ENTRY,
+                WaitlistEntry(*WaitlistEntry.key_for(attempt.event_id, self.ticket, self.lane),
+                              registration_id=attempt.registration_id, event_id=attempt.event_id,
+                              user_id=attempt.user_id, ticket=self.ticket, lane=self.lane),
+                condition=WaitlistEntry.pk.does_not_exist(),
+            )
+            actions = [SeatShard.waiting.add(1), SeatShard.lane_next.set(self.ticket + 1)]
+        if block is not None:
+            # The claimed block becomes the lane's; what the old one did not hand out is gone, recorded in the
+            # departure tree in this very transaction (positions stay exact), and ``left`` fixed if it was off.
+            actions += [SeatShard.lane_end.set(block.end), SeatShard.lane_at.set(self.now),
+                        SeatShard.lane_size.set(block.end - block.first), SeatShard.lane_left.set(self._left())]
+            gone = [*range(*image.unissued), *(range(block.first, block.end) if block.stale else ())]
+            if gone:
+                waitlist_module.record_departures(transaction, event_id=attempt.event_id, tickets=gone)
+            if self._correction():
+                transaction.update(QUEUE, WaitlistQueue(*WaitlistQueue.key_for(attempt.event_id)),
+                                   actions=[WaitlistQueue.left.add(self._correction())],
+                                   condition=WaitlistQueue.pk.exists())
+        transaction.update(LANE, SeatShard(*SeatShard.key_for(attempt.event_id, self.lane)), actions=actions,
+                           condition=condition, return_old_on_failure=True)
         return transaction, response
 
-    def _left_after(self) -> int:
-        return int(self.seen["waitlist_left"] or 0) + (self.recorded[1] - self.recorded[0])
-
-    def _add_event(self, transaction: LabelledTransaction) -> None:
-        attempt = self.attempt
-        condition = EventSeats.pk.exists() & _still_open(attempt) & (EventSeats.layout == CURRENT_LAYOUT)
-        if self.closing:
-            condition &= (EventSeats.seat_shards == self.route.count) & _all_sliced(self.route)
-        if self.block is not None:
-            # The block's tickets are the sequence's next ones, claimed by the condition that it is still what
-            # was seen (no read decides); the departures are pinned too, so the first ticket's position is exact.
-            condition &= (_unchanged(EventSeats.waitlist_seq, self.seen["waitlist_seq"])
-                          & _unchanged(EventSeats.waitlist_left, self.seen["waitlist_left"]))
-            transaction.update(EVENT_SEATS, EventSeats(*EventSeats.key_for(attempt.event_id)),
-                               actions=[EventSeats.waitlist_seq.set(self.block[1] - 1),
-                                        EventSeats.waitlist_left.set(self._left_after())],
-                               condition=condition, return_old_on_failure=True)
-        elif self.closing:
-            transaction.condition_check(EVENT_SEATS, EventSeats, *EventSeats.key_for(attempt.event_id),
-                                        condition=condition, return_old_on_failure=True)
-
-    def committed(self) -> None:
-        route = self.route
-        if self.block is not None:
-            seats_module.remember_waitlist(route.event_id, self.block[1] - 1, self._left_after())
+    def _closing(self) -> LabelledTransaction:
+        """Full means every shard full, checked in this very transaction, and the gate closes on all of them: from
+        then on a join needs its lane's gate closed and nothing else of the event."""
+        attempt, route = self.attempt, self.route
+        transaction = LabelledTransaction()
+        for shard in range(route.count):
+            transaction.update(_seat_check(shard), SeatShard(*SeatShard.key_for(attempt.event_id, shard)),
+                               actions=[SeatShard.gate.set(CLOSED)],
+                               condition=_shard_full() & gate_open() & (SeatShard.shards == route.count),
+                               return_old_on_failure=True)
+        condition = (EventSeats.pk.exists() & _still_open(attempt) & (EventSeats.layout == CURRENT_LAYOUT)
+                     & (EventSeats.seat_shards == route.count) & _all_sliced(route))
+        transaction.condition_check(EVENT_SEATS, EventSeats, *EventSeats.key_for(attempt.event_id),
+                                    condition=condition, return_old_on_failure=True)
+        return transaction
 
 
 def _replay(raw_item: dict[str, Any], attempt: _NewRegistration) -> RegistrationOutcome:

@@ -17,8 +17,9 @@ from registrations.models import (
     RegistrationClaim,
     SeatShard,
     WaitlistEntry,
+    WaitlistQueue,
 )
-from registrations.services.common import EVENT_SEATS, SEAT, _busy, conflict_backoff, layout_as_read
+from registrations.services.common import EVENT_SEATS, QUEUE, SEAT, _busy, conflict_backoff, layout_as_read
 from registrations.services.layout import upgrade_if_legacy
 from registrations.services.shards import CLOSED, RAISED, add_reslice, planned_sizes, shard_event
 from tems.clock import utcnow
@@ -39,7 +40,7 @@ OUTBOX_PROMOTED = "outbox_promoted"
 
 
 # Items per promotion in a transaction: claim, two registration copies, waitlist entry, outbox message. With
-# the event's counters and one shard that is 5 * 15 + 2 = 77 of DynamoDB's 100 items per transaction.
+# the event's counters, the queue and one shard that is 5 * 15 + 3 = 78 of DynamoDB's 100 items per transaction.
 PROMOTION_BATCH = 15
 # Rounds in a row that promote nobody (another promoter, canceller or editor got in between each time) before
 # a promotion gives up for now; progress resets it, so a long waiting list is never cut short.
@@ -55,6 +56,7 @@ class SeatWrites:
         self.shards: dict[int, tuple[list, Any]] = {}
         self.event_actions: list = []
         self.event_condition: Any = None
+        self.queue_left = 0  # tickets that left, for the queue's ``left`` (a join's answer subtracts it)
 
     def shard(self, shard: int, *, actions: Sequence = (), condition: Any = None) -> None:
         known, known_condition = self.shards.get(int(shard), ([], None))
@@ -65,18 +67,21 @@ class SeatWrites:
         self.event_condition = _both(self.event_condition, condition)
 
     def depart(self, transaction: LabelledTransaction, entries: Sequence[WaitlistEntry]) -> None:
-        """``entries`` leave the waiting list: their lanes' ``waiting`` and the event's ``waitlist_left`` move
-        with the departure counters (the caller deletes the entries in the same transaction)."""
+        """``entries`` leave the waiting list: their lanes' ``waiting`` and the queue's ``left`` move with the
+        departure counters (the caller deletes the entries in the same transaction)."""
         waitlist.record_departures(transaction, event_id=self.event_id, tickets=[int(e.ticket) for e in entries])
         legacy = sum(1 for entry in entries if entry.lane is None)
         for lane in sorted({int(entry.lane) for entry in entries if entry.lane is not None}):
             gone = sum(1 for entry in entries if entry.lane is not None and int(entry.lane) == lane)
             self.shard(lane, actions=[SeatShard.waiting.add(-gone)], condition=SeatShard.waiting >= gone)
-        self.event(actions=[EventSeats.waitlist_left.add(len(entries))])
+        self.queue_left += len(entries)
         if legacy:
             self.event(actions=[EventSeats.waitlist_count.add(-legacy)], condition=EventSeats.waitlist_count >= legacy)
 
     def add_to(self, transaction: LabelledTransaction) -> None:
+        if self.queue_left:
+            transaction.update(QUEUE, WaitlistQueue(*WaitlistQueue.key_for(self.event_id)),
+                               actions=[WaitlistQueue.left.add(self.queue_left)])
         for shard, (actions, condition) in sorted(self.shards.items()):
             model = SeatShard(*SeatShard.key_for(self.event_id, shard))
             condition = _both(SeatShard.pk.exists(), condition)
@@ -212,7 +217,7 @@ def waitlist_promote(*, event_id: str, now: datetime | None = None,
                                           lanes=(seats, lanes)) if waiting and unsliced > 0 else [])
         if heads:
             # Their departure counters share the transaction's 100 items: far apart tickets need more of them.
-            heads = heads[:waitlist.fit_batch([int(h.ticket) for h in heads], items_per_ticket=6, fixed_items=2)]
+            heads = heads[:waitlist.fit_batch([int(h.ticket) for h in heads], items_per_ticket=6, fixed_items=3)]
             # The new seats go to one shard per round, turn by turn, so the slices stay about even.
             shard = sliced % count
             for n, head in enumerate(heads):

@@ -16,7 +16,15 @@ from typing import Any
 
 from registrations import selectors, services
 from registrations.errors import RegistrationError
-from registrations.models import REGISTRATION_BUCKETS, Event, EventSeats, Registration, RegistrationClaim, SeatShard
+from registrations.models import (
+    REGISTRATION_BUCKETS,
+    Event,
+    EventSeats,
+    Registration,
+    RegistrationClaim,
+    SeatShard,
+    WaitlistQueue,
+)
 from registrations.seats import event_seats, max_shards
 from tems.clock import utcnow
 from tems.dynamo import metered
@@ -117,9 +125,10 @@ def _delete_run(*, event_id: str, user_id: str, keys: set[str], since) -> None:
 
 
 def _event_partitions(event_id: str) -> list[str]:
-    """The partitions that hold only this event's items: its own and its registrations' buckets."""
-    return [Event.pk_for(event_id), *(Registration.event_pk_for(event_id, bucket)
-                                      for bucket in range(REGISTRATION_BUCKETS))]
+    """The partitions that hold only this event's items: its own, its waiting list's queue item's and its
+    registrations' buckets."""
+    return [Event.pk_for(event_id), WaitlistQueue.pk_for(event_id),
+            *(Registration.event_pk_for(event_id, bucket) for bucket in range(REGISTRATION_BUCKETS))]
 
 
 # --- the try-it panel: one scratch event per person ----------------------------------------------------------

@@ -495,7 +495,7 @@ def _item_of(label: str) -> str:
         return "the seat's item"  # a shard, or the single counter's event item
     if label == "lane" or label.startswith("seat_"):
         return "a shard"
-    return {"event": "the event's item"}.get(label, label.split("_")[0])
+    return {"event": "the event's item", "queue": "the queue item"}.get(label, label.split("_")[0])
 
 
 def _throttled(code: str) -> str:
@@ -531,11 +531,26 @@ def tallied(counts: Counter) -> Iterator[None]:
             closed.set()
         return result
 
+    claim = waitlist.claim_block
+
+    def claim_spy(**kwargs: Any) -> waitlist.Block:
+        # A lane's new block: one UpdateItem of the queue item, outside any transaction (whatever the gate).
+        phase = "any"
+        try:
+            block = claim(**kwargs)
+        except waitlist.QueueBusy:
+            count(("block claim", phase, "conflicted"))
+            raise
+        count(("block claim", phase, "committed" if block.claimed else "refused"))
+        return block
+
     LabelledTransaction.commit = spy
+    waitlist.claim_block = claim_spy
     try:
         yield
     finally:
         LabelledTransaction.commit = original
+        waitlist.claim_block = claim
 
 
 def run_hot(design: str, scenario: Scenario, *, direct: TableConfig, model: ModelProcess) -> DesignResult:
@@ -739,11 +754,12 @@ HOW_TO_READ = """How the run is made and what the rows mean:
   `CapacityModel.report()`; *above their limit* counts partitions whose peak exceeded it (the model admits a
   request on an estimate, so a peak can run over). Throttles and conflicts are requests the model refused.
 - **The service's transactions**, counted by a spy on commit: *seat attempts* (one seat of one shard), *closing
-  joins* (check every shard full and close the waiting list's gate on all of them), *lane joins* (a ticket from
-  one lane, the gate already closed, maybe claiming a block from the event's `waitlist_seq`), before and after
-  the first closing join committed; each committed, refused by a condition (the image then says where to go),
-  or conflicted or throttled (retried after a pause; a student who meets 12 is answered 503), with the items
-  the conflicts were on (a transaction may meet several).
+  joins* (check every shard full and close the waiting list's gate on all of them; nothing of the student's),
+  *lane joins* (a ticket from one lane, the gate already closed, maybe installing a block), before and after
+  the first closing join committed, and *block claims* (one UpdateItem of the queue item, before the lane join
+  that installs the block: claimed, or found one pending and installed it instead); each committed, refused by
+  a condition (the image then says where to go), or conflicted or throttled (retried after a pause; a student
+  who meets 12 is answered 503), with the items the conflicts were on (a transaction may meet several).
 - **From the table afterwards** (strongly consistent Query of the event's items, then `tems.invariants` over the
   whole table): duplicates are students with more than one live registration; oversell is confirmed over
   capacity; confirmed should be min(capacity, students who got a registration), and min(capacity, all students)
@@ -819,6 +835,8 @@ def section(results: list[DesignResult], scenario: Scenario, invariants: dict[st
         for phase in ("before", "after"):
             row(f"{name} {phase} the gate closed: committed / refused / conflicted or throttled (on)",
                 lambda r, n, kind=kind, phase=phase: _tally(r.transactions, kind, phase))
+    row("block claims (one UpdateItem of the queue item): claimed / found one pending / conflicted or throttled",
+        lambda r, n: _tally(r.transactions, "block claim", "any"))
     row("transaction in DynamoDB Local p50 / p99 ms (machine)", lambda r, n: "{} / {}".format(
         n["in_flight"].get("p50", "-"), n["in_flight"].get("p99", "-")))
     row("duplicates (students with > 1 live registration)", lambda r, n: str(r.table["duplicates"]))

@@ -6,6 +6,7 @@ from collections import Counter
 
 import pytest
 
+from registrations import waitlist
 from tems.dynamo import TableConfig, configure_models
 from tems.transactions import LabelledTransaction, Reason, TransactionCancelled
 from tests.bench.context import BenchContext
@@ -111,4 +112,25 @@ def test_the_tally_sorts_transactions_by_kind_outcome_and_gate(monkeypatch):
         ("lane join", "after", "conflicted"): 1, ("lane join", "after", "on the event's item (throttled)"): 1,
     })
     assert _tally(counts, "closing join", "before") == "1 / 0 / 1 (a shard 1, the event's item 1)"
+
+
+def test_the_tally_counts_block_claims_by_what_became_of_them(monkeypatch):
+    outcomes = iter([waitlist.Block(first=1, end=2, left=0, assumed_from=0, claimed=True),
+                     waitlist.Block(first=1, end=2, left=0, assumed_from=0, claimed=False),
+                     waitlist.QueueBusy()])
+
+    def claim_block(**kwargs):
+        outcome = next(outcomes)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    monkeypatch.setattr(waitlist, "claim_block", claim_block)
+    counts = Counter()
+    with tallied(counts):
+        for _ in range(3):
+            with contextlib.suppress(waitlist.QueueBusy):
+                waitlist.claim_block(event_id="e", lane=None, size=1, now=None)
+    assert waitlist.claim_block is claim_block
+    assert _tally(counts, "block claim", "any") == "1 / 1 / 1"
     assert _tally(counts, "seat", "after") == "-"

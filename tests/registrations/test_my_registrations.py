@@ -70,7 +70,8 @@ def test_requests_do_not_grow_with_what_the_student_holds(moto_ddb, student):
     hold("few", 2, waitlisted=True)
     hold("many", 30, waitlisted=True)
     few, many = requests_for_first_page("few"), requests_for_first_page("many")
-    # Query, events BatchGetItem, positions: the counter nodes and the events' lanes (one BatchGetItem each).
+    # Query, events BatchGetItem, positions: the counter nodes with the queue items, and the events' lanes (one
+    # BatchGetItem each).
     assert few == many == 4
 
 

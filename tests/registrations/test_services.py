@@ -8,7 +8,8 @@ import pytest
 from registrations import selectors, services
 from registrations.checkins.tickets import ticket_url
 from registrations.errors import RegistrationError
-from registrations.models import Registration, SeatShard
+from registrations.models import Registration, SeatShard, WaitlistQueue
+from registrations.services.common import WAITLIST_ENTRY
 from tems.dynamo import metered
 from tems.idempotency import IdempotencyRecord
 from tems.outbox import OutboxMessage
@@ -175,16 +176,21 @@ def test_full_event_puts_the_same_request_on_the_waitlist(ddb, cancellations):
     register(event.event_id, "ann")
     with metered() as meter:
         waiting = register(event.event_id, "bob")
-    assert meter.total_requests == 2  # the failed seat condition, then the waitlist transaction
+    # The failed seat condition; the transaction that closes the waiting list's gate (every shard full); the
+    # lane's block claimed from the queue item (one UpdateItem); the waitlist transaction.
+    assert meter.requests == {"TransactWriteItems": 3, "UpdateItem": 1}
     assert cancellations[-1] == {"seat": CCF}
     assert waiting.response.status == 201
     assert (waiting.data["status"], waiting.data["position"]) == ("waitlisted", 1)
-    assert register(event.event_id, "cat").data["position"] == 2
+    with metered() as meter:
+        assert register(event.event_id, "cat").data["position"] == 2
+    assert meter.requests == {"TransactWriteItems": 2, "UpdateItem": 1}  # the gate is closed now: no closing
     entries = selectors.waitlist_entries(event_id=event.event_id)
     assert [(e.user_id, e.ticket) for e in entries] == [("bob", 1), ("cat", 2)]
     stored = selectors.event_get(event_id=event.event_id)
+    assert (stored.registered_count, stored.waitlist_count) == (1, 2)
     # cat joined bob's lane within a second of him, so the lane claimed a block of two: ticket 3 is left over.
-    assert (stored.registered_count, stored.waitlist_count, stored.waitlist_seq) == (1, 2, 3)
+    assert WaitlistQueue.get(*WaitlistQueue.key_for(event.event_id)).seq == 3
     assert_invariants_clean()
 
 
@@ -389,26 +395,32 @@ def test_losing_the_waitlist_ticket_retries_with_the_next_one(ddb, cancellations
 
     event = make_event(capacity=1)
     register(event.event_id, "ann")
+    assert register(event.event_id, "dan").data["position"] == 1  # closes the gate; lane 0's block is [1]
     spied = LabelledTransaction.commit  # the cancellations spy
-    sneaked, started = [], []
+    started, sneaked = [], []
 
     def commit_with_a_joiner_in_between(self):
-        # Right after bob's seat condition fails, cat takes ticket 1 before bob's waitlist transaction lands.
-        if len(cancellations) == 1 and not started:
+        # bob has claimed his lane's next block; right before his join lands, cat joins the same lane. cat's own
+        # claim fails (the lane has a block pending), so cat installs bob's block and takes its first ticket.
+        if WAITLIST_ENTRY in self.sent_order and not started:
             started.append(True)
             sneaked.append(register(event.event_id, "cat"))
         return spied(self)
 
     monkeypatch.setattr(LabelledTransaction, "commit", commit_with_a_joiner_in_between)
+    cancellations.clear()
     bob = register(event.event_id, "bob")
     assert cancellations[0] == {"seat": CCF}  # bob: no seat
     assert cancellations[1] == {"seat": CCF}  # cat: no seat (its own first attempt)
-    # bob's waitlist join: the sequence and his lane moved under him, and ticket 1's entry exists; the event's
-    # and the lane's ALL_OLD images hand him both, so the retry takes ticket 2 without a read.
-    assert cancellations[2] == {"event": CCF, "waitlist_entry": CCF, "seat_0": CCF}
-    assert sneaked[0].data["position"] == 1
-    assert (bob.data["status"], bob.data["position"]) == ("waitlisted", 2)
-    assert [e.user_id for e in selectors.waitlist_entries(event_id=event.event_id)] == ["cat", "bob"]
+    # bob's join: his lane moved under him and ticket 2's entry exists; the lane's ALL_OLD image shows the block
+    # installed with ticket 3 left, so the retry takes it without a read or another claim.
+    assert cancellations[2] == {"lane": CCF, "waitlist_entry": CCF}
+    assert len(cancellations) == 3
+    assert sneaked[0].data["position"] == 2
+    assert (bob.data["status"], bob.data["position"]) == ("waitlisted", 3)
+    assert [(e.user_id, e.ticket) for e in selectors.waitlist_entries(event_id=event.event_id)] == [
+        ("dan", 1), ("cat", 2), ("bob", 3)]
+    assert WaitlistQueue.get(*WaitlistQueue.key_for(event.event_id)).seq == 3  # one block for both
     assert_invariants_clean()
 
 

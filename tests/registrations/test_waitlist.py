@@ -9,13 +9,16 @@ from __future__ import annotations
 import io
 import random
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.core.management import call_command
 
 from registrations import selectors, services, waitlist
-from registrations.models import CONFIRMED, WAITLISTED, Event
+from registrations.models import CONFIRMED, WAITLISTED, Event, SeatShard, WaitlistQueue
+from registrations.services import registration as registration_service
+from tems.clock import utcnow
 from tems.dynamo import metered
 from tems.transactions import LabelledTransaction
 from tests.race import race
@@ -157,3 +160,106 @@ def test_backfill_rebuilds_the_departures_made_before_the_tree(ddb):
     assert_positions_exact(event.event_id)
     call_command("registrations_backfill", "--event", event.event_id, stdout=io.StringIO())  # twice: the same
     assert_positions_exact(event.event_id)
+
+
+# --- the queue item: blocks claimed by a single write, installed by the lane's join -----------------------
+
+
+def lane_image(event_id: str, shard: int = 0) -> SeatShard:
+    return SeatShard.get(*SeatShard.key_for(event_id, shard), consistent_read=True)
+
+
+def assert_queue_accounts(event_id: str) -> None:
+    """Every ticket the queue handed out is waiting, or counted in ``left`` (departed or gone), or still unused
+    in a lane's current or pending block: what a join's answer relies on."""
+    queue = WaitlistQueue.get(*WaitlistQueue.key_for(event_id), consistent_read=True)
+    unused = sum(end - start for start, end in waitlist.lane_blocks([event_id])[event_id])
+    waiting = len(selectors.waitlist_entries(event_id=event_id))
+    assert int(queue.left) == int(queue.seq) - waiting - unused, (
+        f"left={queue.left}, but seq {queue.seq} - {waiting} waiting - {unused} unused = "
+        f"{int(queue.seq) - waiting - unused}")
+
+
+def full_with_one_waiting() -> str:
+    event = make_event(capacity=1)
+    register(event.event_id, "ann")
+    assert register(event.event_id, "dan").data["position"] == 1
+    return event.event_id
+
+
+def test_a_claim_repeated_after_a_lost_answer_finds_its_own_block_pending(ddb, settings):
+    settings.WAITLIST_BLOCK_SECONDS = 60  # a slow machine must not make the pending block stale
+    event_id = full_with_one_waiting()
+    image = lane_image(event_id)
+    first = waitlist.claim_block(event_id=event_id, lane=image, size=1, now=utcnow())
+    # The answer was lost and the same claim is sent again (by botocore, or by the app's next round).
+    again = waitlist.claim_block(event_id=event_id, lane=image, size=1, now=utcnow())
+    assert (first.first, first.end, first.claimed) == (2, 3, True)
+    assert (again.first, again.end, again.claimed) == (2, 3, False)
+    # Nobody installed it yet: its ticket counts as unused, so positions stay exact.
+    assert_positions_exact(event_id)
+    assert_queue_accounts(event_id)
+    bob = register(event_id, "bob")
+    assert (bob.data["position"], selectors.claim_get(event_id=event_id, user_id="bob").ticket) == (2, 2)
+    assert WaitlistQueue.get(*WaitlistQueue.key_for(event_id)).seq == 2  # the one block, not two
+    assert_positions_exact(event_id)
+    assert_queue_accounts(event_id)
+    assert_invariants_clean()
+
+
+def test_a_claim_without_the_per_lane_condition_loses_a_block_and_positions_drift(ddb, monkeypatch, settings):
+    settings.WAITLIST_BLOCK_SECONDS = 60
+    # The broken variant: a second claim replaces a pending one, whose ticket is then neither waiting, gone nor
+    # unused, and every position behind it is one too high.
+    monkeypatch.setattr(waitlist, "claim_condition", lambda lane: WaitlistQueue.claim_last.exists())
+    event_id = full_with_one_waiting()
+    image = lane_image(event_id)
+    waitlist.claim_block(event_id=event_id, lane=image, size=1, now=utcnow())
+    waitlist.claim_block(event_id=event_id, lane=image, size=1, now=utcnow())
+    register(event_id, "bob")
+    with pytest.raises(AssertionError):
+        assert_positions_exact(event_id)
+
+
+def test_a_block_left_pending_too_long_is_retired_not_handed_out_late(ddb):
+    event_id = full_with_one_waiting()
+    old = waitlist.claim_block(event_id=event_id, lane=lane_image(event_id), size=1,
+                               now=utcnow() - timedelta(seconds=5))
+    assert (old.first, old.end) == (2, 3)
+    # Ticket 2 would put bob ahead of everyone who joined other lanes in those five seconds: it goes unused
+    # (recorded as gone in the same transaction that retires it), and bob's lane claims afresh.
+    bob = register(event_id, "bob")
+    assert selectors.claim_get(event_id=event_id, user_id="bob").ticket == 3
+    assert bob.data["position"] == 2
+    assert_positions_exact(event_id)
+    assert_queue_accounts(event_id)
+    assert_invariants_clean()
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_claim_that_counted_an_old_block_gone_is_corrected_when_the_lane_used_it(ddb, monkeypatch, settings,
+                                                                                   broken):
+    settings.WAITLIST_BLOCK_SECONDS = 60  # eve joins within it however slow the machine
+    event = make_event(capacity=1)
+    register(event.event_id, "ann")
+    register(event.event_id, "dan")  # ticket 1
+    register(event.event_id, "eve")  # within the block's time: a block of two, [2, 4); ticket 3 is left
+    # A claim on a clock two minutes ahead finds that block expired and counts ticket 3 gone...
+    waitlist.claim_block(event_id=event.event_id, lane=lane_image(event.event_id), size=1,
+                         now=utcnow() + timedelta(minutes=2))
+    # ...but on the app's clock it is not, and frank takes ticket 3 before anyone installs the claim.
+    register(event.event_id, "frank")
+    if broken:
+        monkeypatch.setattr(registration_service._Join, "_correction",
+                            lambda self: (self.block.end - self.block.first) if self.block.stale else 0)
+    gil = register(event.event_id, "gil")  # installs the pending block: ticket 4
+    assert selectors.claim_get(event_id=event.event_id, user_id="gil").ticket == 4
+    if broken:
+        assert gil.data["position"] == 3  # one too few: the lie the correction prevents
+        with pytest.raises(AssertionError):
+            assert_queue_accounts(event.event_id)
+        return
+    assert gil.data["position"] == 4
+    assert_positions_exact(event.event_id)
+    assert_queue_accounts(event.event_id)
+    assert_invariants_clean()

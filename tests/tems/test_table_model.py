@@ -15,7 +15,8 @@ from tems.idempotency import IdempotencyRecord
 # ones added since on purpose: EventSeats.starts_at (registration closes at the start), Registration.GSI1PK/SK
 # (the attendee index), ``layout`` on the event, its views, its seat shards and the user-side registration (where
 # the event's registrations live, docs/registrations.md), and the waiting list's lanes: ``waitlist_left`` on the
-# event, the lane and gate attributes on a seat shard, ``lane`` on an entry and its registration's items.
+# event, the lane and gate attributes on a seat shard, ``lane`` on an entry and its registration's items; the
+# waiting list's queue item, where the lanes claim their blocks of tickets since.
 ITEM_SHAPES = {
     "CheckIn": {
         "PK", "SK", "checked_in_at", "checked_in_by", "door", "entity", "event_id", "registration_id", "scan_key",
@@ -64,6 +65,9 @@ ITEM_SHAPES = {
         "lane_next", "lane_end", "lane_at", "lane_left", "lane_size", "waiting"
     },
     "WaitlistEntry": {"PK", "SK", "entity", "event_id", "registration_id", "ticket", "user_id", "lane"},
+    "WaitlistQueue": {
+        "PK", "SK", "entity", "event_id", "seq", "left", "claim_last", "claim_size", "claim_from", "claim_at"
+    },
     "WriteRateCounter": {"PK", "SK", "entity", "expires_at", "n"},
 }
 
