@@ -9,7 +9,7 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from registrations import attendees, selectors
@@ -30,7 +30,6 @@ from registrations.models import (
 from registrations.services.common import (
     CLAIM,
     EVENT_REGISTRATION,
-    EVENT_SEATS,
     IDEMPOTENCY,
     LANE,
     MAX_ROUNDS,
@@ -162,20 +161,6 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
                     _promote_best_effort(event_id)
                     route.forget_event()
                     continue
-                if cancelled.failed(EVENT_SEATS):
-                    seats = _event_image(cancelled.reasons[EVENT_SEATS].raw_item, event_id)
-                    _refuse_if_closed(seats, attempt)
-                    if upgrade_if_legacy(event_id=event_id, layout=seats["layout"]):
-                        route.forget_event()
-                        continue
-                    route.saw_event(seats)
-                    if join.closing and not route.healed and _seats_free_while_waiting(seats):
-                        # A raise that was not handed out yet (its promotion did not finish): finish it before
-                        # this newcomer, who must not overtake the people waiting, then look again.
-                        route.healed = True
-                        _promote_best_effort(event_id)
-                        route.forget_event()
-                        continue
                 ticket_pause(sleep)
                 continue
             if cancelled.is_conflict:
@@ -212,7 +197,6 @@ class _Route:
         self.count = seats_module.known_shards(event_id)
         self.tried_home = False
         self.with_room: set[int] = set()
-        self.event: dict[str, Any] | None = None  # the event's counters as the last failed join saw them
         self.healed = False  # whether this request already tried to finish a pending promotion
         self.lane: int | None = None  # the first shard that refused: the student's lane of the waiting list
         self.lane_image: SeatShard | None = None
@@ -222,6 +206,10 @@ class _Route:
         self.elsewhere = False
         self.full: set[int] = set()  # shards whose image showed every seat taken
         self.probes = 0  # other shards tried after the home shard was full (SEAT_PROBES)
+        # The block this request claimed or found pending, with the lane image (lane_next, lane_end) and the time
+        # it was planned against: while the lane still shows that image the block is not installed, so the next
+        # round installs it without claiming again.
+        self.block: tuple[tuple[Any, Any], datetime, waitlist_module.Block] | None = None
 
     def conflicted(self, shard: int) -> None:
         """A seat attempt on ``shard`` met another transaction: the next one goes to another shard, so a burst
@@ -290,24 +278,9 @@ class _Route:
         if shard == self.lane:
             self.lane_image = image
 
-    def saw_event(self, seats: dict[str, Any]) -> None:
-        self.event = seats
-        if seats["seat_shards"] and seats["seat_shards"] != self.count:
-            self.count = seats["seat_shards"]
-            seats_module.remember_shards(self.event_id, self.count)
-
     def forget_event(self) -> None:
-        self.event, self.tried_home, self.with_room, self.full = None, False, set(), set()
+        self.tried_home, self.with_room, self.full = False, set(), set()
         self.lane, self.lane_image = None, None
-
-
-def _all_sliced(route: _Route):
-    # Seats of a raise not yet handed out (its promotion did not finish): nobody joins while they wait to be
-    # given; the joiner finishes the promotion first. If that could not finish, joining behind the people
-    # already waiting is fair: the edit's outbox message gives the seats to them, and so to this joiner in turn.
-    if route.healed:
-        return (EventSeats.sliced >= EventSeats.capacity) | (EventSeats.waitlist_count > 0)
-    return EventSeats.sliced >= EventSeats.capacity
 
 
 def _seat_check(shard: int) -> str:
@@ -327,28 +300,6 @@ def _explain_missing_shard(event_id: str) -> None:
     shard_event(event_id=event_id)
 
 
-def _event_image(raw_item: dict[str, Any] | None, event_id: str) -> dict[str, Any]:
-    if not raw_item:
-        # The seat condition includes "the event exists": no image back means there is no such event.
-        raise RegistrationError("not_found", f"There is no event with id {event_id!r}.")
-    seats = EventSeats.from_raw_data(raw_item)
-    return {
-        "capacity": int(seats.capacity),
-        "registered_count": int(seats.registered_count or 0),
-        "waitlist_count": int(seats.waitlist_count or 0),
-        "starts_at": seats.starts_at,
-        "seat_shards": int(seats.seat_shards or 0),
-        "sliced": int(seats.capacity if seats.sliced is None else seats.sliced),
-        "layout": seats.layout,
-    }
-
-
-def _still_open(attempt: _NewRegistration):
-    # Part of the seat condition, so "closed" is decided by the write that takes the seat, not by a read. The
-    # stored format (UTCDateTimeAttribute) is fixed-width UTC, so comparing strings compares instants.
-    return EventSeats.starts_at > attempt.created_at
-
-
 def _refuse_if_closed(seats: dict[str, Any], attempt: _NewRegistration) -> None:
     starts_at = seats["starts_at"]
     if starts_at is not None and starts_at <= attempt.created_at:
@@ -356,11 +307,6 @@ def _refuse_if_closed(seats: dict[str, Any], attempt: _NewRegistration) -> None:
             "conflict", f"Registration closed when the event started ({starts_at:%a %-d %b %Y, %H:%M} UTC): "
                         "nobody can register or join the waiting list any more.",
             reason="registration_closed", starts_at=starts_at.isoformat())
-
-
-def _seats_free_while_waiting(seats: dict[str, Any]) -> bool:
-    # Seats of a raise not yet handed out: to the people waiting, or (nobody waiting) not yet sliced to shards.
-    return seats["sliced"] < seats["capacity"]
 
 
 def _promote_best_effort(event_id: str) -> None:
@@ -463,8 +409,14 @@ class _Join:
             ticket = int(image.lane_next)
             return cls(attempt=attempt, route=route, lane=route.lane, closing=False, ticket=ticket, now=now,
                        position=max(ticket - int(image.lane_left or 0), 1))
-        block = waitlist_module.claim_block(event_id=route.event_id, lane=image,
-                                            size=waitlist_module.next_block_size(image, now), now=now)
+        seen = (image.lane_next, image.lane_end)
+        if route.block is not None and route.block[0] == seen and now < route.block[1] + timedelta(
+                seconds=waitlist_module.block_seconds()):
+            block = route.block[2]
+        else:
+            block = waitlist_module.claim_block(event_id=route.event_id, lane=image,
+                                                size=waitlist_module.next_block_size(image, now), now=now)
+            route.block = (seen, now, block)
         join = cls(attempt=attempt, route=route, lane=route.lane, closing=False, ticket=block.first, now=now,
                    block=block)
         join.position = max(block.first - join._left(), 1)
@@ -529,18 +481,21 @@ class _Join:
 
     def _closing(self) -> LabelledTransaction:
         """Full means every shard full, checked in this very transaction, and the gate closes on all of them: from
-        then on a join needs its lane's gate closed and nothing else of the event."""
+        then on a join needs its lane's gate closed and nothing else of the event.
+
+        The shards are all it needs: each carries the event's shard count, start and layout, and seats of a raise
+        not yet handed out leave every gate RAISED (not open), so the event's item stays out of a transaction
+        that, at the end of a burst, is tried many times over (each try costs its every item two write units).
+        """
         attempt, route = self.attempt, self.route
         transaction = LabelledTransaction()
         for shard in range(route.count):
             transaction.update(_seat_check(shard), SeatShard(*SeatShard.key_for(attempt.event_id, shard)),
                                actions=[SeatShard.gate.set(CLOSED)],
-                               condition=_shard_full() & gate_open() & (SeatShard.shards == route.count),
+                               condition=(_shard_full() & gate_open() & (SeatShard.shards == route.count)
+                                          & (SeatShard.starts_at > attempt.created_at)
+                                          & (SeatShard.layout == CURRENT_LAYOUT)),
                                return_old_on_failure=True)
-        condition = (EventSeats.pk.exists() & _still_open(attempt) & (EventSeats.layout == CURRENT_LAYOUT)
-                     & (EventSeats.seat_shards == route.count) & _all_sliced(route))
-        transaction.condition_check(EVENT_SEATS, EventSeats, *EventSeats.key_for(attempt.event_id),
-                                    condition=condition, return_old_on_failure=True)
         return transaction
 
 

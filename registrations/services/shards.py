@@ -7,6 +7,11 @@ from registrations.models import EventSeats, SeatShard
 from registrations.services.common import EVENT_SEATS, WRITE_POLICY, _busy, layout_as_read
 from tems.transactions import LabelledTransaction, TransactionCancelled
 
+# The waiting list's gate on every seat shard (SeatShard.gate): absent or 0 open, CLOSED while the event is full,
+# RAISED while it is full and a raise of its capacity waits to be handed to the people waiting.
+CLOSED = 1
+RAISED = 2
+
 
 def shard_event(*, event_id: str) -> bool:
     """Move an old event's ``registered_count`` into seat shards, in one transaction; True if this call did it.
@@ -15,7 +20,7 @@ def shard_event(*, event_id: str) -> bool:
     event has no shards yet, so a registration or cancel in between (or another migration) fails it and it
     reads again; an event that already has shards is left alone. Taken seats fill the slices in shard order.
     With people waiting behind free seats (a promotion that never finished) only the taken seats are sliced and
-    the rest is left for the promotion to hand to the waiting list first.
+    the rest is left for the promotion to hand to the waiting list first (the gate RAISED until it has).
     """
     for _ in range(16):
         try:
@@ -27,6 +32,9 @@ def shard_event(*, event_id: str) -> bool:
         capacity, taken = int(event.capacity), int(event.registered_count or 0)
         waiting = int(event.waitlist_count or 0)
         sliced = taken if waiting and taken < capacity else max(capacity, taken)
+        # Seats left for the promotion: the gate says RAISED, so no newcomer closes it and joins (or takes one)
+        # before the people already waiting have them.
+        gate = RAISED if sliced < capacity else None
         count = seats.shard_count(sliced)
         slice_sizes = seats.slices(sliced, count)
         transaction = LabelledTransaction()
@@ -36,7 +44,8 @@ def shard_event(*, event_id: str) -> bool:
             left -= held
             transaction.save(f"shard_{shard}", SeatShard(
                 *SeatShard.key_for(event_id, shard), event_id=event_id, shard=shard, shards=count, capacity=size,
-                taken=held, starts_at=event.starts_at, layout=event.layout), condition=SeatShard.pk.does_not_exist())
+                taken=held, starts_at=event.starts_at, layout=event.layout, gate=gate),
+                condition=SeatShard.pk.does_not_exist())
         transaction.update(
             EVENT_SEATS, EventSeats(*EventSeats.key_for(event_id)),
             actions=[EventSeats.seat_shards.set(count), EventSeats.sliced.set(sliced),
@@ -70,12 +79,6 @@ def freeable_shard(*, event_id: str, registration_shard: int | None) -> int:
         event = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
     shards = seats.shards_get(event_id=event_id, count=int(event.seat_shards))
     return int(max(shards, key=lambda shard: int(shard.taken)).shard) if shards else 0
-
-
-# The waiting list's gate on every seat shard (SeatShard.gate): absent or 0 open, CLOSED while the event is full,
-# RAISED while it is full and a raise of its capacity waits to be handed to the people waiting.
-CLOSED = 1
-RAISED = 2
 
 
 def add_reslice(transaction: LabelledTransaction, *, event_id: str, shards_read: list[SeatShard], sizes: list[int],
