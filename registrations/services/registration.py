@@ -166,11 +166,14 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
             if cancelled.is_conflict:
                 if not joining:
                     route.conflicted(shard)
-                if joining and join.closing:
-                    # Another joiner is closing the gate at this very moment: most likely it is closed by now,
-                    # and the lane's own condition will say if not.
-                    route.gate = True
                 conflicts.pause()
+                if joining and join.closing:
+                    # Another joiner is closing the gate at this very moment, or a seat attempt holds a shard. A
+                    # read of the lane explains which (it decides nothing: the next write's condition does): a
+                    # gate closed meanwhile sends this request to its lane's join, an open one to close it again.
+                    # Guessing "closed" instead cost a lane join (and a shard held) per conflict, and a block
+                    # claimed for a lane whose gate then turned out open.
+                    route.reread_lane(attempt)
                 continue
             raise
         if join is not None and not join.registers:
@@ -277,6 +280,15 @@ class _Route:
             self.lane = shard
         if shard == self.lane:
             self.lane_image = image
+
+    def reread_lane(self, attempt: _NewRegistration) -> None:
+        shard = self.lane if self.lane is not None else seats_module.home_shard(self.user_id, self.count)
+        try:
+            image = SeatShard.get(*SeatShard.key_for(self.event_id, shard), consistent_read=True)
+        except SeatShard.DoesNotExist:
+            self.forget_event()
+            return
+        self.refused(shard, image.serialize(), attempt)
 
     def forget_event(self) -> None:
         self.tried_home, self.with_room, self.full = False, set(), set()
