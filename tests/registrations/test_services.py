@@ -424,6 +424,46 @@ def test_losing_the_waitlist_ticket_retries_with_the_next_one(ddb, cancellations
     assert_invariants_clean()
 
 
+@pytest.mark.parametrize("guessing", [False, True])
+def test_a_closing_join_that_meets_a_conflict_reads_its_lane_instead_of_guessing(ddb, monkeypatch, guessing):
+    from registrations.services.registration import _Route
+    from tems.transactions import LabelledTransaction
+
+    if guessing:  # the variant before: take the conflict to mean "closed", and try the lane's join on that guess
+        monkeypatch.setattr(_Route, "reread_lane", lambda self, attempt: setattr(self, "gate", True))
+    event = make_event(capacity=1)
+    register(event.event_id, "ann")
+    original = LabelledTransaction.commit
+    sent: list[list[str]] = []
+
+    def commit(self):
+        labels = sorted(self._labels)
+        sent.append(labels)
+        if "seat_0" in labels and not any("seat_0" in earlier for earlier in sent[:-1]):
+            # bob's closing join meets dan's, which closes the gate and joins while bob's is refused.
+            register(event.event_id, "dan")
+            raise TransactionCancelled({"seat_0": Reason("TransactionConflict", None, None)}, cause=None)
+        return original(self)
+
+    monkeypatch.setattr(LabelledTransaction, "commit", commit)
+    with metered() as meter:
+        bob = register(event.event_id, "bob")
+    assert (bob.data["status"], bob.data["position"]) == ("waitlisted", 2)
+    kinds = ["seat" if "seat" in labels else "closing" if "seat_0" in labels else "lane" if "lane" in labels
+             else "other" for labels in sent]
+    assert kinds[:5] == ["seat", "closing",  # bob: no seat; his closing join, refused by the conflict
+                         "seat", "closing", "lane"]  # dan, in between: no seat, the gate closed, ticket 1
+    assert_invariants_clean()
+    if guessing:
+        # His guess went with the lane as he last saw it (no block): a lane join refused, one more request.
+        assert kinds[5:] == ["lane", "lane"]
+        return
+    # After the conflict, one GetItem of his lane showed the gate closed and dan's block: his next write is the
+    # lane's join, which lands.
+    assert meter.requests["GetItem"] == 1
+    assert kinds[5:] == ["lane"]
+
+
 def test_a_seat_freed_before_the_waitlist_join_lands_is_taken_instead(ddb, cancellations, monkeypatch):
     from tems.transactions import LabelledTransaction
 
