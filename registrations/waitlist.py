@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from pynamodb.exceptions import UpdateError
+from pynamodb.exceptions import PynamoDBException, UpdateError
 
 from registrations.errors import RegistrationError
 from registrations.models import Event, EventSeats, SeatShard, WaitlistDepartures, WaitlistEntry, WaitlistQueue
@@ -164,6 +164,10 @@ def queue_read(event_id: str) -> WaitlistQueue:
             return queue
     except WaitlistQueue.DoesNotExist:
         pass
+    except PynamoDBException as error:
+        if response_code(error) in TRANSIENT:
+            raise QueueBusy() from error
+        raise
     try:
         seats = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
     except EventSeats.DoesNotExist:
@@ -179,9 +183,11 @@ def queue_read(event_id: str) -> WaitlistQueue:
             WaitlistQueue.claim_at.set({}),
         ], condition=WaitlistQueue.claim_last.does_not_exist())
     except UpdateError as error:
+        if response_code(error) in TRANSIENT:
+            raise QueueBusy() from error
         if not is_conditional_check_failed(error):
             raise
-    return WaitlistQueue.get(*WaitlistQueue.key_for(event_id), consistent_read=True)
+    return queue_read(event_id)
 
 
 FANOUT = WaitlistDepartures.FANOUT

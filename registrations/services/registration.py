@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from pynamodb.exceptions import PynamoDBException
+
 from registrations import attendees, selectors
 from registrations import seats as seats_module
 from registrations import waitlist as waitlist_module
@@ -50,7 +52,7 @@ from registrations.services.waitlist import gate_open, waitlist_promote
 from tems.clock import utcnow
 from tems.idempotency import StoredResponse, completed_record, record_is_absent_or_expired
 from tems.outbox import outbox_message
-from tems.transactions import CONDITIONAL_CHECK_FAILED, LabelledTransaction, TransactionCancelled
+from tems.transactions import CONDITIONAL_CHECK_FAILED, LabelledTransaction, TransactionCancelled, response_code
 
 logger = logging.getLogger(__name__)
 _random = random.SystemRandom()
@@ -288,6 +290,10 @@ class _Route:
         except SeatShard.DoesNotExist:
             self.forget_event()
             return
+        except PynamoDBException as error:
+            if response_code(error) in waitlist_module.TRANSIENT:
+                return  # throttled past botocore's retries: the next closing join's conditions will say
+            raise
         self.refused(shard, image.serialize(), attempt)
 
     def forget_event(self) -> None:
