@@ -179,8 +179,8 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
                 continue
             raise
         if join is not None and not join.registers:
-            # The gate is closed now (or a stale block was retired): the next round takes a ticket.
-            route.gate = True
+            # The gate is closed now, or a stale block was retired: the next round takes a ticket.
+            join.landed()
             continue
         return RegistrationOutcome(response, "created")
     raise _busy("The waiting list for this event is moving fast; please try again in a moment.")
@@ -496,6 +496,15 @@ class _Join:
         transaction.update(LANE, SeatShard(*SeatShard.key_for(attempt.event_id, self.lane)), actions=actions,
                            condition=condition, return_old_on_failure=True)
         return transaction, response
+
+    def landed(self) -> None:
+        """This round's transaction committed without registering: what it wrote is known exactly (its conditions
+        pinned the state before), so the route's image follows without a read."""
+        self.route.gate = True
+        if self.block is not None and self.block.stale:
+            image = self.route.lane_image
+            image.lane_next, image.lane_end = self.block.end, self.block.end
+            image.lane_at, image.lane_size, image.lane_left = self.now, self.block.end - self.block.first, self._left()
 
     def _closing(self) -> LabelledTransaction:
         """Full means every shard full, checked in this very transaction, and the gate closes on all of them: from

@@ -228,8 +228,12 @@ def test_a_block_left_pending_too_long_is_retired_not_handed_out_late(ddb):
     assert (old.first, old.end) == (2, 3)
     # Ticket 2 would put bob ahead of everyone who joined other lanes in those five seconds: it goes unused
     # (recorded as gone in the same transaction that retires it), and bob's lane claims afresh.
-    bob = register(event_id, "bob")
+    with metered() as meter:
+        bob = register(event_id, "bob")
     assert selectors.claim_get(event_id=event_id, user_id="bob").ticket == 3
+    # His refused seat; the claim refused by the pending block and the read that explains it; the retirement;
+    # the fresh claim (the retirement's effect is known, no second read); his join.
+    assert dict(meter.requests) == {"TransactWriteItems": 3, "UpdateItem": 2, "GetItem": 1}
     assert bob.data["position"] == 2
     assert_positions_exact(event_id)
     assert_queue_accounts(event_id)
