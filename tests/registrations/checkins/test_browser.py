@@ -127,6 +127,9 @@ def test_offline_scans_are_queued_survive_a_reload_and_resolve_to_the_true_answe
     assert elsewhere.response.status == 201
 
     page.reload()  # still offline: the service worker serves the page, IndexedDB still holds the queue
+    # The list is drawn from IndexedDB after the load event, so wait for it before counting (a count right after
+    # the reload saw an empty list once in CI).
+    page.locator("#scans li[data-state=pending]").nth(2).wait_for()
     assert page.locator("#scans li[data-state=pending]").count() == 3
 
     context.set_offline(False)
