@@ -80,7 +80,11 @@ def next_block_size(lane: SeatShard, now: datetime) -> int:
 
 # A single write that met a transaction holding the item (a departure's), or was throttled past botocore's own
 # retries: the caller pauses as after a conflict and tries again.
-TRANSIENT = {"TransactionConflictException", "ProvisionedThroughputExceededException", "ThrottlingException"}
+# None: a transport failure (botocore's retries, or its retry quota, ran out): the outcome is unknown, and the next
+# claim's condition finds the block if this one was applied.
+TRANSIENT = {"TransactionConflictException", "ProvisionedThroughputExceededException", "ThrottlingException",
+             "InternalServerError", "ServiceUnavailable", "RequestLimitExceeded", "TransactionInProgressException",
+             None}
 
 
 class QueueBusy(Exception):

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from pynamodb.exceptions import PynamoDBException
+from pynamodb.exceptions import PynamoDBException, TransactWriteError
 
 from registrations import attendees, selectors
 from registrations import seats as seats_module
@@ -139,6 +139,14 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
                                  else _confirm_transaction(attempt, shard))
         try:
             transaction.commit()
+        except TransactWriteError as error:
+            if response_code(error) not in waitlist_module.TRANSIENT:
+                raise
+            # An error botocore gave up retrying (its retry quota runs out when many requests fail at once), or
+            # an answer lost for good: every item of every round is conditioned, so trying again is safe (an
+            # applied round is found by its conditions: the record replays, the claim answers, the gate is shut).
+            conflicts.pause()
+            continue
         except TransactionCancelled as cancelled:
             if cancelled.failed(IDEMPOTENCY):
                 return _replay(cancelled.reasons[IDEMPOTENCY].raw_item, attempt)

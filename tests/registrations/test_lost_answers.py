@@ -316,3 +316,30 @@ def test_api_cancel_with_promotion_is_three_requests_with_its_record_inside(ddb,
     # Read the registration, the event and its lanes, the head of the lane with someone waiting, then ONE
     # transaction: cancel, promote, idempotency record.
     assert dict(meter.requests) == {"GetItem": 2, "BatchGetItem": 1, "Query": 1, "TransactWriteItems": 1}
+
+
+def test_an_error_botocore_gave_up_on_is_retried_by_the_registration(ddb, monkeypatch):
+    # botocore's retry quota is shared by a client: when many requests fail at once it stops retrying, and an
+    # InternalServerError (or a timeout) reaches the service. Every round is conditioned, so it tries again.
+    from botocore.exceptions import ClientError
+    from pynamodb.exceptions import TransactWriteError
+
+    from tems.transactions import LabelledTransaction
+
+    event = make_event(capacity=1)
+    original, failed = LabelledTransaction.commit, []
+
+    def commit(self):
+        if not failed:
+            failed.append(True)
+            original(self)  # applied, and then the answer is an error: the outcome is unknown to the service
+            raise TransactWriteError("Failed to write transaction items", ClientError(
+                {"Error": {"Code": "InternalServerError", "Message": "injected"}}, "TransactWriteItems"))
+        return original(self)
+
+    monkeypatch.setattr(LabelledTransaction, "commit", commit)
+    outcome = register(event.event_id, "ann")
+    # The retry met its own first round: the stored answer, byte for byte.
+    assert outcome.kind == "replayed" and outcome.response.status == 201
+    assert selectors.claim_get(event_id=event.event_id, user_id="ann") is not None
+    assert_invariants_clean()
