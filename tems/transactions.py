@@ -173,6 +173,11 @@ class _CapturingConnection(Connection):
         raise _Captured(operation_kwargs)
 
 
+# Errors botocore retries on its own, reaching the app only when it gave up (None: a transport failure).
+GAVE_UP = frozenset({"InternalServerError", "ServiceUnavailable", "ProvisionedThroughputExceededException",
+                     "ThrottlingException", "RequestLimitExceeded", "TransactionInProgressException", None})
+
+
 def response_code(error: PynamoDBException) -> str | None:
     """DynamoDB's error code behind a PynamoDB exception, or None for a transport failure.
 
@@ -235,6 +240,13 @@ class RetryPolicy:
                 if not cancelled.is_conflict:
                     raise
                 last = cancelled
+                self.backoff(retry)
+            except TransactWriteError as error:
+                # An error botocore stopped retrying (its retry quota is shared by the client and runs out when
+                # many requests fail at once): the writes retried this way are conditioned, so again is safe.
+                if response_code(error) not in GAVE_UP:
+                    raise
+                last = TransactionCancelled({}, error)
                 self.backoff(retry)
         assert last is not None
         raise busy(last) from last
