@@ -46,7 +46,13 @@ from pynamodb.exceptions import PynamoDBException, UpdateError
 from registrations.errors import RegistrationError
 from registrations.models import Event, EventSeats, SeatShard, WaitlistDepartures, WaitlistEntry, WaitlistQueue
 from tems.dynamo import batch_get_models
-from tems.transactions import LabelledTransaction, TransactionCancelled, is_conditional_check_failed, response_code
+from tems.transactions import (
+    GAVE_UP,
+    LabelledTransaction,
+    TransactionCancelled,
+    is_conditional_check_failed,
+    response_code,
+)
 
 # A lane keeps handing out its block for this long after claiming it; bounded overtaking, see the module doc.
 BLOCK_SECONDS = 1.0
@@ -82,9 +88,7 @@ def next_block_size(lane: SeatShard, now: datetime) -> int:
 # retries: the caller pauses as after a conflict and tries again.
 # None: a transport failure (botocore's retries, or its retry quota, ran out): the outcome is unknown, and the next
 # claim's condition finds the block if this one was applied.
-TRANSIENT = {"TransactionConflictException", "ProvisionedThroughputExceededException", "ThrottlingException",
-             "InternalServerError", "ServiceUnavailable", "RequestLimitExceeded", "TransactionInProgressException",
-             None}
+TRANSIENT = GAVE_UP | {"TransactionConflictException"}
 
 
 class QueueBusy(Exception):
