@@ -32,14 +32,14 @@ The rules, and what the model assumes where AWS does not say (docs/capacity-mode
   ask for ``ReturnConsumedCapacity``, because only the engine knows what a Query read before its filter.
   Whatever the client did not ask for is removed from the answer again, so it gets exactly what it asked for.
   ConditionCheck in a transaction is 2 WCU, as DynamoDB Local itself reports it.
-- **Limits.** Each partition key value (an item collection, of the table or of a GSI) may take 1,000 WCU and
-  3,000 RCU in any 1 s window; the table (and each GSI) as a whole takes a configurable ceiling (default 4,000
-  WCU / 12,000 RCU, where an on-demand table starts). The model does **not** split a hot partition "for heat" as
-  AWS eventually does for distinct sort keys, so it is conservative. No burst above the limit: a request is
-  admitted only if its units fit in the last second's window (a single request larger than the whole window is
-  admitted into an empty one, or it could never pass). Units that are only known from the answer (an update's new
-  image, a read) are admitted on an estimate and the window corrected afterwards, so it can run over, as AWS's
-  own accounting does; the next requests then wait.
+- **Limits.** Each partition key value (an item collection, of the table or of a GSI) may take 1,000 WCU and 3,000 RCU
+  in any 1 s window (S seconds on the machine, see the time scale); the table (and each GSI) as a whole takes a
+  configurable ceiling (default 4,000 WCU / 12,000 RCU, where an on-demand table starts). The model does **not** split
+  a hot partition "for heat" as AWS eventually does for distinct sort keys, so it is conservative. No burst above the
+  limit: a request is admitted only if its units fit in the last second's window (a single request larger than the
+  whole window is admitted into an empty one, or it could never pass). Units that are only known from the answer (an
+  update's new image, a read) are admitted on an estimate and the window corrected afterwards, so it can run over, as
+  AWS's own accounting does; the next requests then wait.
 - **Throttle answers** (as AWS sends them): a single-item request, Query, Scan -> HTTP 400
   ``ProvisionedThroughputExceededException`` with ``ThrottlingReasons`` (botocore retries it with backoff);
   TransactWriteItems/TransactGetItems -> ``TransactionCanceledException`` with ``ThrottlingError`` on the refused
@@ -56,11 +56,12 @@ The rules, and what the model assumes where AWS does not say (docs/capacity-mode
   PutItem/UpdateItem/DeleteItem -> ``TransactionConflictException``; a TransactGetItems touching an item that a
   transaction holds or a single write is writing -> ``TransactionCanceledException``. A BatchWriteItem item on a
   held key comes back in ``UnprocessedItems`` (an assumption: AWS does not document this case).
-- **Time scale** ``scale`` = S: the machine offers 1/S of the load it stands for, so every limit is divided by S
-  and the hold time multiplied by S. Reports give both the real units in a real second and the equivalent at
-  scale (real x S) against AWS's limits, and always print S. Choose S so that the scaled hold exceeds the time
-  DynamoDB Local takes over a transaction (``transaction_in_flight_ms`` in the report; items are held at least
-  that long) and a single request's units stay well under 1,000/S.
+- **Time scale** ``scale`` = S: the machine offers 1/S of the load it stands for, so every duration is multiplied
+  by S: the hold time, and the limits' window, AWS's second, which lasts S seconds here and takes AWS's units
+  (1,000 WCU per partition), so a partition takes 1,000/S per machine second on average. Reports give both the
+  machine's units per machine second and the equivalent at scale (units per real second) against AWS's limits,
+  and always print S. Choose S so that the scaled hold exceeds the time DynamoDB Local takes over a transaction
+  (``transaction_in_flight_ms`` in the report; items are held at least that long).
 """
 
 from __future__ import annotations
@@ -260,9 +261,10 @@ class _Entry:
 
 @dataclass
 class _Window:
-    """Units taken in the last WINDOW_SECONDS, for one partition or table and one kind (read or write)."""
+    """Units taken in the last ``seconds``, for one partition or table and one kind (read or write)."""
 
     limit: float
+    seconds: float = 1.0  # the window's length on the machine: AWS's second, times the scale
     entries: deque[_Entry] = field(default_factory=deque)
     total: float = 0.0
     peak: float = 0.0
@@ -270,7 +272,7 @@ class _Window:
     throttles: int = 0
 
     def _prune(self, now: float) -> None:
-        while self.entries and self.entries[0].at <= now - WINDOW_SECONDS:
+        while self.entries and self.entries[0].at <= now - self.seconds:
             entry = self.entries.popleft()
             entry.live = False
             self.total -= entry.units
@@ -318,19 +320,23 @@ class _Refused(Exception):
 class CapacityModel:
     """The proxy and its state. ``start()``/``stop()`` or a context manager; ``endpoint`` is where to point clients.
 
-    ``scale`` S > 1 divides every limit by S and multiplies the hold time by S (the machine offers 1/S of the load
-    it stands for). Limits are AWS's per second; ``hold_ms`` is the time a transaction holds its items.
+    ``scale`` S > 1 multiplies every duration by S, the hold time and the limits' 1 s window, so a partition takes
+    1,000/S WCU per machine second (the machine offers 1/S of the load it stands for). Limits are AWS's per
+    second; ``hold_ms`` is the time a transaction holds its items. The limits are options, for a test to reach
+    one in a moment without stretching the window.
     """
 
     def __init__(self, *, upstream: str, scale: float = 1.0, hold_ms: float = 10.0, partition_wcu: float = 1000,
                  partition_rcu: float = 3000, table_wcu: float = 4000, table_rcu: float = 12000,
-                 port: int | None = None, answer_after_hold: bool = True) -> None:
+                 port: int | None = None, answer_after_hold: bool = True,
+                 window_seconds: float | None = None) -> None:
         if scale <= 0:
             raise ValueError("scale must be positive")
         parts = urlsplit(upstream)
         self.upstream = upstream
         self._upstream_host, self._upstream_port = parts.hostname or "127.0.0.1", parts.port or 80
         self.scale = float(scale)
+        self._window_seconds = window_seconds
         self.hold_ms = float(hold_ms)
         self.answer_after_hold = answer_after_hold
         self.limits = {"partition_wcu": float(partition_wcu), "partition_rcu": float(partition_rcu),
@@ -402,13 +408,23 @@ class CapacityModel:
             self._in_flight: deque[float] = deque(maxlen=100_000)  # the latest, so a long run stays small
 
     def _limit(self, scope: str, kind: str) -> float:
+        """What one window takes for ``scope``: AWS's units per second times the real seconds the window stands for
+        (exactly AWS's units, unless a test shortened the window)."""
         name = ("partition_" if "|" in scope else "table_") + ("wcu" if kind == WRITE else "rcu")
-        return self.limits[name] / self.scale
+        return self.limits[name] * self.window_seconds / self.scale
+
+    @property
+    def window_seconds(self) -> float:
+        """AWS's 1 s window on the machine: a duration, so S times longer, like the hold time. A window of one
+        machine second would judge 1/S of a real second: at S = 240, 4 ms, where AWS averages over a second, so
+        a partition at a third of its limit was throttled whenever a few requests came close together. A test
+        may pass a shorter one (``window_seconds``), stricter than AWS, to meet throttles within a second."""
+        return self._window_seconds or WINDOW_SECONDS * self.scale
 
     def _window(self, scope: str, kind: str) -> _Window:
         window = self._windows.get((scope, kind))
         if window is None:
-            window = self._windows[(scope, kind)] = _Window(self._limit(scope, kind))
+            window = self._windows[(scope, kind)] = _Window(self._limit(scope, kind), self.window_seconds)
         return window
 
     @staticmethod
@@ -462,7 +478,8 @@ class CapacityModel:
     # -- the report --
 
     def report(self, *, top: int | None = None) -> dict[str, Any]:
-        """Peak units per partition key and per table in any 1 s window, against the limits; throttles, conflicts.
+        """Peak units per partition key and per table in any (real) 1 s window, against the limits; throttles,
+        conflicts.
 
         Partitions come most loaded first; ``top`` keeps only that many (a run with an idempotency key per request
         has as many partitions as requests). ``partition_count`` is always the full number."""
@@ -471,10 +488,12 @@ class CapacityModel:
             for (scope, kind), window in self._windows.items():
                 row = scopes.setdefault(scope, {"scope": scope})
                 short = "wcu" if kind == WRITE else "rcu"
-                row[f"peak_{short}_1s"] = round(window.peak, 2)
-                row[f"limit_{short}_1s"] = round(window.limit, 4)
-                row[f"peak_{short}_per_s_at_scale"] = round(window.peak * self.scale, 1)
-                row[f"aws_limit_{short}_per_s"] = window.limit * self.scale
+                # Per machine second (the machine's own units, averaged over the window), and per real second at
+                # scale, against AWS's limits; the window is a real second (S seconds here) unless a test chose.
+                row[f"peak_{short}_1s"] = round(window.peak / window.seconds, 2)
+                row[f"limit_{short}_1s"] = round(window.limit / window.seconds, 4)
+                row[f"peak_{short}_per_s_at_scale"] = round(window.peak / window.seconds * self.scale, 1)
+                row[f"aws_limit_{short}_per_s"] = round(window.limit / window.seconds * self.scale, 4)
                 row[f"{short}_consumed"] = round(window.consumed, 2)
                 row[f"{kind}_throttles"] = window.throttles
             for row in scopes.values():
@@ -485,7 +504,7 @@ class CapacityModel:
                 "scale": self.scale,
                 "hold_ms": self.hold_ms,
                 "hold_ms_real": self.hold_seconds * 1000,
-                "window_seconds": WINDOW_SECONDS,
+                "window_seconds": self.window_seconds,
                 "limits_per_s": dict(self.limits),
                 "elapsed_s": round(time.monotonic() - self._started, 3),
                 "requests": dict(self._requests),
@@ -1070,8 +1089,9 @@ class _Handler(BaseHTTPRequestHandler):
 def format_report(report: dict[str, Any], *, top: int = 10) -> str:
     """The report as lines of text; the scale factor always comes first."""
     lines = [
-        (f"capacity model: scale x{report['scale']:g} (limits / {report['scale']:g}, hold {report['hold_ms']:g} ms "
-        f"-> {report['hold_ms_real']:g} ms real), {report['elapsed_s']:.1f} s"),
+        (f"capacity model: scale x{report['scale']:g} (limits / {report['scale']:g} over a "
+         f"{report['window_seconds']:g} s window, hold {report['hold_ms']:g} ms -> {report['hold_ms_real']:g} ms "
+         f"real), {report['elapsed_s']:.1f} s"),
         (f"  throttles {report['throttles']} {report['throttles_by_operation']}, "
         f"conflicts {report['conflicts']} {report['conflicts_by_operation']}"),
     ]
@@ -1094,7 +1114,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--upstream", required=True, help="DynamoDB Local, e.g. http://127.0.0.1:8765")
     parser.add_argument("--port", type=int, default=8766)
-    parser.add_argument("--scale", type=float, default=1.0, help="limits / S, hold time x S (default 1)")
+    parser.add_argument("--scale", type=float, default=1.0,
+                        help="durations x S: the hold time, the limits' 1 s window (default 1)")
     parser.add_argument("--hold-ms", type=float, default=10.0, help="how long a transaction holds its items")
     parser.add_argument("--partition-wcu", type=float, default=1000)
     parser.add_argument("--partition-rcu", type=float, default=3000)

@@ -1,7 +1,7 @@
 """The capacity model (tems.capacity_model) throttles at AWS's rates, conflicts like AWS, and answers as AWS does.
 
-Each test starts its own model in front of the session's DynamoDB Local, with a scale factor that makes the
-limits small enough to reach in a second or two on a two-core machine.
+Each test starts its own model in front of the session's DynamoDB Local, with limits small enough to reach in a
+second or two on a two-core machine (or a scale factor, where the test is about the scale).
 """
 
 from __future__ import annotations
@@ -179,9 +179,8 @@ def test_the_answer_is_the_one_the_client_asked_for(table, start_model):
 # --- throttling ----------------------------------------------------------------------------------------------
 
 def test_a_hot_key_is_throttled_at_the_partition_limit_and_a_cool_key_never(table, start_model):
-    scale = 100  # 1,000 WCU/s per partition -> 10 WCU per real second
-    model = start_model(scale=scale)
-    limit = 1000 / scale
+    limit = 10  # WCU per second per partition (AWS's 1,000, lowered so a test reaches it in a moment)
+    model = start_model(partition_wcu=limit)
     run = uuid.uuid4().hex[:6]
     hot, cool = f"hot-{run}", f"cool-{run}"
     cool_refusals: list[ClientError] = []
@@ -220,14 +219,46 @@ def test_a_hot_key_is_throttled_at_the_partition_limit_and_a_cool_key_never(tabl
     assert abs(len(accepted) / elapsed - limit) <= 0.3 * limit
     report = model.report()
     hot_row = _row(report, f"{table}|PK={hot}")
-    assert hot_row["peak_wcu_1s"] == limit and hot_row["peak_wcu_per_s_at_scale"] == 1000
+    assert hot_row["peak_wcu_1s"] == limit and hot_row["peak_wcu_per_s_at_scale"] == limit
     assert hot_row["write_throttles"] == throttled
     assert _row(report, f"{table}|PK={cool}")["write_throttles"] == 0
-    assert report["scale"] == scale and report["throttles_by_operation"] == {"PutItem": throttled}
+    assert report["throttles_by_operation"] == {"PutItem": throttled}
+
+
+@pytest.mark.parametrize("window_seconds", [None, 1.0], ids=["scaled window", "one machine second (too strict)"])
+def test_the_limits_window_is_a_real_second_scaled_like_every_duration(table, start_model, window_seconds):
+    """At S = 2 a partition takes its 4 WCU per real second over 2 s here, not 2 WCU in any one second: the
+    window of one machine second (the model before) refuses a burst AWS takes and lets the next one in early."""
+    model = start_model(scale=2, partition_wcu=4, window_seconds=window_seconds)
+    client = _client(model.endpoint, attempts=1)
+    pk = f"window-{uuid.uuid4().hex[:6]}"
+    started = time.monotonic()
+    accepted = 0
+    for n in range(5):
+        try:
+            client.put_item(TableName=table, Item=_item(pk, str(n)))
+            accepted += 1
+        except ClientError as error:
+            assert error.response["Error"]["Code"] == "ProvisionedThroughputExceededException"
+    time.sleep(max(0.0, started + 1.2 - time.monotonic()))
+    try:
+        client.put_item(TableName=table, Item=_item(pk, "later"))
+        later = True
+    except ClientError:
+        later = False
+    report = model.report()
+    if window_seconds is None:
+        assert (accepted, later) == (4, False)  # the burst of a real second fits, and the second is not over
+        assert report["window_seconds"] == 2
+        row = _row(report, f"{table}|PK={pk}")
+        assert (row["peak_wcu_per_s_at_scale"], row["aws_limit_wcu_per_s"]) == (4, 4)
+        assert (row["peak_wcu_1s"], row["limit_wcu_1s"]) == (2, 2)  # per machine second, averaged
+    else:
+        assert (accepted, later) == (2, True)  # one machine second holds 1/S of a real second's units
 
 
 def test_the_throttle_is_the_error_aws_sends(table, start_model):
-    model = start_model(scale=1000)  # 1 WCU per second
+    model = start_model(partition_wcu=1)  # 1 WCU per second
     client = _client(model.endpoint)
     pk = f"shape-{uuid.uuid4().hex[:6]}"
     client.put_item(TableName=table, Item=_item(pk, "1"))
@@ -245,7 +276,7 @@ def test_the_throttle_is_the_error_aws_sends(table, start_model):
 # PynamoDB's clients use botocore's standard mode; a plain boto3 client (tems.dynamo.boto3_client) its legacy one.
 @pytest.mark.parametrize("mode", ["standard", "legacy"])
 def test_botocore_retries_the_throttle_as_on_aws(table, start_model, mode):
-    model = start_model(scale=500)  # 2 WCU per real second
+    model = start_model(partition_wcu=2)  # 2 WCU per second
     client = _client(model.endpoint, attempts=6, mode=mode)
     pk = f"retry-{uuid.uuid4().hex[:6]}"
     client.put_item(TableName=table, Item=_item(pk, "1"))
@@ -257,7 +288,7 @@ def test_botocore_retries_the_throttle_as_on_aws(table, start_model, mode):
 
 
 def test_a_throttled_transaction_is_cancelled_with_throttling_error(table, start_model, app_on):
-    model = start_model(scale=1000)  # 1 WCU per real second: a transactional write (2 WCU) fills it
+    model = start_model(partition_wcu=1)  # 1 WCU per second: a transactional write (2 WCU) fills it
     app_on(model)
     sku = f"thr-{uuid.uuid4().hex[:6]}"
     InventoryItem(*InventoryItem.key_for(sku), sku=sku, name="n", gsi1sk=sku).save()
@@ -409,7 +440,7 @@ def test_a_transaction_repeated_with_its_token_is_not_a_conflict_with_itself(tab
 
 
 def test_a_batch_write_hands_back_what_was_throttled(table, start_model):
-    model = start_model(scale=500)  # 2 WCU per real second per partition
+    model = start_model(partition_wcu=2)  # 2 WCU per second per partition
     client = _client(model.endpoint)
     pk = f"batch-{uuid.uuid4().hex[:6]}"
     requests = [{"PutRequest": {"Item": _item(pk, str(n))}} for n in range(5)]
@@ -480,7 +511,7 @@ def test_a_throttled_stock_adjustment_answers_busy(table, start_model, app_on, m
     # Metrics are recorded after each call with real-time retries on a table this throttled: on a loaded machine
     # the create's took over a second (CI, stop 18), the item's window emptied, and the adjustment went through.
     monkeypatch.setattr(inventory_metrics, "metrics_record", lambda *, stats: None)
-    app_on(start_model(scale=1000, hold_ms=0.01))  # 1 WCU per second per partition; no conflicts to speak of
+    app_on(start_model(partition_wcu=1, hold_ms=10))  # 1 WCU per second per partition; no conflicts to speak of
     sku = f"thr-{uuid.uuid4().hex[:6]}"
     item_create(sku=sku, name="n", quantity=5, actor="staff")  # fills the item's partition for a second
     with pytest.raises(InventoryError) as caught:
@@ -491,7 +522,7 @@ def test_a_throttled_stock_adjustment_answers_busy(table, start_model, app_on, m
 
 def test_under_concurrency_every_request_gets_one_answer(table, start_model):
     """Sixteen writers race transactions on one item: each is applied, conflicted or throttled, and counted once."""
-    model = start_model(scale=20, hold_ms=20)  # 50 WCU per real second; a 400 ms hold
+    model = start_model(partition_wcu=50, hold_ms=400)  # 50 WCU per second; a 400 ms hold
     key = {"PK": {"S": f"race-{uuid.uuid4().hex[:6]}"}, "SK": {"S": "s"}}
     outcomes: list[str] = []
     lock = threading.Lock()
