@@ -606,6 +606,7 @@ def summary(result: DesignResult, scenario: Scenario) -> dict[str, Any]:
         "created": len(created),
         "accepted_per_s": len(created) / span * s,
         "accepted_per_s_peak": max(timeline(result, scenario) or [0.0]),
+        "accepted_per_s_sustained": sustained(result, scenario),
         "offered_per_s": len(answers) / max(scenario.machine_seconds, 1e-9) * s,
         # what really reached the service: requests over the span of their actual starts
         "reached_per_s": len(answers) / max(max(starts, default=0.0) - min(starts, default=0.0), 1e-9) * s,
@@ -671,6 +672,18 @@ def timeline(result: DesignResult, scenario: Scenario) -> list[float]:
         return []
     counts = Counter(int(end // bucket) for end in ends)
     return [counts[i] * BUCKETS_PER_REAL_SECOND for i in range(max(counts) + 1)]
+
+
+def sustained(result: DesignResult, scenario: Scenario) -> float | None:
+    """The lowest rate of the chart's buckets that lie wholly inside the arrival window: what the design kept up
+    while the crowd kept coming. None when the window holds fewer than two whole buckets (K too large for the run
+    to say anything sustained: at K = 20 the crowd arrives in a quarter of a real second)."""
+    bucket = scenario.scale / BUCKETS_PER_REAL_SECOND
+    whole = int(scenario.machine_seconds // bucket + 1e-9)
+    if whole < 2:
+        return None
+    points = timeline(result, scenario)
+    return min((points + [0.0] * whole)[:whole])
 
 
 # --- the page ---------------------------------------------------------------------------------------------------
@@ -749,7 +762,10 @@ HOW_TO_READ = """How the run is made and what the rows mean:
   seats at the same arrival rate. Rates are x S, latencies / S; counts are of the / K crowd (x K for the real
   crowd); WCU/s are the capacity model's own conversion at scale. A latency includes any scheduler lag / S.
 - **Accepted registrations/s**: first registrations created (confirmed or waitlisted) per real second, from the
-  first arrival to the last accepted answer; *best 1/4 s* is the highest quarter-second of the chart.
+  first arrival to the last accepted answer (the tail of the last answers counts against it, so a short crowd
+  reads low); *best 1/4 s* is the highest quarter-second of the chart; *sustained* the lowest quarter-second
+  that lies wholly inside the arrival window, what the issue's "sustained" asks (none when the window holds
+  fewer than two: at K = 20 the crowd arrives within a quarter of a second, so only a smaller K can show it).
 - **Hottest partition**: the partition key with the highest peak in any 1 s window against its limit, from
   `CapacityModel.report()`; *above their limit* counts partitions whose peak exceeded it (the model admits a
   request on an estimate, so a peak can run over). Throttles and conflicts are requests the model refused.
@@ -816,6 +832,8 @@ def section(results: list[DesignResult], scenario: Scenario, invariants: dict[st
         lambda r, n: f"{n['accepted_per_s']:,.0f}")
     row(f"accepted registrations/s, best 1/{BUCKETS_PER_REAL_SECOND} s",
         lambda r, n: f"{n['accepted_per_s_peak']:,.0f}")
+    row(f"accepted registrations/s sustained (lowest whole 1/{BUCKETS_PER_REAL_SECOND} s while the crowd arrives)",
+        lambda r, n: "-" if n["accepted_per_s_sustained"] is None else f"{n['accepted_per_s_sustained']:,.0f}")
     row("students answered 503 at least once", lambda r, n: f"{n['busy_share_students']:.1%}")
     row("requests answered 503", lambda r, n: f"{n['busy_share_requests']:.1%}")
     row("other errors (would be 500)", lambda r, n: ", ".join(f"{e} {c}" for e, c in n["errors"].items()) or "0")
@@ -881,7 +899,7 @@ def _reading(measured: list[tuple[DesignResult, dict[str, Any]]], scenario: Scen
     for result, numbers in measured:
         table = result.table
         checks = [
-            (f"≥ {TARGET_PER_S:,}/s", numbers["accepted_per_s"] >= TARGET_PER_S),
+            (f"≥ {TARGET_PER_S:,}/s sustained", (numbers["accepted_per_s_sustained"] or 0) >= TARGET_PER_S),
             ("≥ 99.5 % without 503", numbers["busy_share_students"] <= 0.005),
             ("0 duplicates", table["duplicates"] == 0),
             ("0 oversell", table["oversell"] == 0),

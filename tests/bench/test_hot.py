@@ -11,6 +11,7 @@ from tems.dynamo import TableConfig, configure_models
 from tems.transactions import LabelledTransaction, Reason, TransactionCancelled
 from tests.bench.context import BenchContext
 from tests.bench.hot import (
+    Answer,
     DesignResult,
     Scenario,
     _tally,
@@ -19,6 +20,7 @@ from tests.bench.hot import (
     run_all,
     section,
     summary,
+    sustained,
     tallied,
 )
 from tests.helpers import REGION
@@ -134,3 +136,20 @@ def test_the_tally_counts_block_claims_by_what_became_of_them(monkeypatch):
     assert waitlist.claim_block is claim_block
     assert _tally(counts, "block claim", "any") == "1 / 1 / 1"
     assert _tally(counts, "seat", "after") == "-"
+
+
+def test_sustained_is_the_lowest_whole_quarter_second_inside_the_arrival_window():
+    # TINY: 30 students at 30/s real over 1 s real, S = 2: quarters of 0.5 machine seconds, 4 of them whole.
+    def answered(*ends: float) -> DesignResult:
+        tap = crowd(TINY)[0]
+        return DesignResult("x", answers=[Answer(tap=tap, lag=0.0, started=end, seconds=0.0, outcome="created")
+                                          for end in ends])
+
+    # 8, 8, 4 and 8 answers in the four quarters, then a late tail outside the window: the third quarter counts.
+    ends = [0.1] * 8 + [0.6] * 8 + [1.1] * 4 + [1.6] * 8 + [2.2] * 30
+    assert sustained(answered(*ends), TINY) == 4 * 4
+    # A quarter with no answer at all is a rate of 0, not skipped.
+    assert sustained(answered(0.1, 0.6, 1.6), TINY) == 0
+    # A crowd shorter than two whole quarters says nothing sustained.
+    short = Scenario(students=10, capacity=5, arrival_seconds=0.2, scale=2.0, crowd=1.0, threads=4)
+    assert short.machine_seconds < 1.0 and sustained(answered(0.1), short) is None
