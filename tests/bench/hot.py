@@ -617,7 +617,7 @@ def summary(result: DesignResult, scenario: Scenario) -> dict[str, Any]:
         "p99_ms": _percentile([a.seconds for a in answers], 0.99) / s * 1000,
         "lag_p99_ms": _percentile(lags, 0.99) * 1000,
         "lag_max_ms": max(lags or [0.0]) * 1000,
-        "lag_growing": _lag_growing(answers),
+        "lag_growing": _lag_growing(answers, scenario),
         "hottest": hottest.get("scope", "-"),
         "hottest_peak": hottest.get("peak_wcu_per_s_at_scale", 0.0),
         "hottest_limit": hottest.get("aws_limit_wcu_per_s", 0.0),
@@ -654,13 +654,15 @@ def _busy_by_fifth(answers: list[Answer]) -> list[float]:
     return [sum(student in busy for student in fifth) / max(len(fifth), 1) for fifth in fifths]
 
 
-def _lag_growing(answers: list[Answer]) -> bool:
-    """Whether the scheduler fell behind: the last tenth of the arrivals started much later than the first."""
+def _lag_growing(answers: list[Answer], scenario: Scenario) -> bool:
+    """Whether the scheduler fell behind: the last tenth of the arrivals started later than the first by more
+    than a quarter of a (scaled) hold, 2.5 ms of real time whatever S (it was a fixed 50 ms of machine time,
+    which is 2.5 ms only at S = 20: at S = 240 it flagged 0.2 ms)."""
     ordered = sorted(answers, key=lambda a: a.tap.at)
     tenth = max(1, len(ordered) // 10)
     early = statistics.median(a.lag for a in ordered[:tenth]) if ordered else 0.0
     late = statistics.median(a.lag for a in ordered[-tenth:]) if ordered else 0.0
-    return late - early > 0.05  # 50 ms of machine time: a quarter of a scaled hold
+    return late - early > 0.25 * scenario.hold_ms / 1000 * scenario.scale
 
 
 def timeline(result: DesignResult, scenario: Scenario) -> list[float]:
