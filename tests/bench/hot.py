@@ -73,7 +73,7 @@ from registrations.models import CONFIRMED, WAITLISTED, Event, RegistrationClaim
 from tems.capacity_model import REPORT_PATH, RESET_PATH
 from tems.clock import utcnow
 from tems.dynamo import TableConfig, boto3_client, configure_models, current_config, ensure_table
-from tems.invariants import check_items, scan_items
+from tems.invariants import OutboxNotStale, check_items, registered_checks, scan_items
 from tems.lab.techniques.registration import registration_fingerprint
 from tems.local_dynamodb import free_port
 from tems.metering import ready_clients
@@ -119,8 +119,10 @@ HOLD_MS = 10.0  # the capacity model's documented assumption, at real scale
 TABLE_WCU = float(os.environ.get("HOT_TABLE_WCU", 40_000))
 TABLE_RCU = float(os.environ.get("HOT_TABLE_RCU", 40_000))
 # Enough threads that an arrival never waits for one: arrivals/s x the longest a request takes (a student who
-# meets every conflict pauses up to 12 x 250 ms x S), started before the first arrival.
-POOL_THREADS = int(os.environ.get("HOT_THREADS", 1500))
+# meets every conflict pauses up to 12 x 250 ms x S), started before the first arrival; never more than the
+# crowd has requests. 1,500 was too few for the single counter at K = 4, S = 240 (3,450 requests, most of them
+# retrying for minutes of machine time): arrivals waited up to 240 s for a thread.
+POOL_THREADS = int(os.environ.get("HOT_THREADS", 4000))
 # A seat item admits one transaction per hold (100/s at 10 ms; its partition's WCU would allow ~166): 2,000/s
 # needs at least 20 shards. By default the count the shard rule gives the real 10,000-seat event.
 SEAT_SHARDS = int(os.environ.get("HOT_SEAT_SHARDS", 0)) or seats.shard_count(10_000)
@@ -882,7 +884,8 @@ def section(results: list[DesignResult], scenario: Scenario, invariants: dict[st
         "",
         f"![Accepted registrations per second over time, per design]({CHART.name})",
         "",
-        "`tems.invariants` over the whole table afterwards: "
+        "`tems.invariants` over the whole table afterwards (all but the outbox's delivery time: no relay runs "
+        "here): "
         + ("every check passed." if not problems else f"{len(problems)} problem(s):"),
     ]
     lines += [f"- {problem}" for problem in problems[:20]]
@@ -947,12 +950,19 @@ def run_all(ctx: BenchContext, scenario: Scenario, designs: list[str] | None = N
                       flush=True)
                 results.append(run_hot(name, scenario, direct=direct, model=model))
         configure_models(direct)
-        invariants = check_items(scan_items()).results
+        invariants = check_items(scan_items(), names=data_checks()).results
     finally:
         configure_models(direct)
         boto3_client().delete_table(TableName=direct.table_name)
         configure_models(TableConfig(ctx.table_name, ctx.endpoint, ctx.region))
     return results, invariants
+
+
+def data_checks() -> list[str]:
+    """Every registered invariant but the outbox's delivery time: no relay runs here, so in a run longer than
+    that time (K = 4 takes half an hour) every message of the first design is "undelivered", which says
+    nothing about the data."""
+    return [name for name, check in registered_checks().items() if check is not OutboxNotStale]
 
 
 def run(ctx: BenchContext) -> str:
