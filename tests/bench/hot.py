@@ -23,7 +23,7 @@ How it is driven, and why:
   thread pool large enough that an arrival never waits for a thread. The lag between scheduled and actual start
   is measured and reported: if it grows, the machine could not offer the load and the run says so.
 - **Scale model.** Two cores cannot offer 1,380 requests/s. With time scale S (``HOT_SCALE``) every AWS limit is
-  divided by S and every duration multiplied by S: the capacity model's limits and hold time, the arrival
+  divided by S and every duration multiplied by S: the capacity model's hold time and limits' window, the arrival
   spacing, the double tap's delay, and the service's own retry pauses (its ``sleep`` is stretched by S), so one
   machine second stands for 1/S of a real second. With crowd divisor K (``HOT_CROWD``) the students and the
   seats are divided by K at the same arrival rate, so the run lasts 10 s x S / K on the machine and covers the
@@ -104,11 +104,11 @@ DOUBLE_TAP_SHARE = 0.10  # a second tap with a fresh key
 SAME_KEY_RETRY_SHARE = 0.05  # the client repeats the request with the same key
 SECOND_TAP_MS = (50.0, 150.0)  # how long after the first tap the second comes, real time
 
-# The scale model (module docstring). S = 20 keeps one registration's 10-12 WCU on its idempotency record's
-# partition far under a partition's 50 WCU per machine second (docs/capacity-model.md "Choosing the scale"), and
-# the scaled hold (200 ms) above DynamoDB Local's time per transaction on a busy two-core machine. K = 20 makes
-# 600 students for 500 seats arrive at 60/s for 10 s: with the single counter's tail of retries (its p99 is
-# seconds, x S on the machine) about 90 s per design, what this machine offers alongside other work.
+# The scale model (module docstring). S = 20 keeps the scaled hold (200 ms) above DynamoDB Local's time per
+# transaction on a busy two-core machine; the limits' window is scaled with S (tems.capacity_model), so a larger
+# S only makes the run longer. K = 20 makes 600 students for 500 seats arrive at 60/s for 10 s: with the single
+# counter's tail of retries (its p99 is seconds, x S on the machine) about 90 s per design, a quick look. A
+# sustained rate needs a longer crowd: HOT_SECONDS=5 HOT_SCALE=240 HOT_CROWD=4 (docs/registrations.md).
 SCALE = float(os.environ.get("HOT_SCALE", 20))
 CROWD = float(os.environ.get("HOT_CROWD", 20))
 HOLD_MS = 10.0  # the capacity model's documented assumption, at real scale
