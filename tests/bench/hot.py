@@ -609,6 +609,7 @@ def summary(result: DesignResult, scenario: Scenario) -> dict[str, Any]:
         "accepted_per_s": len(created) / span * s,
         "accepted_per_s_peak": max(timeline(result, scenario) or [0.0]),
         "accepted_per_s_sustained": sustained(result, scenario),
+        "arrival_quarters": arrival_quarters(result, scenario),
         "offered_per_s": len(answers) / max(scenario.machine_seconds, 1e-9) * s,
         # what really reached the service: requests over the span of their actual starts
         "reached_per_s": len(answers) / max(max(starts, default=0.0) - min(starts, default=0.0), 1e-9) * s,
@@ -678,16 +679,19 @@ def timeline(result: DesignResult, scenario: Scenario) -> list[float]:
     return [counts[i] * BUCKETS_PER_REAL_SECOND for i in range(max(counts) + 1)]
 
 
+def arrival_quarters(result: DesignResult, scenario: Scenario) -> list[float]:
+    """The chart's rates for the buckets that lie wholly inside the arrival window (a quarter with no answer is
+    a rate of 0)."""
+    whole = int(scenario.machine_seconds // (scenario.scale / BUCKETS_PER_REAL_SECOND) + 1e-9)
+    return (timeline(result, scenario) + [0.0] * whole)[:whole]
+
+
 def sustained(result: DesignResult, scenario: Scenario) -> float | None:
     """The lowest rate of the chart's buckets that lie wholly inside the arrival window: what the design kept up
     while the crowd kept coming. None when the window holds fewer than two whole buckets (K too large for the run
     to say anything sustained: at K = 20 the crowd arrives in a quarter of a real second)."""
-    bucket = scenario.scale / BUCKETS_PER_REAL_SECOND
-    whole = int(scenario.machine_seconds // bucket + 1e-9)
-    if whole < 2:
-        return None
-    points = timeline(result, scenario)
-    return min((points + [0.0] * whole)[:whole])
+    quarters = arrival_quarters(result, scenario)
+    return min(quarters) if len(quarters) >= 2 else None
 
 
 # --- the page ---------------------------------------------------------------------------------------------------
@@ -838,6 +842,8 @@ def section(results: list[DesignResult], scenario: Scenario, invariants: dict[st
         lambda r, n: f"{n['accepted_per_s_peak']:,.0f}")
     row(f"accepted registrations/s sustained (lowest whole 1/{BUCKETS_PER_REAL_SECOND} s while the crowd arrives)",
         lambda r, n: "-" if n["accepted_per_s_sustained"] is None else f"{n['accepted_per_s_sustained']:,.0f}")
+    row(f"... each whole 1/{BUCKETS_PER_REAL_SECOND} s of the arrivals",
+        lambda r, n: " / ".join(f"{rate:,.0f}" for rate in n["arrival_quarters"]) or "-")
     row("students answered 503 at least once", lambda r, n: f"{n['busy_share_students']:.1%}")
     row("requests answered 503", lambda r, n: f"{n['busy_share_requests']:.1%}")
     row("other errors (would be 500)", lambda r, n: ", ".join(f"{e} {c}" for e, c in n["errors"].items()) or "0")

@@ -15,6 +15,7 @@ from tests.bench.hot import (
     DesignResult,
     Scenario,
     _tally,
+    arrival_quarters,
     chart,
     crowd,
     run_all,
@@ -153,3 +154,5 @@ def test_sustained_is_the_lowest_whole_quarter_second_inside_the_arrival_window(
     # A crowd shorter than two whole quarters says nothing sustained.
     short = Scenario(students=10, capacity=5, arrival_seconds=0.2, scale=2.0, crowd=1.0, threads=4)
     assert short.machine_seconds < 1.0 and sustained(answered(0.1), short) is None
+    # The page lists the whole quarters themselves, so nobody reads them off the chart.
+    assert arrival_quarters(answered(*ends), TINY) == [32, 32, 16, 32]
