@@ -288,23 +288,35 @@ class WaitlistInOrder(StreamingCheck):
 
 @invariant("the waiting list's lanes count their entries and its gate is closed only on a full event")
 class LanesAndGate(StreamingCheck):
-    """Per lane (seat shard): ``waiting`` = its entries. Per event: the gate is the same on every shard; closed
-    whenever anyone waits in a lane; and while it is closed every shard is full (so nobody joins beside a seat)."""
+    """Per lane (seat shard): ``waiting`` = its entries, and nobody waits in a lane whose gate is open. Per event,
+    with its gate item (``SeatGate``): it names as many shards as there are; every lane has its ``opened`` (so
+    each lane's copy is of the gate's current round); a lane is closed only while the gate is; and while the
+    gate is closed every shard is full (so nobody joins beside a seat). An event from before the gate item: its
+    gate is the same on every shard, closed whenever anyone waits, and only on a full event."""
 
     def __init__(self) -> None:
         self.waiting: dict[str, int] = {}
         self.entries: defaultdict[str, int] = defaultdict(int)
-        self.gates: defaultdict[str, set[bool]] = defaultdict(set)
+        self.lane_gates: defaultdict[str, set[bool]] = defaultdict(set)
+        self.lane_opened: defaultdict[str, set[int]] = defaultdict(set)
+        self.open_lanes_waiting: defaultdict[str, int] = defaultdict(int)
         self.free: defaultdict[str, int] = defaultdict(int)
-        self.lane_waiting: defaultdict[str, int] = defaultdict(int)
+        self.lanes: defaultdict[str, int] = defaultdict(int)
+        self.gate: dict[str, tuple[bool, int, int]] = {}  # event pk -> (closed, opened, shards)
 
     def observe(self, item: Item) -> None:
         if _seat_shard(item):
             event = _event_pk_of_shard(item)
             self.waiting[item["PK"]] = int(item.get("waiting", 0))
-            self.gates[event].add(bool(item.get("gate")))
+            self.lanes[event] += 1
+            self.lane_gates[event].add(bool(item.get("gate")))
+            self.lane_opened[event].add(int(item.get("opened", 0)))
             self.free[event] += max(int(item["capacity"]) - int(item.get("taken", 0)), 0)
-            self.lane_waiting[event] += int(item.get("waiting", 0))
+            if not item.get("gate"):
+                self.open_lanes_waiting[event] += int(item.get("waiting", 0))
+        elif item.get("entity") == "SeatGate":
+            self.gate[Event.pk_for(item["event_id"])] = (bool(item.get("state")), int(item.get("opened", 0)),
+                                                         int(item.get("shards", 0)))
         elif _waitlist_entry(item) and item.get("lane") is not None:
             self.entries[item["PK"]] += 1
 
@@ -312,12 +324,22 @@ class LanesAndGate(StreamingCheck):
         for pk in sorted(self.waiting.keys() | self.entries.keys()):
             if self.waiting.get(pk, 0) != self.entries[pk]:
                 yield f"{pk}: waiting={self.waiting.get(pk, 0)} but {self.entries[pk]} entries in the lane"
-        for event, gates in sorted(self.gates.items()):
-            if len(gates) > 1:
-                yield f"{event}: the waiting list's gate is closed on some shards and open on others"
-            closed = True in gates
-            if self.lane_waiting[event] and not closed:
-                yield f"{event}: {self.lane_waiting[event]} waiting in lanes with the gate open"
+        for event in sorted(self.lanes.keys() | self.gate.keys()):
+            if self.open_lanes_waiting[event]:
+                yield f"{event}: {self.open_lanes_waiting[event]} waiting in lanes whose gate is open"
+            if event not in self.gate:
+                if len(self.lane_gates[event]) > 1:
+                    yield f"{event}: the waiting list's gate is closed on some shards and open on others"
+                closed = True in self.lane_gates[event]
+            else:
+                closed, opened, shards = self.gate[event]
+                if shards != self.lanes[event]:
+                    yield f"{event}: the gate names {shards} shards but there are {self.lanes[event]}"
+                if self.lane_opened[event] - {opened}:
+                    yield (f"{event}: lanes of the gate's reopenings {sorted(self.lane_opened[event])}, the gate "
+                           f"is at {opened}")
+                if True in self.lane_gates[event] and not closed:
+                    yield f"{event}: a lane's gate is closed while the event's gate is open"
             if closed and self.free[event]:
                 yield f"{event}: the gate is closed while {self.free[event]} seat(s) are free in the shards"
 

@@ -165,12 +165,14 @@ class SeatShard(TableModel):
     starts_at = UTCDateTimeAttribute(null=True)
     layout = NumberAttribute(null=True)
 
-    # Each shard is also one lane of the event's waiting list (see registrations.waitlist, "lanes"). ``gate``
-    # is 1 on every shard alike while the event is full and its waiting list open (closed and opened for all
-    # shards in one transaction); absent or 0 otherwise. The lane hands out the tickets of its current block
+    # Each shard is also one lane of the event's waiting list (see registrations.waitlist, "lanes"). ``gate`` is
+    # the lane's copy of the event's gate (``SeatGate.state``): a join needs it closed. A lane copies a closed
+    # gate only while its ``opened`` is the gate's (no reopening since), and every reopening opens every lane
+    # in the gate's own transaction; absent or 0 is open. The lane hands out the tickets of its current block
     # [lane_next, lane_end), claimed from the event's waitlist_seq at ``lane_at``; ``lane_left`` is the event's
     # waitlist_left at that claim; ``waiting`` counts the lane's entries.
     gate = NumberAttribute(null=True)
+    opened = NumberAttribute(null=True)
     lane_next = NumberAttribute(null=True)
     lane_end = NumberAttribute(null=True)
     lane_at = UTCDateTimeAttribute(null=True)
@@ -196,6 +198,42 @@ class SeatShard(TableModel):
         start = int(self.lane_next or 0)
         return start, max(int(self.lane_end or 0), start)
 
+
+
+class SeatGate(TableModel):
+    """``EVENTGATE#<event_id>`` / ``GATE``: whether the event's waiting list takes joiners, in an item of its own.
+
+    ``state`` is 0 (open: some shard may have a free seat, so a newcomer takes it), CLOSED (every shard was full
+    when it closed, and stays so: a seat freed since went to the head of the waiting list) or RAISED (closed,
+    with seats of a raise to hand to the people waiting first). It closes by ONE write conditioned on
+    ``epoch``, which every write that frees a seat for newcomers (a cancel with nobody waiting, an edit of the
+    slices, a reopening) bumps in its own transaction: the closer reads the gate, then every shard (one
+    strongly consistent BatchGetItem, which holds nothing), and writes only if the epoch is still what it read,
+    so no seat was freed after the shards were read and the event was full at that instant. ``opened`` counts
+    reopenings; each lane copies a closed gate with its own single write under ``opened`` as read here.
+    ``shards`` is the event's shard count, so the closer knows which shards to read.
+    """
+
+    ITEM = "GATE"
+    PK_PREFIX = "EVENTGATE#"
+
+    event_id = UnicodeAttribute()
+    state = NumberAttribute(default=0)
+    epoch = NumberAttribute(default=0)
+    opened = NumberAttribute(default=0)
+    shards = NumberAttribute()
+
+    @classmethod
+    def key_for(cls, event_id: str) -> tuple[str, str]:
+        return cls.pk_for(event_id), cls.ITEM
+
+    @classmethod
+    def pk_for(cls, event_id: str) -> str:
+        return f"{cls.PK_PREFIX}{event_id}"
+
+    @property
+    def closed(self) -> bool:
+        return bool(self.state)
 
 
 class WaitlistQueue(TableModel):

@@ -17,9 +17,9 @@ from registrations.models import CURRENT_LAYOUT, EventSeats, SeatShard
 # 2 WCU, and transactions on one item conflict, so one item sustains roughly 40-100 registrations/s. 50 seats a
 # shard lets a full house sell out in about a second per shard, all shards in parallel.
 SEATS_PER_SHARD = 50
-# The join that closes the waiting list's gate checks every shard in its transaction (100 items at most): 80
-# shards, the event, its 6 registration items and at most 10 departure counters (an old block's unused
-# tickets) make 97; an edit re-slices every shard in one (80 + 3). A shard item takes a registration every
+# A cancel that reopens the waiting list's gate writes every shard in its transaction (100 items at most): 80
+# shards, the gate, the event and its 5 registration items make 87; an edit re-slices every shard in one
+# (80 + the gate, the event and its outbox message). A shard item takes a registration every
 # hold (~10 ms): 80 shards carry ~8,000/s, so a 2,400/s opening keeps each one under a third busy and a
 # student's conflicts rare (at 40 shards, 60 % busy, one in twenty met a dozen in a row: bench-hot).
 MAX_SHARDS = 80

@@ -25,10 +25,12 @@ from registrations.models import (
     EventSeats,
     Registration,
     RegistrationClaim,
+    SeatGate,
     SeatShard,
     WaitlistEntry,
 )
 from tems.clock import utcnow
+from tems.dynamo import batch_get_models
 from tems.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page, decode_cursor, query_page
 
 
@@ -205,6 +207,21 @@ def waitlist_lanes(*, event_id: str) -> tuple[EventSeats | None, list[SeatShard]
     except EventSeats.DoesNotExist:
         return None, []
     return event, seats.shards_get(event_id=event_id, count=int(event.seat_shards or 0))
+
+
+def waitlist_lanes_and_gate(*, event_id: str) -> tuple[EventSeats | None, SeatGate | None, list[SeatShard]]:
+    """``waitlist_lanes`` and the event's gate (None for an event from before the gate item), strongly
+    consistent: the gate comes in the lanes' BatchGetItem."""
+    try:
+        event = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
+    except EventSeats.DoesNotExist:
+        return None, None, []
+    count = int(event.seat_shards or 0)
+    items = batch_get_models([(SeatGate, SeatGate.key_for(event_id)),
+                              *((SeatShard, SeatShard.key_for(event_id, k)) for k in range(count))])
+    gate = next((item for item in items if isinstance(item, SeatGate)), None)
+    lanes = sorted((item for item in items if isinstance(item, SeatShard)), key=lambda lane: int(lane.shard))
+    return event, gate, lanes
 
 
 def waitlist_heads(*, event_id: str, limit: int,

@@ -17,6 +17,7 @@ from registrations.models import (
     EventSeats,
     Registration,
     RegistrationClaim,
+    SeatGate,
     SeatShard,
     WaitlistEntry,
 )
@@ -34,15 +35,17 @@ from registrations.services.common import (
     conflict_backoff,
     remember_answer,
 )
-from registrations.services.layout import upgrade_if_refused_for_layout
-from registrations.services.shards import freeable_shard
-from registrations.services.waitlist import (
-    SeatWrites,
-    _add_promotion,
-    _nobody_before_lanes,
-    gate_open,
+from registrations.services.gate import (
+    GateBusy,
+    add_freed,
+    add_gate,
     nobody_in_lane,
+    reopened_gate,
+    reopened_lane,
 )
+from registrations.services.layout import upgrade_if_refused_for_layout
+from registrations.services.shards import freeable_shard, gate_of
+from registrations.services.waitlist import SeatWrites, _add_promotion, _nobody_before_lanes
 from tems.clock import utcnow
 from tems.errors import DomainError
 from tems.idempotency import (
@@ -110,14 +113,22 @@ def _cancel(*, user_id: str, registration_id: str, now: datetime, sleep: Callabl
             response = cancel_response(registration_id=registration_id, event_id=seen.event_id)
             return _remember(user_id=user_id, key=key, response=response, now=now, sleep=sleep)
         seen = registration
-        head, shard, lanes = None, None, []
+        head, shard, lanes, gate = None, None, [], None
         if registration.status == CONFIRMED:
             shard = freeable_shard(event_id=registration.event_id,
                                    registration_shard=None if registration.shard is None else int(registration.shard))
-            event, lanes = selectors.waitlist_lanes(event_id=registration.event_id)
+            event, gate, lanes = selectors.waitlist_lanes_and_gate(event_id=registration.event_id)
+            if gate is None:
+                try:
+                    gate_of(event_id=registration.event_id)  # an event from before the gate item: made now
+                except GateBusy:
+                    conflicts.pause()
+                continue
+            if len(lanes) != int(gate.shards):
+                continue  # an edit added shards between the event's read and the lanes': read again
             heads = selectors.waitlist_heads(event_id=registration.event_id, limit=1, lanes=(event, lanes))
             head = heads[0] if heads else None
-        transaction = _cancel_transaction(registration, head, now=now, shard=shard, lanes=lanes)
+        transaction = _cancel_transaction(registration, head, now=now, shard=shard, lanes=lanes, gate=gate)
         response = cancel_response(registration_id=registration_id, event_id=registration.event_id)
         if key is not None:
             transaction.save(IDEMPOTENCY, completed_record(user_id=user_id, key=key[0], fingerprint=key[1],
@@ -164,8 +175,8 @@ def _remember(*, user_id: str, key: tuple[str, str] | None, response: StoredResp
     return StoredOutcome(response)
 
 
-def _cancel_transaction(registration: Registration, head: WaitlistEntry | None, *,
-                        now: datetime, shard: int | None, lanes: list[SeatShard]) -> LabelledTransaction:
+def _cancel_transaction(registration: Registration, head: WaitlistEntry | None, *, now: datetime, shard: int | None,
+                        lanes: list[SeatShard], gate: SeatGate | None) -> LabelledTransaction:
     event_id, user_id, registration_id = registration.event_id, registration.user_id, registration.registration_id
     transaction = LabelledTransaction()
     transaction.delete(CLAIM, RegistrationClaim(*RegistrationClaim.key_for(event_id, user_id)),
@@ -192,18 +203,23 @@ def _cancel_transaction(registration: Registration, head: WaitlistEntry | None, 
         # The freed seat passes straight to the head, in the same shard: the shard stays full, the list shrinks.
         _add_promotion(transaction, head, now=now, shard=shard)
         writes.depart(transaction, [head])
-    elif any(lane.gate_closed for lane in lanes):
+    elif gate.closed:
         # Nobody was waiting when we looked, and the event was full: the seat goes back to its shard and the
-        # waiting list's gate opens on every shard, under the condition that nobody is in any lane (a joiner
-        # needs the gate closed, so of a join and this cancel only one commits).
+        # waiting list's gate opens, on the gate item and every lane, under the condition that nobody is in any
+        # lane (a joiner needs its lane's gate closed, so of a join and this cancel only one commits) and that
+        # the gate did not reopen since the read (then the lanes read are all there are).
+        gate_actions, gate_condition = reopened_gate(gate, shards=int(gate.shards))
+        add_gate(transaction, event_id=event_id, actions=gate_actions, condition=gate_condition)
         for lane in lanes:
-            writes.shard(int(lane.shard), actions=[SeatShard.gate.set(0)], condition=nobody_in_lane())
+            writes.shard(int(lane.shard), actions=reopened_lane(gate), condition=nobody_in_lane())
         writes.shard(shard, actions=[SeatShard.taken.add(-1)], condition=SeatShard.taken > 0)
         writes.event(condition=_nobody_before_lanes())
     else:
-        # Nobody was waiting and the gate is open: a joiner would have to close it on this shard first (and
-        # find it full), so of the two only one commits; the seat goes back to the shard it came from.
-        writes.shard(shard, actions=[SeatShard.taken.add(-1)], condition=(SeatShard.taken > 0) & gate_open())
+        # Nobody was waiting and the gate is open: the seat goes back to the shard it came from, under the
+        # condition that the gate is still open, and the gate's epoch moves, so a close that read this shard
+        # full before now fails its own condition: of the two only one takes effect.
+        add_freed(transaction, event_id=event_id)
+        writes.shard(shard, actions=[SeatShard.taken.add(-1)], condition=SeatShard.taken > 0)
         writes.event(condition=_nobody_before_lanes())
     writes.add_to(transaction)
     return transaction

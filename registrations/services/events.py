@@ -9,7 +9,7 @@ from datetime import datetime
 
 from registrations import seats
 from registrations.errors import RegistrationError
-from registrations.models import CURRENT_LAYOUT, Event, EventSeats, SeatShard, WaitlistQueue
+from registrations.models import CURRENT_LAYOUT, Event, EventSeats, SeatGate, SeatShard, WaitlistQueue
 from registrations.selectors import event_to_dict
 from registrations.services.common import (
     EVENT,
@@ -22,7 +22,8 @@ from registrations.services.common import (
     _replay_raw,
     layout_as_read,
 )
-from registrations.services.shards import _counter_is, add_reslice, planned_sizes, shard_event
+from registrations.services.gate import GATE, GateBusy, new_gate
+from registrations.services.shards import _counter_is, add_reslice, gate_of, planned_sizes, shard_event
 from registrations.services.waitlist import waitlist_promote
 from tems.clock import utcnow
 from tems.idempotency import IdempotencyRecord, StoredResponse, completed_record, record_is_absent_or_expired
@@ -73,8 +74,11 @@ def _commit_event_create(event: Event, *, record: IdempotencyRecord | None = Non
         for shard in seats.new_shards(event_id=event.event_id, capacity=int(event.capacity),
                                       starts_at=event.starts_at, layout=CURRENT_LAYOUT):
             transaction.save(f"shard_{int(shard.shard)}", shard, condition=SeatShard.pk.does_not_exist())
-        # And the queue the waiting list's lanes take their tickets from (registrations.waitlist, "claims").
+        # And the queue the waiting list's lanes take their tickets from (registrations.waitlist, "claims"), and
+        # its gate (services/gate.py).
         transaction.save(QUEUE, WaitlistQueue.new(event.event_id), condition=WaitlistQueue.pk.does_not_exist())
+        transaction.save(GATE, new_gate(event_id=event.event_id, shards=int(event.seat_shards)),
+                         condition=SeatGate.pk.does_not_exist())
         if record is not None:
             transaction.save(IDEMPOTENCY, record, condition=record_is_absent_or_expired(record.created_at),
                              return_old_on_failure=True)
@@ -211,6 +215,10 @@ def event_update(
         if counters is not None and counters.seat_shards:
             count, before_lanes = int(counters.seat_shards), int(counters.waitlist_count or 0)
             sliced = int(counters.capacity if counters.sliced is None else counters.sliced)
+            try:
+                gate = gate_of(event_id=event_id)
+            except GateBusy:
+                raise _busy("This event's seats are changing right now; nothing was saved. Try again.") from None
             shards_read = seats.shards_get(event_id=event_id, count=count)
             waiting = before_lanes + sum(int(shard.waiting or 0) for shard in shards_read)
             # A raise while people wait stays unsliced: waitlist_promote hands it to them before any newcomer.
@@ -219,7 +227,8 @@ def event_update(
             target = capacity if not waiting else min(sliced, capacity)
             sizes = planned_sizes(target=target, count=count, shards_read=shards_read)
             add_reslice(transaction, event_id=event_id, shards_read=shards_read, sizes=sizes, starts_at=starts_at,
-                        reopen=not waiting, raised=bool(waiting) and capacity > target, layout=counters.layout)
+                        reopen=not waiting, raised=bool(waiting) and capacity > target, layout=counters.layout,
+                        gate=gate)
             actions += [Event.sliced.set(target), Event.seat_shards.set(len(sizes))]
             condition &= ((_counter_is(Event.waitlist_count, before_lanes)) & (Event.sliced == sliced)
                           & (Event.seat_shards == count) & layout_as_read(Event.layout, counters.layout))

@@ -46,9 +46,10 @@ from registrations.services.common import (
     remember_answer,
     ticket_pause,
 )
+from registrations.services.gate import CLOSED, RAISED, GateBusy, gate_close, lane_copy
 from registrations.services.layout import upgrade_if_legacy
-from registrations.services.shards import CLOSED, RAISED, shard_event
-from registrations.services.waitlist import gate_open, waitlist_promote
+from registrations.services.shards import gate_of, shard_event
+from registrations.services.waitlist import waitlist_promote
 from tems.clock import utcnow
 from tems.idempotency import StoredResponse, completed_record, record_is_absent_or_expired
 from tems.outbox import outbox_message
@@ -57,8 +58,8 @@ from tems.transactions import CONDITIONAL_CHECK_FAILED, LabelledTransaction, Tra
 logger = logging.getLogger(__name__)
 _random = random.SystemRandom()
 # A student whose home shard is full, on an event whose waiting list is still open, first tries this many other
-# shards (those no image showed full) before a join that checks every shard: in a burst most shards still have
-# room, a one-shard attempt usually takes a seat, and the all-shard check holds every shard while it runs.
+# shards (those no image showed full) before reading the gate and every shard: in a burst most shards still
+# have room, and a one-shard attempt usually takes a seat in one request.
 SEAT_PROBES = 3
 
 # --- registrations ------------------------------------------------------------------------------------------
@@ -129,6 +130,14 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
     conflicts = conflict_backoff(sleep)
     for _ in range(MAX_ROUNDS):
         shard = route.next_shard()
+        if shard is None and not route.gate:
+            # Every seat tried was full and the lane's gate is open: close the event's gate, or learn where a
+            # seat is free (services/gate.py). Reads and single writes; nothing of the student's yet.
+            try:
+                route.close_gate(attempt)
+            except GateBusy:
+                conflicts.pause()
+            continue
         joining = shard is None
         try:
             join: _Join | None = _Join.plan(attempt, route) if joining else None
@@ -157,11 +166,7 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
                 route.refused(shard, cancelled.reasons[SEAT].raw_item, attempt)
                 continue
             if joining and cancelled.codes & {CONDITIONAL_CHECK_FAILED}:
-                # Every shard whose condition failed came back with its image: a shard with room is the next try,
-                # and the lane's image says what its block and the gate are now.
-                for checked in range(route.count):
-                    if cancelled.failed(_seat_check(checked)):
-                        route.refused(checked, cancelled.reasons[_seat_check(checked)].raw_item, attempt)
+                # The lane's image says what its block and its gate are now.
                 if cancelled.failed(LANE):
                     route.refused(join.lane, cancelled.reasons[LANE].raw_item, attempt)
                 if route.raised and not route.healed:
@@ -177,17 +182,10 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
                 if not joining:
                     route.conflicted(shard)
                 conflicts.pause()
-                if joining and join.closing:
-                    # Another joiner is closing the gate at this very moment, or a seat attempt holds a shard. A
-                    # read of the lane explains which (it decides nothing: the next write's condition does): a
-                    # gate closed meanwhile sends this request to its lane's join, an open one to close it again.
-                    # Guessing "closed" instead cost a lane join (and a shard held) per conflict, and a block
-                    # claimed for a lane whose gate then turned out open.
-                    route.reread_lane(attempt)
                 continue
             raise
         if join is not None and not join.registers:
-            # The gate is closed now, or a stale block was retired: the next round takes a ticket.
+            # A stale block was retired: the next round takes a ticket.
             join.landed()
             continue
         return RegistrationOutcome(response, "created")
@@ -199,10 +197,10 @@ class _Route:
 
     First the student's home shard (a hash of the user into the event's shards, as far as this process knows
     their number). A refused seat means that shard is full; it is also the student's *lane* of the waiting list
-    (registrations.waitlist), and its image says whether the event's waiting list is open (``gate``) and what
-    the lane's block is. With the gate closed the join touches that lane only. With it open, the join closes it:
-    its transaction checks that *every* shard is full and closes the gate on all of them; each shard whose check
-    fails comes back with its image, so the next round goes to one with room.
+    (registrations.waitlist), and its image says whether the lane's copy of the event's gate is closed
+    (``gate``) and what the lane's block is. With the lane's gate closed the join touches that lane only. With it
+    open, ``close_gate`` looks at the event's gate (services/gate.py): it copies a closed gate into the lane, or
+    reads every shard and closes the gate if none has room, or sends the next round to a shard with room.
     """
 
     def __init__(self, *, event_id: str, user_id: str) -> None:
@@ -213,8 +211,8 @@ class _Route:
         self.healed = False  # whether this request already tried to finish a pending promotion
         self.lane: int | None = None  # the first shard that refused: the student's lane of the waiting list
         self.lane_image: SeatShard | None = None
-        self.gate: bool = False  # whether the images say the waiting list is open (every shard full)
-        self.raised = False  # whether they say a raise waits to be handed to the people waiting (gate 2)
+        self.gate: bool = False  # whether the lane's image says its gate is closed (every shard full)
+        self.raised = False  # whether it says a raise waits to be handed to the people waiting (gate 2)
         self.busy: set[int] = set()  # shards whose seat attempt met a conflict (held by another transaction)
         self.elsewhere = False
         self.full: set[int] = set()  # shards whose image showed every seat taken
@@ -284,12 +282,50 @@ class _Route:
         else:
             self.with_room.discard(shard)
             self.full.add(shard)
-        self.gate = image.gate_closed
-        self.raised = int(image.gate or 0) == RAISED
         if self.lane is None:
             self.lane = shard
         if shard == self.lane:
+            # Only the lane's own copy of the gate counts: another lane may have copied a closed gate before it.
             self.lane_image = image
+            self.gate = image.gate_closed
+            self.raised = int(image.gate or 0) == RAISED
+
+    def close_gate(self, attempt: _NewRegistration) -> None:
+        """The lane's gate is open and the seats tried were full: look at the event's gate.
+
+        Closed: copy it into the lane (one UpdateItem of the lane, ``lane_copy``). Open: read every shard, after
+        the gate (one strongly consistent BatchGetItem: a read that holds nothing, so seat attempts do not stop
+        it, and decides nothing); a shard with room is the next round's try, and with none the gate closes by
+        one write under the epoch read (``gate_close``), which fails if any seat was freed since that read.
+        """
+        gate = gate_of(event_id=self.event_id)
+        if not gate.closed:
+            count = int(gate.shards)
+            shards = seats_module.shards_get(event_id=self.event_id, count=count)
+            if len(shards) < count:
+                _explain_missing_shard(self.event_id)
+                self.forget_event()
+                return
+            for image in shards:
+                self.refused(int(image.shard), image.serialize(), attempt)
+                if not self.tried_home:
+                    return  # the event's layout was upgraded: look again from the home shard
+            if self.with_room or self.gate or not gate_close(gate=gate):
+                return  # a seat to try, the lane closed meanwhile, or the gate moved: the next round says
+        self.raised = int(gate.state) == RAISED
+        if self.raised and not self.healed:
+            # A raise not handed out yet (its promotion did not finish): finish it before this newcomer, who
+            # must not overtake the people waiting, then look again.
+            self.healed = True
+            _promote_best_effort(self.event_id)
+            self.forget_event()
+            return
+        if self.lane is None:
+            return
+        if lane_copy(gate=gate, lane=self.lane):
+            self.gate, self.lane_image.gate = True, int(gate.state)
+        else:
+            self.reread_lane(attempt)  # copied by someone else, or the gate reopened: the lane's image says
 
     def reread_lane(self, attempt: _NewRegistration) -> None:
         shard = self.lane if self.lane is not None else seats_module.home_shard(self.user_id, self.count)
@@ -307,10 +343,6 @@ class _Route:
     def forget_event(self) -> None:
         self.tried_home, self.with_room, self.full = False, set(), set()
         self.lane, self.lane_image = None, None
-
-
-def _seat_check(shard: int) -> str:
-    return f"{SEAT}_{shard}"
 
 
 def _explain_missing_shard(event_id: str) -> None:
@@ -396,22 +428,16 @@ def _confirm_transaction(attempt: _NewRegistration, shard: int) -> tuple[Labelle
     return transaction, response
 
 
-def _shard_full():
-    return SeatShard.pk.exists() & (SeatShard.taken >= SeatShard.capacity)
-
-
 def _unchanged(attribute, value: int | None):
     return attribute.does_not_exist() if value is None else attribute == value
 
 
 @dataclass
 class _Join:
-    """One round of joining the waiting list, planned from the images seen so far.
+    """One round of joining the waiting list, planned from the images seen so far (the lane's gate closed).
 
-    ``closing``: the gate is not known to be closed, so this round only closes it: one transaction checks every
-    shard full and sets the gate on all of them (nothing of the student's is in it); the next round joins.
-    Otherwise the round takes the lane's next ticket in a transaction that touches the lane's shard and no other
-    item of the event. When the lane needs a new block, ``plan`` first claims it from the event's queue item by
+    The round takes the lane's next ticket in a transaction that touches the lane's shard and no other item of
+    the event. When the lane needs a new block, ``plan`` first claims it from the event's queue item by
     a single write (``waitlist.claim_block``), and this transaction installs it; a block claimed earlier and
     never installed is installed now, or, claimed too long ago, installed as gone (``registers`` False: the
     round hands out nothing, the next one claims afresh).
@@ -420,7 +446,6 @@ class _Join:
     attempt: _NewRegistration
     route: _Route
     lane: int
-    closing: bool
     ticket: int
     now: datetime
     block: waitlist_module.Block | None = None
@@ -429,11 +454,9 @@ class _Join:
     @classmethod
     def plan(cls, attempt: _NewRegistration, route: _Route) -> _Join:
         image, now = route.lane_image, utcnow()
-        if not route.gate:
-            return cls(attempt=attempt, route=route, lane=route.lane, closing=True, ticket=0, now=now)
         if waitlist_module.block_usable(image, now):
             ticket = int(image.lane_next)
-            return cls(attempt=attempt, route=route, lane=route.lane, closing=False, ticket=ticket, now=now,
+            return cls(attempt=attempt, route=route, lane=route.lane, ticket=ticket, now=now,
                        position=max(ticket - int(image.lane_left or 0), 1))
         seen = (image.lane_next, image.lane_end)
         if route.block is not None and route.block[0] == seen and now < route.block[1] + timedelta(
@@ -443,14 +466,13 @@ class _Join:
             block = waitlist_module.claim_block(event_id=route.event_id, lane=image,
                                                 size=waitlist_module.next_block_size(image, now), now=now)
             route.block = (seen, now, block)
-        join = cls(attempt=attempt, route=route, lane=route.lane, closing=False, ticket=block.first, now=now,
-                   block=block)
+        join = cls(attempt=attempt, route=route, lane=route.lane, ticket=block.first, now=now, block=block)
         join.position = max(block.first - join._left(), 1)
         return join
 
     @property
     def registers(self) -> bool:
-        return not self.closing and not (self.block is not None and self.block.stale)
+        return not (self.block is not None and self.block.stale)
 
     def _correction(self) -> int:
         """How much the queue's ``left`` is off once this install commits: the claim counted the replaced block's
@@ -464,8 +486,6 @@ class _Join:
         return self.block.left + self._correction()
 
     def transaction(self) -> tuple[LabelledTransaction, StoredResponse | None]:
-        if self.closing:
-            return self._closing(), None
         attempt, image, block = self.attempt, self.route.lane_image, self.block
         # The lane's block is still what its image showed: two joiners of one lane never take the same ticket.
         # ``layout``: no registration is written under the current keys while a claim of the event may still sit
@@ -508,30 +528,10 @@ class _Join:
     def landed(self) -> None:
         """This round's transaction committed without registering: what it wrote is known exactly (its conditions
         pinned the state before), so the route's image follows without a read."""
-        self.route.gate = True
         if self.block is not None and self.block.stale:
             image = self.route.lane_image
             image.lane_next, image.lane_end = self.block.end, self.block.end
             image.lane_at, image.lane_size, image.lane_left = self.now, self.block.end - self.block.first, self._left()
-
-    def _closing(self) -> LabelledTransaction:
-        """Full means every shard full, checked in this very transaction, and the gate closes on all of them: from
-        then on a join needs its lane's gate closed and nothing else of the event.
-
-        The shards are all it needs: each carries the event's shard count, start and layout, and seats of a raise
-        not yet handed out leave every gate RAISED (not open), so the event's item stays out of a transaction
-        that, at the end of a burst, is tried many times over (each try costs its every item two write units).
-        """
-        attempt, route = self.attempt, self.route
-        transaction = LabelledTransaction()
-        for shard in range(route.count):
-            transaction.update(_seat_check(shard), SeatShard(*SeatShard.key_for(attempt.event_id, shard)),
-                               actions=[SeatShard.gate.set(CLOSED)],
-                               condition=(_shard_full() & gate_open() & (SeatShard.shards == route.count)
-                                          & (SeatShard.starts_at > attempt.created_at)
-                                          & (SeatShard.layout == CURRENT_LAYOUT)),
-                               return_old_on_failure=True)
-        return transaction
 
 
 def _replay(raw_item: dict[str, Any], attempt: _NewRegistration) -> RegistrationOutcome:

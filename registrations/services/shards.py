@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
-from registrations import seats
-from registrations.models import EventSeats, SeatShard
-from registrations.services.common import EVENT_SEATS, WRITE_POLICY, _busy, layout_as_read
-from tems.transactions import LabelledTransaction, TransactionCancelled
+from pynamodb.exceptions import PutError
 
-# The waiting list's gate on every seat shard (SeatShard.gate): absent or 0 open, CLOSED while the event is full,
-# RAISED while it is full and a raise of its capacity waits to be handed to the people waiting.
-CLOSED = 1
-RAISED = 2
+from registrations import seats
+from registrations.errors import RegistrationError
+from registrations.models import EventSeats, SeatGate, SeatShard
+from registrations.services.common import EVENT_SEATS, WRITE_POLICY, _busy, layout_as_read
+from registrations.services.gate import (
+    CLOSED,
+    GATE,
+    OPEN,
+    RAISED,
+    GateBusy,
+    add_gate,
+    gate_get,
+    new_gate,
+    nobody_in_lane,
+    reopened_gate,
+    reopened_lane,
+)
+from registrations.waitlist import TRANSIENT
+from tems.transactions import LabelledTransaction, TransactionCancelled, is_conditional_check_failed, response_code
 
 
 def shard_event(*, event_id: str) -> bool:
@@ -46,6 +58,8 @@ def shard_event(*, event_id: str) -> bool:
                 *SeatShard.key_for(event_id, shard), event_id=event_id, shard=shard, shards=count, capacity=size,
                 taken=held, starts_at=event.starts_at, layout=event.layout, gate=gate),
                 condition=SeatShard.pk.does_not_exist())
+        transaction.save(GATE, new_gate(event_id=event_id, shards=count, state=gate or OPEN),
+                         condition=SeatGate.pk.does_not_exist())
         transaction.update(
             EVENT_SEATS, EventSeats(*EventSeats.key_for(event_id)),
             actions=[EventSeats.seat_shards.set(count), EventSeats.sliced.set(sliced),
@@ -61,6 +75,38 @@ def shard_event(*, event_id: str) -> bool:
             continue  # the counters moved, or someone else gave it shards: look again
         return True
     raise _busy("This event's seats are changing too fast to move them into shards now; try again.")
+
+
+def gate_of(*, event_id: str) -> SeatGate:
+    """The event's gate (``SeatGate``), strongly consistent; made first for an event from before the gate item.
+
+    Such an event's shards all carry the same gate (it was closed and opened on every shard in one
+    transaction), and nothing changes it while the event has no gate item, since every write that closes, copies
+    or opens a gate, or frees a seat, writes the gate item too: so the gate made from them is put under
+    ``attribute_not_exists`` and never contradicts them. Raises RegistrationError('not_found') for no such event,
+    GateBusy when DynamoDB does not answer in time.
+    """
+    for _ in range(4):
+        gate = gate_get(event_id=event_id)
+        if gate is not None:
+            return gate
+        try:
+            event = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
+        except EventSeats.DoesNotExist:
+            raise RegistrationError("not_found", f"There is no event with id {event_id!r}.") from None
+        if not event.seat_shards:
+            shard_event(event_id=event_id)  # makes the gate with the shards
+            continue
+        count = int(event.seat_shards)
+        state = max((int(lane.gate or 0) for lane in seats.shards_get(event_id=event_id, count=count)), default=OPEN)
+        try:
+            new_gate(event_id=event_id, shards=count, state=state).save(condition=SeatGate.pk.does_not_exist())
+        except PutError as error:
+            if response_code(error) in TRANSIENT:
+                raise GateBusy() from error
+            if not is_conditional_check_failed(error):
+                raise
+    raise _busy("This event's seats are changing right now; try again.")
 
 
 def _counter_is(counter, value: int):
@@ -82,16 +128,28 @@ def freeable_shard(*, event_id: str, registration_shard: int | None) -> int:
 
 
 def add_reslice(transaction: LabelledTransaction, *, event_id: str, shards_read: list[SeatShard], sizes: list[int],
-                starts_at, layout: int | None, reopen: bool = False, raised: bool = False) -> None:
+                starts_at, layout: int | None, gate: SeatGate, reopen: bool = False, raised: bool = False) -> None:
     """Give the event's shards the slices ``sizes`` (adding shards past those read), in ``transaction``.
 
     Each existing shard's new slice is conditioned on ``taken <= slice``, never on what was read: a seat taken
     meanwhile is fine as long as it still fits, so only a slice that no longer holds its seats fails. A new
-    shard takes the event's ``layout`` as read; the caller's write of the event checks it is still that. With
-    ``reopen`` (nobody waits: the new slices are for newcomers) the waiting list's gate opens on every shard,
-    under the condition that nobody is in its lane. With ``raised`` (people wait and the capacity grew beyond
-    the slices) the gate says so, and newcomers finish handing those seats out before they join.
+    shard takes the event's ``layout`` as read; the caller's write of the event checks it is still that. The
+    gate (``gate`` as read) moves its epoch (slices may free seats), under the condition that it did not reopen
+    and has as many shards as read. With ``reopen`` (nobody waits: the new slices are for newcomers) the gate
+    opens, and every lane with it under the condition that nobody is in it. With ``raised`` (people wait, so the
+    gate is closed, and the capacity grew beyond the slices) the gate and every lane say so, and newcomers
+    finish handing those seats out before they join.
     """
+    opened = int(gate.opened)
+    if reopen:
+        gate_actions, gate_condition = reopened_gate(gate, shards=len(sizes))
+    else:
+        gate_actions = [SeatGate.shards.set(len(sizes)), SeatGate.epoch.add(1)]
+        gate_condition = (SeatGate.opened == opened) & (SeatGate.shards == int(gate.shards))
+    if raised:
+        gate_actions.append(SeatGate.state.set(RAISED))
+        gate_condition &= SeatGate.state >= CLOSED
+    add_gate(transaction, event_id=event_id, actions=gate_actions, condition=gate_condition)
     existing = {int(shard.shard) for shard in shards_read}
     for shard, size in enumerate(sizes):
         if shard in existing:
@@ -99,18 +157,17 @@ def add_reslice(transaction: LabelledTransaction, *, event_id: str, shards_read:
                        SeatShard.starts_at.set(starts_at)]
             condition = SeatShard.pk.exists() & (SeatShard.taken <= size)
             if reopen:
-                actions.append(SeatShard.gate.set(0))
-                condition &= SeatShard.waiting.does_not_exist() | (SeatShard.waiting == 0)
+                actions += reopened_lane(gate)
+                condition &= nobody_in_lane()
             elif raised:
-                # People wait (so the gate is closed: every shard is full) and the raise is theirs first.
                 actions.append(SeatShard.gate.set(RAISED))
-                condition &= SeatShard.gate >= CLOSED
             transaction.update(f"shard_{shard}", SeatShard(*SeatShard.key_for(event_id, shard)), actions=actions,
                                condition=condition, return_old_on_failure=True)
         else:
             transaction.save(f"shard_{shard}", SeatShard(
                 *SeatShard.key_for(event_id, shard), event_id=event_id, shard=shard, shards=len(sizes),
-                capacity=size, taken=0, starts_at=starts_at, layout=layout), condition=SeatShard.pk.does_not_exist())
+                capacity=size, taken=0, starts_at=starts_at, layout=layout, gate=RAISED if raised else None,
+                opened=opened + 1 if reopen else opened), condition=SeatShard.pk.does_not_exist())
 
 
 def planned_sizes(*, target: int, count: int, shards_read: list[SeatShard]) -> list[int]:

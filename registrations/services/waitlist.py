@@ -15,13 +15,15 @@ from registrations.models import (
     EventSeats,
     Registration,
     RegistrationClaim,
+    SeatGate,
     SeatShard,
     WaitlistEntry,
     WaitlistQueue,
 )
 from registrations.services.common import EVENT_SEATS, QUEUE, SEAT, _busy, conflict_backoff, layout_as_read
+from registrations.services.gate import CLOSED, RAISED, GateBusy, add_gate, lane_open
 from registrations.services.layout import upgrade_if_legacy
-from registrations.services.shards import CLOSED, RAISED, add_reslice, planned_sizes, shard_event
+from registrations.services.shards import add_reslice, gate_of, planned_sizes, shard_event
 from tems.clock import utcnow
 from tems.outbox import outbox_message
 from tems.transactions import LabelledTransaction, TransactionCancelled
@@ -111,15 +113,6 @@ def _nobody_before_lanes():
     return EventSeats.waitlist_count.does_not_exist() | (EventSeats.waitlist_count == 0)
 
 
-def gate_open():
-    """A shard's gate is open: absent (never closed) or 0."""
-    return SeatShard.gate.does_not_exist() | (SeatShard.gate == 0)
-
-
-def nobody_in_lane():
-    return SeatShard.waiting.does_not_exist() | (SeatShard.waiting == 0)
-
-
 def _add_promotion(transaction: LabelledTransaction, head: WaitlistEntry, *, now: datetime, shard: int | None,
                    suffix: str = "") -> None:
     """Move the waitlist head to confirmed, holding a seat of ``shard``: its claim, both registration items and its
@@ -169,7 +162,7 @@ def waitlist_promote(*, event_id: str, now: datetime | None = None,
     promoted = stale = 0
     conflicts = conflict_backoff(sleep)
     while True:
-        seats, lanes = selectors.waitlist_lanes(event_id=event_id)
+        seats, gate, lanes = selectors.waitlist_lanes_and_gate(event_id=event_id)
         if seats is None:
             return promoted
         if not seats.seat_shards:
@@ -184,13 +177,26 @@ def waitlist_promote(*, event_id: str, now: datetime | None = None,
         unsliced = capacity - sliced
         # Done when every seat is in a shard, and (nobody waiting) there are as many shards as the rule asks:
         # seats promoted into one shard are resliced over all of them for the next free seats.
-        raised = any(int(lane.gate or 0) == RAISED for lane in lanes)
+        if gate is None:
+            try:
+                gate_of(event_id=event_id)  # an event from before the gate item: made now
+            except GateBusy:
+                conflicts.pause()
+            continue
+        raised = int(gate.state) == RAISED or any(int(lane.gate or 0) == RAISED for lane in lanes)
         if unsliced <= 0 and waiting and raised:
-            # Every seat of the raise is handed out: newcomers may join behind the rest again.
+            # Every seat of the raise is handed out: newcomers may join behind the rest again. A lane that has
+            # not copied the gate yet stays open (and must still be: a copy of RAISED landing now would be missed).
             transaction = LabelledTransaction()
             writes = SeatWrites(event_id)
             for lane in lanes:
-                writes.shard(int(lane.shard), actions=[SeatShard.gate.set(CLOSED)], condition=SeatShard.gate >= CLOSED)
+                if lane.gate_closed:
+                    writes.shard(int(lane.shard), actions=[SeatShard.gate.set(CLOSED)],
+                                 condition=SeatShard.gate >= CLOSED)
+                else:
+                    writes.shard(int(lane.shard), condition=lane_open())
+            add_gate(transaction, event_id=event_id, actions=[SeatGate.state.set(CLOSED)],
+                     condition=(SeatGate.state >= CLOSED) & (SeatGate.opened == int(gate.opened)))
             writes.event(condition=(EventSeats.capacity == capacity) & (EventSeats.sliced == sliced))
             writes.add_to(transaction)
             try:
@@ -231,7 +237,7 @@ def waitlist_promote(*, event_id: str, now: datetime | None = None,
             # under the condition that nobody joined the waiting list since; the gate opens again with them.
             sizes = planned_sizes(target=capacity, count=count, shards_read=lanes)
             add_reslice(transaction, event_id=event_id, shards_read=lanes, sizes=sizes, starts_at=seats.starts_at,
-                        reopen=True, layout=seats.layout)
+                        reopen=True, layout=seats.layout, gate=gate)
             transaction.update(
                 EVENT_SEATS, EventSeats(*EventSeats.key_for(event_id)),
                 actions=[EventSeats.sliced.set(capacity), EventSeats.seat_shards.set(len(sizes))],

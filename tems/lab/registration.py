@@ -22,6 +22,7 @@ from registrations.models import (
     EventSeats,
     Registration,
     RegistrationClaim,
+    SeatGate,
     SeatShard,
     WaitlistQueue,
 )
@@ -125,9 +126,9 @@ def _delete_run(*, event_id: str, user_id: str, keys: set[str], since) -> None:
 
 
 def _event_partitions(event_id: str) -> list[str]:
-    """The partitions that hold only this event's items: its own, its waiting list's queue item's and its
-    registrations' buckets."""
-    return [Event.pk_for(event_id), WaitlistQueue.pk_for(event_id),
+    """The partitions that hold only this event's items: its own, its waiting list's queue item's and gate's,
+    and its registrations' buckets."""
+    return [Event.pk_for(event_id), WaitlistQueue.pk_for(event_id), SeatGate.pk_for(event_id),
             *(Registration.event_pk_for(event_id, bucket) for bucket in range(REGISTRATION_BUCKETS))]
 
 

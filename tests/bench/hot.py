@@ -70,6 +70,8 @@ from django.test import override_settings
 from registrations import seats, selectors, services, waitlist
 from registrations.errors import RegistrationError
 from registrations.models import CONFIRMED, WAITLISTED, Event, RegistrationClaim
+from registrations.services import registration as registration_service
+from registrations.services.gate import GateBusy
 from tems.capacity_model import REPORT_PATH, RESET_PATH
 from tems.clock import utcnow
 from tems.dynamo import TableConfig, boto3_client, configure_models, current_config, ensure_table
@@ -481,12 +483,10 @@ class DesignResult:
 # --- what the service's transactions did -------------------------------------------------------------------------
 
 def _kind(labels: set[str]) -> str:
-    """A registration's transaction by its labels (registrations.services.common): a seat attempt, the join that
-    checks every shard and closes the waiting list's gate, or a join of one lane."""
+    """A registration's transaction by its labels (registrations.services.common): a seat attempt or a join of
+    one lane."""
     if "seat" in labels:
         return "seat"
-    if any(label.startswith("seat_") for label in labels):
-        return "closing join"
     if "lane" in labels:
         return "lane join"
     return "other"
@@ -495,7 +495,7 @@ def _kind(labels: set[str]) -> str:
 def _item_of(label: str) -> str:
     if label == "seat":
         return "the seat's item"  # a shard, or the single counter's event item
-    if label == "lane" or label.startswith("seat_"):
+    if label == "lane":
         return "a shard"
     return {"event": "the event's item", "queue": "the queue item"}.get(label, label.split("_")[0])
 
@@ -507,8 +507,9 @@ def _throttled(code: str) -> str:
 @contextmanager
 def tallied(counts: Counter) -> Iterator[None]:
     """Count every transaction of the run by kind, by what became of it (committed, refused by a condition,
-    conflicted, and on which item) and by whether the waiting list's gate was closed yet (the first closing join
-    to commit closes it). A spy on commit, like the tests' ``cancellations``: the service is not touched."""
+    conflicted, and on which item) and by whether the waiting list's gate was closed yet (the first close that
+    lands closes it), and the single writes that close the gate, copy it into a lane and claim a block. Spies on
+    commit and on those writes, like the tests' ``cancellations``: the service is not touched."""
     original = LabelledTransaction.commit
     closed, lock = threading.Event(), threading.Lock()
 
@@ -529,9 +530,22 @@ def tallied(counts: Counter) -> Iterator[None]:
                 count((kind, phase, "refused"))
             raise
         count((kind, phase, "committed"))
-        if kind == "closing join":
-            closed.set()
         return result
+
+    def single_write(kind: str, write: Callable[..., bool]) -> Callable[..., bool]:
+        # The gate's close and its copy into a lane: one UpdateItem each, True if it landed.
+        def spied(**kwargs: Any) -> bool:
+            phase = "after" if closed.is_set() else "before"
+            try:
+                done = write(**kwargs)
+            except GateBusy:
+                count((kind, phase, "conflicted"))
+                raise
+            count((kind, phase, "committed" if done else "refused"))
+            if done and kind == "gate close":
+                closed.set()
+            return done
+        return spied
 
     claim = waitlist.claim_block
 
@@ -546,13 +560,17 @@ def tallied(counts: Counter) -> Iterator[None]:
         count(("block claim", phase, "committed" if block.claimed else "refused"))
         return block
 
+    close, copy = registration_service.gate_close, registration_service.lane_copy
     LabelledTransaction.commit = spy
     waitlist.claim_block = claim_spy
+    registration_service.gate_close = single_write("gate close", close)
+    registration_service.lane_copy = single_write("lane copy", copy)
     try:
         yield
     finally:
         LabelledTransaction.commit = original
         waitlist.claim_block = claim
+        registration_service.gate_close, registration_service.lane_copy = close, copy
 
 
 def run_hot(design: str, scenario: Scenario, *, direct: TableConfig, model: ModelProcess) -> DesignResult:
@@ -777,13 +795,15 @@ HOW_TO_READ = """How the run is made and what the rows mean:
 - **Hottest partition**: the partition key with the highest peak in any 1 s window against its limit, from
   `CapacityModel.report()`; *above their limit* counts partitions whose peak exceeded it (the model admits a
   request on an estimate, so a peak can run over). Throttles and conflicts are requests the model refused.
-- **The service's transactions**, counted by a spy on commit: *seat attempts* (one seat of one shard), *closing
-  joins* (check every shard full and close the waiting list's gate on all of them; nothing of the student's),
-  *lane joins* (a ticket from one lane, the gate already closed, maybe installing a block), before and after
-  the first closing join committed, and *block claims* (one UpdateItem of the queue item, before the lane join
-  that installs the block: claimed, or found one pending and installed it instead); each committed, refused by
-  a condition (the image then says where to go), or conflicted or throttled (retried after a pause; a student
-  who meets 12 is answered 503), with the items the conflicts were on (a transaction may meet several).
+- **The service's writes**, counted by spies: *seat attempts* (a transaction on one seat of one shard), *gate
+  closes* (after reading the gate and every shard full, one UpdateItem of the gate under the epoch read;
+  refused when a seat was freed since or someone closed it first), *lane copies* (one UpdateItem putting the
+  closed gate on a lane; refused when the lane had it already), *lane joins* (a transaction on one lane: a
+  ticket, maybe installing a block), before and after the first close landed, and *block claims* (one
+  UpdateItem of the queue item, before the lane join that installs the block: claimed, or found one pending
+  and installed it instead); each committed, refused by a condition (the image then says where to go), or
+  conflicted or throttled (retried after a pause; a student who meets 12 is answered 503), with the items the
+  transactions' conflicts were on (a transaction may meet several).
 - **From the table afterwards** (strongly consistent Query of the event's items, then `tems.invariants` over the
   whole table): duplicates are students with more than one live registration; oversell is confirmed over
   capacity; confirmed should be min(capacity, students who got a registration), and min(capacity, all students)
@@ -859,7 +879,8 @@ def section(results: list[DesignResult], scenario: Scenario, invariants: dict[st
         f"{kind} {count:,}" for kind, count in list(n["conflicted_kinds"].items())[:4]) or "-")
     row("students answered 503, by fifth of the arrivals", lambda r, n: " / ".join(
         f"{share:.0%}" for share in n["busy_by_fifth"]))
-    for kind, name in (("seat", "seat attempts"), ("closing join", "closing joins"), ("lane join", "lane joins")):
+    for kind, name in (("seat", "seat attempts"), ("gate close", "gate closes (one UpdateItem)"),
+                       ("lane copy", "lane copies of the gate (one UpdateItem)"), ("lane join", "lane joins")):
         for phase in ("before", "after"):
             row(f"{name} {phase} the gate closed: committed / refused / conflicted or throttled (on)",
                 lambda r, n, kind=kind, phase=phase: _tally(r.transactions, kind, phase))

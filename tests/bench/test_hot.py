@@ -7,6 +7,8 @@ from collections import Counter
 import pytest
 
 from registrations import waitlist
+from registrations.services import registration as registration_service
+from registrations.services.gate import GateBusy
 from tems.dynamo import TableConfig, configure_models
 from tems.transactions import LabelledTransaction, Reason, TransactionCancelled
 from tests.bench.context import BenchContext
@@ -87,11 +89,10 @@ def test_the_tally_sorts_transactions_by_kind_outcome_and_gate(monkeypatch):
         return TransactionCancelled({label: Reason(code, None, None) for label, code in codes.items()}, cause=None)
 
     fates = iter([
-        cancelled(seat_0="TransactionConflict", event="TransactionConflict"),  # a closing join before the gate
+        cancelled(seat="TransactionConflict"),  # a seat attempt before the gate closed
         None,  # a seat taken
-        None,  # the closing join that closes the gate
         cancelled(lane="ConditionalCheckFailed"),  # a lane join after it
-        cancelled(event="ThrottlingError"),
+        cancelled(lane="ThrottlingError"),
     ])
 
     def commit(self):
@@ -99,22 +100,42 @@ def test_the_tally_sorts_transactions_by_kind_outcome_and_gate(monkeypatch):
         if fate is not None:
             raise fate
 
+    closes = iter([False, GateBusy(), True])
+
+    def gate_close(*, gate):
+        outcome = next(closes)
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
     monkeypatch.setattr(LabelledTransaction, "commit", commit)
+    monkeypatch.setattr(registration_service, "gate_close", gate_close)
+    monkeypatch.setattr(registration_service, "lane_copy", lambda *, gate, lane: lane == 1)
     counts = Counter()
     with tallied(counts):
-        for transaction in (labelled("seat_0", "seat_1", "event"), labelled("seat", "claim"),
-                            labelled("seat_0", "seat_1", "event"), labelled("lane", "event"),
-                            labelled("lane", "event")):
+        for transaction in (labelled("seat", "claim"), labelled("seat", "claim")):
             with contextlib.suppress(TransactionCancelled):
                 transaction.commit()
-    assert LabelledTransaction.commit is commit
+        for _ in range(3):  # refused (the epoch moved), conflicted, landed: the gate is closed from then on
+            with contextlib.suppress(GateBusy):
+                registration_service.gate_close(gate=None)
+        for lane in (0, 1):  # lane 0 had it already; lane 1 copies it
+            registration_service.lane_copy(gate=None, lane=lane)
+        for transaction in (labelled("lane", "claim"), labelled("lane", "claim")):
+            with contextlib.suppress(TransactionCancelled):
+                transaction.commit()
+    assert LabelledTransaction.commit is commit and registration_service.gate_close is gate_close
     assert counts == Counter({
-        ("closing join", "before", "conflicted"): 1, ("closing join", "before", "on a shard"): 1,
-        ("closing join", "before", "on the event's item"): 1, ("seat", "before", "committed"): 1,
-        ("closing join", "before", "committed"): 1, ("lane join", "after", "refused"): 1,
-        ("lane join", "after", "conflicted"): 1, ("lane join", "after", "on the event's item (throttled)"): 1,
+        ("seat", "before", "conflicted"): 1, ("seat", "before", "on the seat's item"): 1,
+        ("seat", "before", "committed"): 1,
+        ("gate close", "before", "refused"): 1, ("gate close", "before", "conflicted"): 1,
+        ("gate close", "before", "committed"): 1,
+        ("lane copy", "after", "refused"): 1, ("lane copy", "after", "committed"): 1,
+        ("lane join", "after", "refused"): 1, ("lane join", "after", "conflicted"): 1,
+        ("lane join", "after", "on a shard (throttled)"): 1,
     })
-    assert _tally(counts, "closing join", "before") == "1 / 0 / 1 (a shard 1, the event's item 1)"
+    assert _tally(counts, "gate close", "before") == "1 / 1 / 1"
+    assert _tally(counts, "lane join", "after") == "0 / 1 / 1 (a shard (throttled) 1)"
 
 
 def test_the_tally_counts_block_claims_by_what_became_of_them(monkeypatch):

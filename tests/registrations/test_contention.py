@@ -366,9 +366,10 @@ def test_freed_seats_never_sit_beside_a_newcomer_who_waits(through_model, settin
 
 def test_a_cancel_freeing_its_seat_without_the_gate_condition_is_caught(through_model, settings, monkeypatch):
     """A cancel that read 'nobody waits' frees its seat (and opens the gate) under the condition that still
-    nobody waits in any lane. Without it, a newcomer who joined in between waits beside the freed seat."""
+    nobody waits in any lane, or (the gate open) that the gate is still open, moving its epoch. Without them, a
+    newcomer who joined in between waits beside the freed seat."""
     monkeypatch.setattr(cancel_service, "nobody_in_lane", lambda: SeatShard.pk.exists())
-    monkeypatch.setattr(cancel_service, "gate_open", lambda: SeatShard.pk.exists())
+    monkeypatch.setattr(cancel_service, "add_freed", lambda transaction, *, event_id: None)
     monkeypatch.setattr(cancel_service, "_nobody_before_lanes", lambda: EventSeats.pk.exists())
     cancels_racing_newcomers(through_model, settings, monkeypatch)
     found = problems()
@@ -463,7 +464,7 @@ def test_a_reslice_without_the_taken_condition_oversells_under_contention(throug
     """Each shard's new slice is written under ``taken <= slice``; without it, a seat taken between the edit's
     read and its write is over the slice (as tests/registrations/test_seat_shards.py shows without load)."""
 
-    def unconditional(transaction, *, event_id, shards_read, sizes, starts_at, layout=None, reopen=False,
+    def unconditional(transaction, *, event_id, shards_read, sizes, starts_at, layout=None, gate=None, reopen=False,
                       raised=False):
         for shard, size in enumerate(sizes):
             transaction.update(f"shard_{shard}", SeatShard(*SeatShard.key_for(event_id, shard)), actions=[

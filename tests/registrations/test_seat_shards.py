@@ -18,8 +18,10 @@ from registrations.models import (
     EventSeats,
     Registration,
     RegistrationClaim,
+    SeatGate,
     SeatShard,
 )
+from registrations.services import gate as gate_service
 from registrations.services import registration as registration_service
 from registrations.services import shards as shards_service
 from registrations.services import waitlist as waitlist_service
@@ -46,6 +48,9 @@ def small_shards(settings):
 def shards_of(event_id: str) -> list[SeatShard]:
     count = int(EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True).seat_shards)
     return seats.shards_get(event_id=event_id, count=count)
+
+
+LANES_AND_GATE = "the waiting list's lanes count their entries and its gate is closed only on a full event"
 
 
 def problems() -> dict[str, list[str]]:
@@ -151,18 +156,17 @@ def test_full_shards_send_newcomers_to_the_shards_with_room(ddb):
 
 
 def test_the_largest_transaction_over_every_shard_fits_dynamodbs_item_limit():
-    """The join that closes the gate holds every shard, the event, its registration items and the departure
-    counters of its lane's old block (at most 64 tickets): with MAX_SHARDS shards it stays within 100 items."""
-    widest_departure = max(waitlist.departure_item_count(range(edge - 32, edge + 32))
-                           for edge in (waitlist.FANOUT ** level for level in range(1, waitlist.LEVELS)))
-    registration_items = 6  # record, claim, two copies, outbox, waiting-list entry
-    assert seats.MAX_SHARDS + 1 + registration_items + widest_departure <= waitlist.MAX_TRANSACTION_ITEMS
+    """A cancel that reopens the gate writes every shard, the gate, the event's item and its own registration
+    items; an edit every shard, the gate, the event and its outbox message: with MAX_SHARDS shards both stay
+    within 100 items. (Closing the gate is a read and one write, not a transaction.)"""
+    cancel_items = 5  # record, claim, two copies, outbox
+    assert seats.MAX_SHARDS + 2 + cancel_items <= waitlist.MAX_TRANSACTION_ITEMS
 
 
 def test_a_full_event_at_the_most_shards_closes_its_gate_with_an_old_block_to_record(ddb, settings, monkeypatch):
     """On DynamoDB Local (which enforces the 100-item limit): a lane holds an old block of 64 tickets, the gate
-    reopens, the event fills again, and the lane's next joiner closes the gate over all MAX_SHARDS shards while
-    recording the old block's unused tickets, in one transaction."""
+    reopens (a cancel writing all MAX_SHARDS lanes), the event fills again, and the lane's next joiner reads all
+    MAX_SHARDS shards, closes the gate, copies it into the lane and records the old block's unused tickets."""
     settings.SEATS_PER_SHARD, settings.MAX_SEAT_SHARDS = 1, seats.MAX_SHARDS
     settings.WAITLIST_BLOCK_SECONDS = 0.5
     event = make_event(capacity=seats.MAX_SHARDS)
@@ -181,7 +185,8 @@ def test_a_full_event_at_the_most_shards_closes_its_gate_with_an_old_block_to_re
     answer = register(event_id, joiner).data
     assert answer["status"] == WAITLISTED and answer["position"] == 1
     assert selectors.claim_get(event_id=event_id, user_id=joiner).lane == lane
-    assert all(int(shard.gate) == shards_service.CLOSED for shard in shards_of(event_id))
+    assert SeatGate.get(*SeatGate.key_for(event_id)).state == gate_service.CLOSED
+    assert [int(s.shard) for s in shards_of(event_id) if s.gate_closed] == [lane]  # only the joiner's copied it
     assert_invariants_clean()
 
 
@@ -240,30 +245,72 @@ def test_cancels_joins_and_capacity_changes_racing_keep_every_promise(ddb):
     assert len({c.registration_id for c in live}) == len(live)
 
 
-def test_a_join_that_does_not_check_every_shard_is_caught(ddb, monkeypatch):
-    """A seat freed (nobody waiting) between a newcomer's refusal and their join: the join's check of every
-    shard fails and the newcomer takes the seat. Without those checks they would wait beside a free seat."""
+def test_a_seat_freed_after_the_closers_read_fails_its_close(ddb, monkeypatch):
+    """A seat freed (nobody waiting) after a newcomer read every shard full, before their close of the gate: the
+    cancel moves the gate's epoch, so the close fails, the next read shows the seat and the newcomer takes it.
+    A close without the epoch condition shuts the gate over the free seat, and the newcomer waits beside it."""
     event = make_event(capacity=6)
     run_burst(event.event_id, 6)
-    original = registration_service._Join.transaction
-    freed = []
+    original = registration_service.gate_close
     victims = ["burst00", "burst01"]
+    freed = []
 
-    def join_after_a_cancel(self):
+    def close_after_a_cancel(*, gate):
         if not freed:
             freed.append(True)
             cancel_of(event.event_id, victims.pop(0))()
-        return original(self)
+        return original(gate=gate)
 
-    monkeypatch.setattr(registration_service._Join, "transaction", join_after_a_cancel)
+    monkeypatch.setattr(registration_service, "gate_close", close_after_a_cancel)
     assert register(event.event_id, "late").data["status"] == CONFIRMED
+    assert not SeatGate.get(*SeatGate.key_for(event.event_id)).closed
     assert_invariants_clean()
 
     freed.clear()
-    # Broken: the join closes the gate without checking that each shard is full.
-    monkeypatch.setattr(registration_service, "_shard_full", lambda: SeatShard.pk.exists())
+    # Broken: the close checks only that the gate is open, not that no seat was freed since the read.
+    monkeypatch.setattr(gate_service, "unchanged_since", lambda gate: SeatGate.state == gate_service.OPEN)
     assert register(event.event_id, "later").data["status"] == WAITLISTED
-    assert "nobody waits while a seat is free" in problems()
+    found = problems()
+    assert "nobody waits while a seat is free" in found
+    assert any("closed while 1 seat(s) are free" in p for p in found[LANES_AND_GATE]), found
+
+
+def test_a_lane_never_copies_a_gate_that_reopened_after_it_was_read(ddb, monkeypatch):
+    """The gate is read closed; before the newcomer's lane copies it, the one waiting leaves and a seated student
+    cancels, so the gate reopens on every lane. The copy's condition (the lane's reopening count, as read with
+    the gate) fails, the reads show the free seat and the newcomer takes it. A copy without that condition closes
+    the lane while the event's gate is open, and the newcomer waits beside the free seat."""
+    event = make_event(capacity=6)  # two shards of three
+    for n in range(6):
+        register(event.event_id, f"seated{n}")
+    original = registration_service.lane_copy
+    leaving: list[str] = []
+
+    def copy_after_a_reopening(*, gate, lane):
+        while leaving:
+            cancel_of(event.event_id, leaving.pop(0))()
+        return original(gate=gate, lane=lane)
+
+    def newcomer_of_an_open_lane(start: int) -> str:
+        closed = {int(s.shard) for s in shards_of(event.event_id) if s.gate_closed}
+        return next(f"new{n}" for n in range(start, start + 1000) if seats.home_shard(f"new{n}", 2) not in closed)
+
+    monkeypatch.setattr(registration_service, "lane_copy", copy_after_a_reopening)
+    assert register(event.event_id, "waits").data["status"] == WAITLISTED  # closes the gate, copies it
+    newcomer = newcomer_of_an_open_lane(0)
+    leaving[:] = ["waits", "seated0"]
+    assert register(event.event_id, newcomer).data["status"] == CONFIRMED
+    assert_invariants_clean()
+
+    assert register(event.event_id, "waits2").data["status"] == WAITLISTED
+    newcomer = newcomer_of_an_open_lane(1000)
+    leaving[:] = ["waits2", "seated1"]
+    # Broken: the copy does not check the lane's reopening count.
+    monkeypatch.setattr(gate_service, "same_opened", lambda opened: SeatShard.pk.exists())
+    assert register(event.event_id, newcomer).data["status"] == WAITLISTED
+    found = problems()
+    assert any("a lane's gate is closed while the event's gate is open" in p for p in found[LANES_AND_GATE]), found
+    assert "nobody waits while a seat is free" in found
 
 
 def test_a_raise_promotes_everyone_it_can_in_order(ddb):
@@ -317,6 +364,7 @@ def test_an_event_from_before_the_shards_is_moved_into_them(ddb):
     into_legacy_layout(event.event_id)
     for shard in shards_of(event.event_id):
         shard.delete()
+    SeatGate(*SeatGate.key_for(event.event_id)).delete()
     EventSeats(*EventSeats.key_for(event.event_id)).update(actions=[
         EventSeats.registered_count.set(3), EventSeats.seat_shards.remove(), EventSeats.sliced.remove()])
     for n in range(3):
@@ -456,7 +504,8 @@ def test_a_reslice_from_a_stale_read_is_refused_by_the_shards_condition(ddb, mon
 def test_a_reslice_without_the_taken_condition_is_caught(ddb, monkeypatch):
     from registrations.services import events as events_module
 
-    def unconditional(transaction, *, event_id, shards_read, sizes, starts_at, layout, reopen=False, raised=False):
+    def unconditional(transaction, *, event_id, shards_read, sizes, starts_at, layout, gate, reopen=False,
+                      raised=False):
         for shard, size in enumerate(sizes):
             transaction.update(f"shard_{shard}", SeatShard(*SeatShard.key_for(event_id, shard)), actions=[
                 SeatShard.capacity.set(size), SeatShard.shards.set(len(sizes)), SeatShard.starts_at.set(starts_at),

@@ -62,8 +62,9 @@ ITEM_SHAPES = {
     },
     "SeatShard": {
         "PK", "SK", "capacity", "entity", "event_id", "shard", "shards", "starts_at", "taken", "layout", "gate",
-        "lane_next", "lane_end", "lane_at", "lane_left", "lane_size", "waiting"
+        "opened", "lane_next", "lane_end", "lane_at", "lane_left", "lane_size", "waiting"
     },
+    "SeatGate": {"PK", "SK", "entity", "event_id", "state", "epoch", "opened", "shards"},
     "WaitlistEntry": {"PK", "SK", "entity", "event_id", "registration_id", "ticket", "user_id", "lane"},
     "WaitlistQueue": {
         "PK", "SK", "entity", "event_id", "seq", "left", "claim_last", "claim_size", "claim_from", "claim_at"
