@@ -27,6 +27,8 @@ MAX_SHARDS = 80
 # event id -> number of shards, learned from refused seats' images; only a routing hint (see first_shard).
 _known_shards: dict[str, int] = {}
 _KNOWN_SHARDS_LIMIT = 10_000
+# events whose waiting list's gate this process last saw closed; only a routing hint (see known_full).
+_known_full: set[str] = set()
 
 
 def seats_per_shard() -> int:
@@ -85,6 +87,26 @@ def remember_shards(event_id: str, count: int) -> None:
     if len(_known_shards) >= _KNOWN_SHARDS_LIMIT:
         _known_shards.clear()
     _known_shards[event_id] = int(count)
+
+
+def known_full(event_id: str) -> bool:
+    """Whether this process last saw the event's waiting-list gate closed (every seat taken).
+
+    Only a hint of where to look first: a newcomer then reads its lane (one GetItem, which holds nothing and
+    costs one read unit) instead of trying a seat, a transaction of six items that a full shard refuses after
+    holding it and paying every item's write units. The join's own condition (the lane's gate closed) decides,
+    and a lane that shows the gate open sends the newcomer back to the seats.
+    """
+    return event_id in _known_full
+
+
+def remember_full(event_id: str, full: bool) -> None:
+    if not full:
+        _known_full.discard(event_id)
+        return
+    if len(_known_full) >= _KNOWN_SHARDS_LIMIT:
+        _known_full.clear()
+    _known_full.add(event_id)
 
 
 def new_shards(*, event_id: str, capacity: int, starts_at, layout: int = CURRENT_LAYOUT,

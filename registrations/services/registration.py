@@ -128,6 +128,11 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
     )
     route = _Route(event_id=event_id, user_id=user_id)
     conflicts = conflict_backoff(sleep)
+    if seats_module.known_full(event_id):
+        # The event was full when this process last looked: read the home shard's lane (one GetItem) rather than
+        # send a seat attempt that would most likely be refused; its image says whether to join or take a seat.
+        route.tried_home = True
+        route.reread_lane(attempt)
     for _ in range(MAX_ROUNDS):
         shard = route.next_shard()
         if shard is None and not route.gate:
@@ -289,6 +294,7 @@ class _Route:
             self.lane_image = image
             self.gate = image.gate_closed
             self.raised = int(image.gate or 0) == RAISED
+            seats_module.remember_full(self.event_id, self.gate)
 
     def close_gate(self, attempt: _NewRegistration) -> None:
         """The lane's gate is open and the seats tried were full: look at the event's gate.
@@ -324,10 +330,13 @@ class _Route:
             return
         if lane_copy(gate=gate, lane=self.lane):
             self.gate, self.lane_image.gate = True, int(gate.state)
+            seats_module.remember_full(self.event_id, True)
         else:
             self.reread_lane(attempt)  # copied by someone else, or the gate reopened: the lane's image says
 
     def reread_lane(self, attempt: _NewRegistration) -> None:
+        """Read the lane (the home shard if none yet): a read that explains a refused write, or replaces a seat
+        attempt the route expects refused; the next write's conditions decide."""
         shard = self.lane if self.lane is not None else seats_module.home_shard(self.user_id, self.count)
         try:
             image = SeatShard.get(*SeatShard.key_for(self.event_id, shard), consistent_read=True)
@@ -336,7 +345,7 @@ class _Route:
             return
         except PynamoDBException as error:
             if response_code(error) in waitlist_module.TRANSIENT:
-                return  # throttled past botocore's retries: the next closing join's conditions will say
+                return  # throttled past botocore's retries: the next round's conditions will say
             raise
         self.refused(shard, image.serialize(), attempt)
 

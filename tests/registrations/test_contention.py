@@ -26,9 +26,10 @@ from typing import Any
 import pytest
 
 from registrations import seats, selectors, services, waitlist
-from registrations.models import CONFIRMED, WAITLISTED, EventSeats, SeatShard
+from registrations.models import CONFIRMED, WAITLISTED, EventSeats, SeatGate, SeatShard
 from registrations.services import cancel as cancel_service
 from registrations.services import events as events_service
+from registrations.services import gate as gate_service
 from registrations.services import registration as registration_service
 from registrations.services import waitlist as waitlist_service
 from registrations.services.common import LANE, SEAT
@@ -377,6 +378,58 @@ def test_a_cancel_freeing_its_seat_without_the_gate_condition_is_caught(through_
         "the waiting list's lanes count their entries and its gate is closed only on a full event" in found), found
 
 
+# --- 3b. closing the gate: newcomers' closes racing cancels that free seats ----------------------------------------
+
+
+def closes_racing_cancels(through_model, settings, monkeypatch) -> tuple[str, People]:
+    """A full event (4 shards of 2) whose gate is still open (nobody has been refused yet): eight newcomers come,
+    and each, having read every shard full, stalls before its close of the gate until five seated people's
+    cancels (the gate open: each frees its seat and moves the epoch) have all been answered; then the closes land
+    one after another. Each must notice the seats freed after its read."""
+    settings.SEATS_PER_SHARD = 2
+    event = make_event(capacity=8)
+    fill(event.event_id, [f"seated{n}" for n in range(8)])
+    people = People()
+    newcomers = [f"new{n}" for n in range(8)]
+    cancellers = [f"seated{n}" for n in range(2, 7)]
+    # The cancels start once a newcomer has read the shards full, so at least that close is stale.
+    a_read = threading.Event()
+    stale = until_answered(people, [f"cancel {user}" for user in cancellers], quiet=1.0, spaced=0.25)
+
+    def read_then_stall() -> None:
+        a_read.set()
+        stale()
+
+    stall(monkeypatch, registration_service, "gate_close", read_then_stall, once=True)
+    calls = [people.registering(event.event_id, user) for user in newcomers]
+    calls += [after_event(a_read, people.cancelling(event.event_id, user)) for user in cancellers]
+    started = time.monotonic()
+    with through_model() as model:
+        race(calls)
+    contended(model, people, f"3b. 8 newcomers' closes racing 5 cancels, {len(people.cancelled())} cancelled",
+              started)
+    return event.event_id, people
+
+
+def test_a_close_of_the_gate_notices_every_seat_freed_after_its_read(through_model, settings, monkeypatch):
+    event_id, people = closes_racing_cancels(through_model, settings, monkeypatch)
+    freed = len(people.cancelled())
+    created = [user for user, status in people.statuses().items() if status != BUSY]
+    assert freed >= 1
+    confirmed = [user for user, claim in claims(event_id, created).items() if claim.status == CONFIRMED]
+    assert len(confirmed) == min(freed, len(created))
+    assert_nothing_lost_or_half_written(event_id, people)
+    assert_invariants_clean()
+
+
+def test_a_close_without_the_epoch_condition_is_caught(through_model, settings, monkeypatch):
+    """The close checks only that the gate is open: a newcomer who read the shards full before the cancels
+    closes it over the seats they freed, and everyone after joins the waiting list beside them."""
+    monkeypatch.setattr(gate_service, "unchanged_since", lambda gate: SeatGate.state == gate_service.OPEN)
+    closes_racing_cancels(through_model, settings, monkeypatch)
+    assert "nobody waits while a seat is free" in problems()
+
+
 # --- 4. capacity changes racing registrations ---------------------------------------------------------------------
 
 
@@ -538,7 +591,7 @@ def test_a_promotion_that_stops_after_one_round_is_caught(through_model, setting
 
     class OneRoundOnly:
         rounds = 0
-        waitlist_lanes = staticmethod(selectors.waitlist_lanes)
+        waitlist_lanes_and_gate = staticmethod(selectors.waitlist_lanes_and_gate)
 
         def waitlist_heads(self, **kwargs):
             self.rounds += 1

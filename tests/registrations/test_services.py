@@ -185,13 +185,33 @@ def test_full_event_puts_the_same_request_on_the_waitlist(ddb, cancellations):
     assert (waiting.data["status"], waiting.data["position"]) == ("waitlisted", 1)
     with metered() as meter:
         assert register(event.event_id, "cat").data["position"] == 2
-    assert meter.requests == {"TransactWriteItems": 2, "UpdateItem": 1}  # the gate is closed now: no closing
+    # The gate is closed now, and this process saw it: a read of cat's lane instead of a seat attempt it would
+    # refuse; the lane's block; the waitlist transaction.
+    assert meter.requests == {"GetItem": 1, "UpdateItem": 1, "TransactWriteItems": 1}
     entries = selectors.waitlist_entries(event_id=event.event_id)
     assert [(e.user_id, e.ticket) for e in entries] == [("bob", 1), ("cat", 2)]
     stored = selectors.event_get(event_id=event.event_id)
     assert (stored.registered_count, stored.waitlist_count) == (1, 2)
     # cat joined bob's lane within a second of him, so the lane claimed a block of two: ticket 3 is left over.
     assert WaitlistQueue.get(*WaitlistQueue.key_for(event.event_id)).seq == 3
+    assert_invariants_clean()
+
+
+def test_a_process_that_saw_the_event_full_reads_the_lane_and_still_takes_a_freed_seat(ddb):
+    event = make_event(capacity=1)
+    ann = register(event.event_id, "ann").data
+    bob = register(event.event_id, "bob").data  # closes the gate: this process now knows the event full
+    services.registration_cancel(user_id="bob", registration_id=bob["registration_id"])
+    services.registration_cancel(user_id="ann", registration_id=ann["registration_id"])  # reopens it
+    with metered() as meter:
+        assert register(event.event_id, "cat").data["status"] == "confirmed"
+    # The lane's read (the hint was stale: it shows the gate open and the seat free), then the seat.
+    assert meter.requests == {"GetItem": 1, "TransactWriteItems": 1}
+    with metered() as meter:
+        register(event.event_id, "dan")
+    # The hint is gone: a seat attempt first, as on any event, then the gate closed again (its read, the shards'
+    # read, the close and the lane's copy), the lane's block and the join.
+    assert meter.requests == {"TransactWriteItems": 2, "GetItem": 1, "BatchGetItem": 1, "UpdateItem": 3}
     assert_invariants_clean()
 
 
@@ -411,12 +431,10 @@ def test_losing_the_waitlist_ticket_retries_with_the_next_one(ddb, cancellations
     monkeypatch.setattr(LabelledTransaction, "commit", commit_with_a_joiner_in_between)
     cancellations.clear()
     bob = register(event.event_id, "bob")
-    assert cancellations[0] == {"seat": CCF}  # bob: no seat
-    assert cancellations[1] == {"seat": CCF}  # cat: no seat (its own first attempt)
-    # bob's join: his lane moved under him and ticket 2's entry exists; the lane's ALL_OLD image shows the block
-    # installed with ticket 3 left, so the retry takes it without a read or another claim.
-    assert cancellations[2] == {"lane": CCF, "waitlist_entry": CCF}
-    assert len(cancellations) == 3
+    # bob and cat each read their lane first (this process saw the event full: no seat attempt). bob's join: his
+    # lane moved under him and ticket 2's entry exists; the lane's ALL_OLD image shows the block installed with
+    # ticket 3 left, so the retry takes it without a read or another claim.
+    assert cancellations == [{"lane": CCF, "waitlist_entry": CCF}]
     assert sneaked[0].data["position"] == 2
     assert (bob.data["status"], bob.data["position"]) == ("waitlisted", 3)
     assert [(e.user_id, e.ticket) for e in selectors.waitlist_entries(event_id=event.event_id)] == [
