@@ -284,6 +284,7 @@ class _Route:
         if int(image.taken) < int(image.capacity):
             self.with_room.add(shard)
             self.full.discard(shard)
+            seats_module.remember_full(self.event_id, False)  # a seat is free: the event is not full
         else:
             self.with_room.discard(shard)
             self.full.add(shard)
@@ -294,7 +295,10 @@ class _Route:
             self.lane_image = image
             self.gate = image.gate_closed
             self.raised = int(image.gate or 0) == RAISED
-            seats_module.remember_full(self.event_id, self.gate)
+            if self.gate:
+                # A lane closed means the event's gate is (an open lane may just not have copied it yet: only
+                # the gate's own read forgets the hint).
+                seats_module.remember_full(self.event_id, True)
 
     def close_gate(self, attempt: _NewRegistration) -> None:
         """The lane's gate is open and the seats tried were full: look at the event's gate.
@@ -306,6 +310,7 @@ class _Route:
         """
         gate = gate_of(event_id=self.event_id)
         if not gate.closed:
+            seats_module.remember_full(self.event_id, False)
             count = int(gate.shards)
             shards = seats_module.shards_get(event_id=self.event_id, count=count)
             if len(shards) < count:
@@ -318,6 +323,7 @@ class _Route:
                     return  # the event's layout was upgraded: look again from the home shard
             if self.with_room or self.gate or not gate_close(gate=gate):
                 return  # a seat to try, the lane closed meanwhile, or the gate moved: the next round says
+        seats_module.remember_full(self.event_id, True)
         self.raised = int(gate.state) == RAISED
         if self.raised and not self.healed:
             # A raise not handed out yet (its promotion did not finish): finish it before this newcomer, who
@@ -330,7 +336,6 @@ class _Route:
             return
         if lane_copy(gate=gate, lane=self.lane):
             self.gate, self.lane_image.gate = True, int(gate.state)
-            seats_module.remember_full(self.event_id, True)
         else:
             self.reread_lane(attempt)  # copied by someone else, or the gate reopened: the lane's image says
 
