@@ -56,17 +56,11 @@ def gate_close(*, gate: SeatGate) -> bool:
     every shard was full when this write landed and no newcomer can be sent past a free seat. True if closed;
     False if the epoch moved, the shard count changed or someone else closed it (look again).
     """
-    try:
-        SeatGate(*SeatGate.key_for(gate.event_id)).update(
-            actions=[SeatGate.state.set(CLOSED)], condition=SeatGate.pk.exists() & unchanged_since(gate))
-    except UpdateError as error:
-        if response_code(error) in TRANSIENT:
-            raise GateBusy() from error
-        if not is_conditional_check_failed(error):
-            raise
-        return False
-    gate.state = CLOSED
-    return True
+    closed = _updated(SeatGate(*SeatGate.key_for(gate.event_id)), actions=[SeatGate.state.set(CLOSED)],
+                      condition=SeatGate.pk.exists() & unchanged_since(gate))
+    if closed:
+        gate.state = CLOSED
+    return closed
 
 
 def unchanged_since(gate: SeatGate):
@@ -79,10 +73,15 @@ def lane_copy(*, gate: SeatGate, lane: int) -> bool:
     the lane's ``opened`` is the gate's as read (the gate did not reopen since: a reopening writes every lane's
     ``opened``) and that the lane is still open. So a lane is closed only while the event's gate is, and a lane
     join still touches its lane only. True if copied; False if the condition failed (read the lane again)."""
+    return _updated(SeatShard(*SeatShard.key_for(gate.event_id, lane)), actions=[SeatShard.gate.set(int(gate.state))],
+                    condition=SeatShard.pk.exists() & lane_open() & same_opened(int(gate.opened)))
+
+
+def _updated(item, *, actions: list, condition) -> bool:
+    """One conditional UpdateItem: True if applied, False if its condition failed; GateBusy if DynamoDB did not
+    take it just then."""
     try:
-        SeatShard(*SeatShard.key_for(gate.event_id, lane)).update(
-            actions=[SeatShard.gate.set(int(gate.state))],
-            condition=SeatShard.pk.exists() & lane_open() & same_opened(int(gate.opened)))
+        item.update(actions=actions, condition=condition)
     except UpdateError as error:
         if response_code(error) in TRANSIENT:
             raise GateBusy() from error
