@@ -57,10 +57,14 @@ from tems.transactions import CONDITIONAL_CHECK_FAILED, LabelledTransaction, Tra
 
 logger = logging.getLogger(__name__)
 _random = random.SystemRandom()
-# A student whose home shard is full, on an event whose waiting list is still open, first tries this many other
-# shards (those no image showed full) before reading the gate and every shard: in a burst most shards still
-# have room, and a one-shard attempt usually takes a seat in one request.
-SEAT_PROBES = 3
+# A student whose home shard is full, on an event whose waiting list is still open, reads up to SEAT_LOOKS times
+# SEAT_LOOK other shards (none an image showed full, picked at random), each time one strongly consistent
+# BatchGetItem, and tries a seat only where a read showed one free, before reading the gate and every shard. A
+# read holds nothing and costs a read unit a shard; a seat attempt sent blind to a full shard is refused after
+# holding it for a transaction's time and paying its six items' write units (2 each): at the end of a burst
+# those blind attempts were most of the table's write units and most of the conflicts (issue 13).
+SEAT_LOOK = 8
+SEAT_LOOKS = 2
 
 # --- registrations ------------------------------------------------------------------------------------------
 #
@@ -134,7 +138,7 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
         route.tried_home = True
         route.reread_lane(attempt)
     for _ in range(MAX_ROUNDS):
-        shard = route.next_shard()
+        shard = route.next_shard(attempt)
         if shard is None and not route.gate:
             # Every seat tried was full and the lane's gate is open: close the event's gate, or learn where a
             # seat is free (services/gate.py). Reads and single writes; nothing of the student's yet.
@@ -221,7 +225,7 @@ class _Route:
         self.busy: set[int] = set()  # shards whose seat attempt met a conflict (held by another transaction)
         self.elsewhere = False
         self.full: set[int] = set()  # shards whose image showed every seat taken
-        self.probes = 0  # other shards tried after the home shard was full (SEAT_PROBES)
+        self.looks = 0  # reads of other shards after the home shard was full (SEAT_LOOKS)
         # The block this request claimed or found pending, with the lane image (lane_next, lane_end) and the time
         # it was planned against: while the lane still shows that image the block is not installed, so the next
         # round installs it without claiming again.
@@ -232,12 +236,16 @@ class _Route:
         spreads over the shards instead of queueing on a held one (with no image, a conflict says nothing of
         room, so a full event still learns it from the next refusal)."""
         self.busy.add(shard)
+        # A shard a read showed with room is held: most likely someone is taking that seat, so the image is
+        # stale; the next round reads again rather than queueing on it (at the end of a burst every reader
+        # saw the same last shards with room, and their attempts conflicted each other to 503s).
+        self.with_room.discard(shard)
         if len(self.busy) >= self.count:
             self.busy = {shard}
         if self.lane is None:
             self.elsewhere = True
 
-    def next_shard(self) -> int | None:
+    def next_shard(self, attempt: _NewRegistration) -> int | None:
         if not self.tried_home:
             self.tried_home = True
             return seats_module.home_shard(self.user_id, self.count)
@@ -254,13 +262,33 @@ class _Route:
             # No image of a lane yet (the shards' number changed under us): look at the home shard again.
             self.lane, self.lane_image = None, None
             return seats_module.home_shard(self.user_id, self.count)
-        if not self.gate and self.probes < SEAT_PROBES and len(self.full) < self.count:
-            # The waiting list is open, so the event was not full when the image was taken: another shard, not
-            # one known full, before the join that checks them all. Only where to look is random.
-            self.probes += 1
-            return _random.choice([k for k in range(self.count) if k not in self.full | self.busy]
-                                  or [k for k in range(self.count) if k not in self.full])
+        while not self.gate and self.looks < SEAT_LOOKS and len(self.full) < self.count:
+            # The waiting list is open, so the event was not full when the image was taken: look at other shards,
+            # not ones known full, before the gate's read of them all. Only where to look is random.
+            self.looks += 1
+            self.look(attempt)
+            if not self.tried_home:
+                return self.next_shard(attempt)  # the event's layout was upgraded: from the home shard again
+            if self.with_room:
+                return self.next_shard(attempt)
         return None
+
+    def look(self, attempt: _NewRegistration) -> None:
+        """Read SEAT_LOOK shards no image showed full (one strongly consistent BatchGetItem): a read that holds
+        nothing and decides nothing; the seat attempt it leads to is decided by its own condition."""
+        candidates = [k for k in range(self.count) if k not in self.full]
+        sample = _random.sample(candidates, min(SEAT_LOOK, len(candidates)))
+        try:
+            images = list(SeatShard.batch_get([SeatShard.key_for(self.event_id, k) for k in sample],
+                                              consistent_read=True))
+        except PynamoDBException as error:
+            if response_code(error) in waitlist_module.TRANSIENT:
+                return  # throttled past botocore's retries: the gate's read of every shard comes next
+            raise
+        for image in images:
+            self.refused(int(image.shard), image.serialize(), attempt)
+            if not self.tried_home:
+                return
 
     def refused(self, shard: int, raw_item: dict[str, Any] | None, attempt: _NewRegistration) -> None:
         if not raw_item:

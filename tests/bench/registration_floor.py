@@ -215,7 +215,7 @@ def _first_registration_items(*, event_id: str, user_id: str, user_name: str) ->
         user_name=user_name,
     )
     # The shard the service tries first (the student's home shard), as its first round would.
-    shard = _Route(event_id=event_id, user_id=user_id).next_shard()
+    shard = _Route(event_id=event_id, user_id=user_id).next_shard(attempt)
     transaction, _ = _confirm_transaction(attempt, shard)
     return transaction.sent_order, transaction.transact_items()
 

@@ -155,6 +155,27 @@ def test_full_shards_send_newcomers_to_the_shards_with_room(ddb):
     assert_invariants_clean()
 
 
+def test_a_full_home_shard_sends_the_student_where_a_read_shows_a_free_seat_not_to_blind_attempts(ddb):
+    """Three of four shards full, the student's home among them: its refusal, one read of the other shards (a
+    BatchGetItem, which holds nothing), and the seat where the read showed room. Blind seat attempts on other
+    shards (the design before) would each hold a full shard and pay six items' write units to learn the same."""
+    event = make_event(capacity=12)
+    seats.remember_shards(event.event_id, 4)
+    free = 3
+    for shard in range(4):
+        if shard != free:
+            homed = [f"s{shard}-{n}" for n in range(200) if seats.home_shard(f"s{shard}-{n}", 4) == shard][:3]
+            for user in homed:
+                register(event.event_id, user)
+    assert [int(s.taken) for s in shards_of(event.event_id)] == [3, 3, 3, 0]
+    student = next(f"late{n}" for n in range(200) if seats.home_shard(f"late{n}", 4) == 0)
+    with metered() as meter:
+        assert register(event.event_id, student).data["status"] == CONFIRMED
+    assert dict(meter.requests) == {"TransactWriteItems": 2, "BatchGetItem": 1}
+    assert int(selectors.claim_get(event_id=event.event_id, user_id=student).shard) == free
+    assert_invariants_clean()
+
+
 def test_the_largest_transaction_over_every_shard_fits_dynamodbs_item_limit():
     """A cancel that reopens the gate writes every shard, the gate, the event's item and its own registration
     items; an edit every shard, the gate, the event and its outbox message: with MAX_SHARDS shards both stay
