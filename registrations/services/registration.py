@@ -285,10 +285,16 @@ class _Route:
             if response_code(error) in waitlist_module.TRANSIENT:
                 return  # throttled past botocore's retries: the gate's read of every shard comes next
             raise
+        self.seen(images, attempt)
+
+    def seen(self, images: list[SeatShard], attempt: _NewRegistration) -> bool:
+        """Learn from shards read (not refused): which have room, which are full. False if one showed the event's
+        layout upgraded, which sends the route back to the home shard."""
         for image in images:
             self.refused(int(image.shard), image.serialize(), attempt)
             if not self.tried_home:
-                return
+                return False
+        return True
 
     def refused(self, shard: int, raw_item: dict[str, Any] | None, attempt: _NewRegistration) -> None:
         if not raw_item:
@@ -345,10 +351,8 @@ class _Route:
                 _explain_missing_shard(self.event_id)
                 self.forget_event()
                 return
-            for image in shards:
-                self.refused(int(image.shard), image.serialize(), attempt)
-                if not self.tried_home:
-                    return  # the event's layout was upgraded: look again from the home shard
+            if not self.seen(shards, attempt):
+                return  # the event's layout was upgraded: look again from the home shard
             if self.with_room or self.gate or not gate_close(gate=gate):
                 return  # a seat to try, the lane closed meanwhile, or the gate moved: the next round says
         seats_module.remember_full(self.event_id, True)
