@@ -43,6 +43,7 @@ docs/PERFORMANCE.md links to it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -316,6 +317,42 @@ class Answer:
     outcome: str  # "created", "already_registered", "replayed", "busy" (503), or "error: <type>" (500)
     status: str | None = None  # confirmed / waitlisted, from the answer's body
     position: int | None = None
+    # Every DynamoDB request the call sent, when HOT_TRACE names a file: (operation, machine seconds after t0 it
+    # started, machine seconds it took, error code or "").
+    trace: list[tuple[str, float, float, str]] = field(default_factory=list)
+
+
+# HOT_TRACE=<file>: every answer of the run with the requests it sent, one JSON object a line (for studying where
+# a burst's time goes; the page does not use it).
+TRACE_PATH = os.environ.get("HOT_TRACE")
+_calls = threading.local()
+
+
+@contextmanager
+def traced(t0_box: list[float]) -> Iterator[None]:
+    """Record each DynamoDB request on the calling thread's current answer (``_calls.trace``)."""
+    from pynamodb.connection.base import Connection
+
+    original = Connection.dispatch
+
+    def dispatch(self: Connection, operation_name: str, operation_kwargs: dict) -> dict:
+        trace = getattr(_calls, "trace", None)
+        if trace is None:
+            return original(self, operation_name, operation_kwargs)
+        started, code = time.monotonic(), ""
+        try:
+            return original(self, operation_name, operation_kwargs)
+        except Exception as error:
+            code = (getattr(error, "response", None) or {}).get("Error", {}).get("Code") or type(error).__name__
+            raise
+        finally:
+            trace.append((operation_name, started - t0_box[0], time.monotonic() - started, code))
+
+    Connection.dispatch = dispatch
+    try:
+        yield
+    finally:
+        Connection.dispatch = original
 
 
 def _user(student: int) -> str:
@@ -342,6 +379,7 @@ def drive(scenario: Scenario, event_id: str, design: SeatDesign) -> tuple[list[A
         started = time.monotonic()
         user = _user(tap.student)
         status = position = None
+        _calls.trace = [] if TRACE_PATH else None
         try:
             outcome = design.register(event_id=event_id, user_id=user, idempotency_key=_key(event_id, tap.key),
                                       fingerprint=registration_fingerprint(event_id=event_id, user_id=user),
@@ -356,7 +394,7 @@ def drive(scenario: Scenario, event_id: str, design: SeatDesign) -> tuple[list[A
         ended = time.monotonic()
         with lock:
             answers.append(Answer(tap, started - t0 - tap.at, started - t0, ended - started, result, status,
-                                  position))
+                                  position, _calls.trace or []))
 
     # The workers are started before the first arrival and wait on a queue: starting a thread on demand waits for
     # it to get the GIL, and on a busy machine that stalled the scheduler itself (not the workers) for seconds.
@@ -367,21 +405,22 @@ def drive(scenario: Scenario, event_id: str, design: SeatDesign) -> tuple[list[A
         while (tap := work.get()) is not None:
             call(tap, t0_box[0])
 
-    threads = [threading.Thread(target=worker, name=f"hot-{i}", daemon=True)
-               for i in range(min(scenario.threads, len(taps)))]
-    for thread in threads:
-        thread.start()
-    t0_box.append(time.monotonic() + 0.5)
-    t0 = t0_box[0]
-    for tap in taps:
-        delay = t0 + tap.at - time.monotonic()
-        if delay > 0:
-            time.sleep(delay)
-        work.put(tap)
-    for _ in threads:
-        work.put(None)
-    for thread in threads:
-        thread.join()
+    with traced(t0_box) if TRACE_PATH else contextlib.nullcontext():
+        threads = [threading.Thread(target=worker, name=f"hot-{i}", daemon=True)
+                   for i in range(min(scenario.threads, len(taps)))]
+        for thread in threads:
+            thread.start()
+        t0_box.append(time.monotonic() + 0.5)
+        t0 = t0_box[0]
+        for tap in taps:
+            delay = t0 + tap.at - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            work.put(tap)
+        for _ in threads:
+            work.put(None)
+        for thread in threads:
+            thread.join()
     return answers, time.monotonic() - t0
 
 
@@ -596,6 +635,14 @@ def run_hot(design: str, scenario: Scenario, *, direct: TableConfig, model: Mode
     finally:
         configure_models(direct)
     table = audit(event_id, scenario.run_capacity, answers)
+    if TRACE_PATH:
+        Path(f"{TRACE_PATH}.{design.replace(' ', '-')}.model.json").write_text(json.dumps(model.report()))
+        with open(TRACE_PATH, "a") as trace:
+            for answer in answers:
+                trace.write(json.dumps({"design": design, "at": answer.tap.at, "kind": answer.tap.kind,
+                                        "student": answer.tap.student, "started": answer.started,
+                                        "seconds": answer.seconds, "outcome": answer.outcome,
+                                        "status": answer.status, "trace": answer.trace}) + "\n")
     return DesignResult(design, answers=answers, machine_seconds=seconds, model=report, table=table,
                         event_id=event_id, transactions=counts)
 
@@ -642,6 +689,7 @@ def summary(result: DesignResult, scenario: Scenario) -> dict[str, Any]:
         "hottest": hottest.get("scope", "-"),
         "hottest_peak": hottest.get("peak_wcu_per_s_at_scale", 0.0),
         "hottest_limit": hottest.get("aws_limit_wcu_per_s", 0.0),
+        "tables": result.model.get("tables", []),
         "over_limit": [row["scope"] for row in result.model.get("partitions", [])
                        if row.get("peak_wcu_1s", 0) > row.get("limit_wcu_1s", float("inf")) + 1e-6],
         "throttles": result.model.get("throttles", 0),
@@ -873,6 +921,10 @@ def section(results: list[DesignResult], scenario: Scenario, invariants: dict[st
     row("hottest partition", lambda r, n: f"`{n['hottest'].split('|', 1)[-1]}`")
     row("its peak WCU/s vs limit (at scale)", lambda r, n: f"{n['hottest_peak']:,.0f} / {n['hottest_limit']:,.0f}")
     row("partitions above their limit", lambda r, n: str(len(n["over_limit"])))
+    row("the table and its indexes: peak WCU/s, RCU/s vs ceiling (at scale)", lambda r, n: "; ".join(
+        f"{t['scope'].rsplit('_', 1)[-1]} {t.get('peak_wcu_per_s_at_scale', 0):,.0f} / "
+        f"{t.get('aws_limit_wcu_per_s', 0):,.0f}, {t.get('peak_rcu_per_s_at_scale', 0):,.0f} / "
+        f"{t.get('aws_limit_rcu_per_s', 0):,.0f}" for t in n["tables"]) or "-")
     row("throttles / conflicts (requests refused by the model)",
         lambda r, n: f"{n['throttles']:,} / {n['conflicts']:,}")
     row("conflicts met, by item (a transaction may meet several)", lambda r, n: ", ".join(
