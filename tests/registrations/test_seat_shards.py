@@ -11,6 +11,7 @@ import pytest
 from django.core.management import call_command
 
 from registrations import seats, selectors, services, waitlist
+from registrations.errors import RegistrationError
 from registrations.models import (
     CONFIRMED,
     LEGACY_LAYOUT,
@@ -26,6 +27,7 @@ from registrations.services import registration as registration_service
 from registrations.services import shards as shards_service
 from registrations.services import waitlist as waitlist_service
 from tems.dynamo import metered
+from tems.faults import THROTTLE, Fault, inject
 from tems.invariants import check_all
 from tests.race import race
 from tests.registrations.helpers import (
@@ -177,6 +179,43 @@ def test_a_full_home_shard_sends_the_student_where_a_read_shows_a_free_seat_not_
         assert register(event.event_id, student).data["status"] == CONFIRMED
     assert dict(meter.requests) == {"TransactWriteItems": 2, "BatchGetItem": 1}
     assert int(selectors.claim_get(event_id=event.event_id, user_id=student).shard) == free
+    assert_invariants_clean()
+
+
+def test_a_read_of_every_shard_throttled_past_its_retries_is_a_pause_not_a_500(ddb):
+    """At the end of a burst the looks for the last seats use most of the table's read ceiling: the gate's read of
+    every shard, throttled past botocore's retries, is retried after a pause like a busy gate (it escaped as a
+    GetError, a 500, in the K = 1 crowd of bench-hot)."""
+    event = make_event(capacity=12)
+    seats.remember_shards(event.event_id, 4)
+    for n in range(12):
+        register(event.event_id, f"seated{n:02d}")
+    every_shard = Fault(THROTTLE, operations={"BatchGetItem"}, final_attempt_too=True, times=4,
+                        when=lambda params: sum(len(t["Keys"]) for t in params["RequestItems"].values()) == 4)
+    pauses = []
+    with inject(every_shard) as faults:
+        outcome = register(event.event_id, "late", sleep=pauses.append)
+    assert len(faults.fired(THROTTLE)) == 4 and pauses
+    assert outcome.data["status"] == WAITLISTED
+    assert_invariants_clean()
+
+
+def test_a_second_tap_whose_position_read_is_throttled_is_a_503_then_the_same_answer(ddb):
+    """A waitlisted student's second tap answers with the first registration and its position, read from the
+    lanes and the queue: throttled past botocore's retries that read is a 503 with nothing stored under the tap's
+    key (it escaped as a GetError, a 500, in the K = 1 crowd of bench-hot), and the tap's retry is answered."""
+    event = make_event(capacity=1)
+    register(event.event_id, "seated")
+    first = register(event.event_id, "ann")
+    assert first.data["status"] == WAITLISTED
+    key = "0b4a1b6e-6f7a-4c55-9a53-7c1d8a2f6e10"
+    with inject(Fault(THROTTLE, operations={"BatchGetItem"}, final_attempt_too=True)), \
+            pytest.raises(RegistrationError) as caught:
+        register(event.event_id, "ann", key, sleep=lambda _: None)
+    assert caught.value.code == "busy" and caught.value.status == 503
+    again = register(event.event_id, "ann", key)
+    assert again.kind == "already_registered" and again.data["registration_id"] == first.data["registration_id"]
+    assert again.data["position"] == 1
     assert_invariants_clean()
 
 
