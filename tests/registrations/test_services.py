@@ -193,8 +193,9 @@ def test_full_event_puts_the_same_request_on_the_waitlist(ddb, cancellations):
     assert [(e.user_id, e.ticket) for e in entries] == [("bob", 1), ("cat", 2)]
     stored = selectors.event_get(event_id=event.event_id)
     assert (stored.registered_count, stored.waitlist_count) == (1, 2)
-    # cat joined bob's lane within a second of him, so the lane claimed a block of two: ticket 3 is left over.
-    assert WaitlistQueue.get(*WaitlistQueue.key_for(event.event_id)).seq == 3
+    # cat joined bob's lane within a second of him, so the lane claimed a block of four (waitlist.BLOCK_GROWTH):
+    # tickets 3 to 5 are left over.
+    assert WaitlistQueue.get(*WaitlistQueue.key_for(event.event_id)).seq == 5
     assert_invariants_clean()
 
 
@@ -440,7 +441,7 @@ def test_losing_the_waitlist_ticket_retries_with_the_next_one(ddb, cancellations
     assert (bob.data["status"], bob.data["position"]) == ("waitlisted", 3)
     assert [(e.user_id, e.ticket) for e in selectors.waitlist_entries(event_id=event.event_id)] == [
         ("dan", 1), ("cat", 2), ("bob", 3)]
-    assert WaitlistQueue.get(*WaitlistQueue.key_for(event.event_id)).seq == 3  # one block for both
+    assert WaitlistQueue.get(*WaitlistQueue.key_for(event.event_id)).seq == 5  # one block (of four) for both
     assert_invariants_clean()
 
 

@@ -165,6 +165,16 @@ def test_backfill_rebuilds_the_departures_made_before_the_tree(ddb):
 # --- the queue item: blocks claimed by a single write, installed by the lane's join -----------------------
 
 
+@pytest.mark.parametrize(("used", "grows_to"), [(1, 4), (4, 16), (16, 64), (64, 64)])
+def test_a_lane_that_used_up_its_block_within_the_second_claims_one_four_times_as_big(used, grows_to):
+    now = utcnow()
+    lane = SeatShard(*SeatShard.key_for("e", 0), lane_next=10, lane_end=10, lane_size=used,
+                     lane_at=now - timedelta(seconds=waitlist.block_seconds() / 2))
+    assert waitlist.next_block_size(lane, now) == grows_to
+    lane.lane_at = now - timedelta(seconds=2 * waitlist.block_seconds())  # used up, but a second ago: quiet
+    assert waitlist.next_block_size(lane, now) == 1
+
+
 def lane_image(event_id: str, shard: int = 0) -> SeatShard:
     return SeatShard.get(*SeatShard.key_for(event_id, shard), consistent_read=True)
 
@@ -248,6 +258,7 @@ def test_a_block_left_pending_too_long_is_retired_not_handed_out_late(ddb):
 def test_a_claim_that_counted_an_old_block_gone_is_corrected_when_the_lane_used_it(ddb, monkeypatch, settings,
                                                                                    broken):
     settings.WAITLIST_BLOCK_SECONDS = 60  # eve joins within it however slow the machine
+    settings.WAITLIST_BLOCK_GROWTH = 2  # the numbers below
     event = make_event(capacity=1)
     register(event.event_id, "ann")
     register(event.event_id, "dan")  # ticket 1
