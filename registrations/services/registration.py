@@ -65,6 +65,13 @@ _random = random.SystemRandom()
 # those blind attempts were most of the table's write units and most of the conflicts (issue 13).
 SEAT_LOOK = 8
 SEAT_LOOKS = 2
+# A join that met another transaction on its lane (most likely another joiner taking the lane's next ticket, so
+# its image is stale and its next try would be refused after holding the lane) reads LANE_LOOK other lanes, one
+# strongly consistent BatchGetItem, and moves to one whose gate is closed: the joiners of a burst spread over the
+# lanes as seat attempts spread over the shards, instead of queueing on one item by backoff (issue 13). Reads
+# are not free either: at the end of a burst the looks for the last seats use most of the table's read ceiling
+# (40,000 RCU/s), and reading 4 lanes here had reads throttled.
+LANE_LOOK = 2
 
 # --- registrations ------------------------------------------------------------------------------------------
 #
@@ -190,6 +197,8 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
             if cancelled.is_conflict:
                 if not joining:
                     route.conflicted(shard)
+                elif join.block is None:
+                    route.move_lane()  # (a block it claimed is installed where it was claimed)
                 conflicts.pause()
                 continue
             raise
@@ -226,6 +235,7 @@ class _Route:
         self.elsewhere = False
         self.full: set[int] = set()  # shards whose image showed every seat taken
         self.looks = 0  # reads of other shards after the home shard was full (SEAT_LOOKS)
+        self.closed_seen = False  # whether any shard's image showed the gate closed: no seat to look for
         # The block this request claimed or found pending, with the lane image (lane_next, lane_end) and the time
         # it was planned against: while the lane still shows that image the block is not installed, so the next
         # round installs it without claiming again.
@@ -262,29 +272,50 @@ class _Route:
             # No image of a lane yet (the shards' number changed under us): look at the home shard again.
             self.lane, self.lane_image = None, None
             return seats_module.home_shard(self.user_id, self.count)
-        while not self.gate and self.looks < SEAT_LOOKS and len(self.full) < self.count:
+        while not self.gate and not self.closed_seen and self.looks < SEAT_LOOKS and len(self.full) < self.count:
             # The waiting list is open, so the event was not full when the image was taken: look at other shards,
             # not ones known full, before the gate's read of them all. Only where to look is random.
             self.looks += 1
             self.look(attempt)
-            if not self.tried_home:
-                return self.next_shard(attempt)  # the event's layout was upgraded: from the home shard again
-            if self.with_room:
+            if not self.tried_home or self.with_room:
+                # A seat a read showed free, or the event's layout upgraded (from the home shard again).
                 return self.next_shard(attempt)
         return None
+
+    def sample(self, shards: list[int], size: int) -> list[SeatShard] | None:
+        """Up to ``size`` of ``shards``, picked at random, read strongly consistent in one BatchGetItem; None when
+        the read was throttled past botocore's retries."""
+        picked = _random.sample(shards, min(size, len(shards)))
+        try:
+            return list(SeatShard.batch_get([SeatShard.key_for(self.event_id, k) for k in picked],
+                                            consistent_read=True))
+        except PynamoDBException as error:
+            if response_code(error) in waitlist_module.TRANSIENT:
+                return None
+            raise
+
+    def move_lane(self) -> None:
+        """Join in another lane whose gate is closed (a read of LANE_LOOK of them, which decides nothing: the join's
+        own conditions do), preferring one whose block still has a ticket, so the join claims no block; stay if
+        none is closed. Any lane will do: tickets come from one sequence whatever the lane."""
+        others = [k for k in range(self.count) if k != self.lane]
+        images = self.sample(others, LANE_LOOK)
+        if images is None:
+            return
+        closed = [image for image in images if int(image.gate or 0) == CLOSED
+                  and image.layout == CURRENT_LAYOUT and int(image.shards) == self.count]
+        if not closed:
+            return
+        now = utcnow()
+        image = _random.choice([i for i in closed if waitlist_module.block_usable(i, now)] or closed)
+        self.lane, self.lane_image, self.block = int(image.shard), image, None
 
     def look(self, attempt: _NewRegistration) -> None:
         """Read SEAT_LOOK shards no image showed full (one strongly consistent BatchGetItem): a read that holds
         nothing and decides nothing; the seat attempt it leads to is decided by its own condition."""
-        candidates = [k for k in range(self.count) if k not in self.full]
-        sample = _random.sample(candidates, min(SEAT_LOOK, len(candidates)))
-        try:
-            images = list(SeatShard.batch_get([SeatShard.key_for(self.event_id, k) for k in sample],
-                                              consistent_read=True))
-        except PynamoDBException as error:
-            if response_code(error) in waitlist_module.TRANSIENT:
-                return  # throttled past botocore's retries: the gate's read of every shard comes next
-            raise
+        images = self.sample([k for k in range(self.count) if k not in self.full], SEAT_LOOK)
+        if images is None:
+            return  # throttled past botocore's retries: the gate's read of every shard comes next
         self.seen(images, attempt)
 
     def seen(self, images: list[SeatShard], attempt: _NewRegistration) -> bool:
@@ -322,6 +353,13 @@ class _Route:
         else:
             self.with_room.discard(shard)
             self.full.add(shard)
+        if image.gate_closed:
+            # Any shard that copied the closed gate says every shard was full when it closed (a seat freed since
+            # goes to the people waiting, or reopens the gate on every shard): room seen in older images is gone,
+            # and a seat attempt there would only hold a lane that joiners need (issue 13: at the end of a burst
+            # those attempts were a third of the seat attempts after the close).
+            self.with_room.clear()
+            self.closed_seen = True
         if self.lane is None:
             self.lane = shard
         if shard == self.lane:
@@ -345,6 +383,7 @@ class _Route:
         gate = gate_of(event_id=self.event_id)
         if not gate.closed:
             seats_module.remember_full(self.event_id, False)
+            self.closed_seen = False  # reopened since that image: every shard is open again
             count = int(gate.shards)
             try:
                 shards = seats_module.shards_get(event_id=self.event_id, count=count)
@@ -394,7 +433,7 @@ class _Route:
         self.refused(shard, image.serialize(), attempt)
 
     def forget_event(self) -> None:
-        self.tried_home, self.with_room, self.full = False, set(), set()
+        self.tried_home, self.with_room, self.full, self.closed_seen = False, set(), set(), False
         self.lane, self.lane_image = None, None
 
 

@@ -26,9 +26,11 @@ from registrations.services import gate as gate_service
 from registrations.services import registration as registration_service
 from registrations.services import shards as shards_service
 from registrations.services import waitlist as waitlist_service
+from tems.clock import utcnow
 from tems.dynamo import metered
 from tems.faults import THROTTLE, Fault, inject
 from tems.invariants import check_all
+from tems.transactions import Reason, TransactionCancelled
 from tests.race import race
 from tests.registrations.helpers import (
     STARTS,
@@ -180,6 +182,63 @@ def test_a_full_home_shard_sends_the_student_where_a_read_shows_a_free_seat_not_
     assert dict(meter.requests) == {"TransactWriteItems": 2, "BatchGetItem": 1}
     assert int(selectors.claim_get(event_id=event.event_id, user_id=student).shard) == free
     assert_invariants_clean()
+
+
+def test_a_join_that_meets_another_on_its_lane_moves_to_another_closed_lane(ddb, monkeypatch, settings):
+    """A join that conflicts on its lane (another joiner holds it, so its image is stale) reads other lanes, one
+    BatchGetItem, and joins one whose gate is closed and whose block has a ticket left (so it claims no block),
+    instead of queueing on its own lane by backoff."""
+    settings.WAITLIST_BLOCK_SECONDS = 60  # every lane's second block is still usable however slow the machine
+    event = make_event(capacity=12)
+    seats.remember_shards(event.event_id, 4)
+    for n in range(12):
+        register(event.event_id, f"seated{n:02d}")
+    for lane in range(4):  # two joiners a lane: every lane has the closed gate and a block with tickets left
+        joiners = [f"w{lane}-{n}" for n in range(400) if seats.home_shard(f"w{lane}-{n}", 4) == lane][:2]
+        for joiner in joiners:
+            assert register(event.event_id, joiner).data["status"] == WAITLISTED
+    student = next(f"late{n}" for n in range(200) if seats.home_shard(f"late{n}", 4) == 0)
+    original, conflicts = registration_service.LabelledTransaction.commit, []
+
+    def held_once(self):
+        if "lane" in self._labels and not conflicts:
+            conflicts.append(self)
+            raise TransactionCancelled({"lane": Reason("TransactionConflict", "held", None)}, cause=None)
+        return original(self)
+
+    monkeypatch.setattr(registration_service.LabelledTransaction, "commit", held_once)
+    with metered() as meter:
+        outcome = register(event.event_id, student, sleep=lambda _: None)
+    assert outcome.data["status"] == WAITLISTED
+    claim = selectors.claim_get(event_id=event.event_id, user_id=student)
+    assert int(claim.lane) != 0
+    assert int(claim.ticket) in {int(e.ticket) for e in selectors.waitlist_entries(event_id=event.event_id)}
+    assert meter.requests["BatchGetItem"] == 1 and "UpdateItem" not in meter.requests
+    assert_invariants_clean()
+
+
+def test_a_shard_that_shows_the_gate_closed_ends_the_search_for_a_seat(ddb):
+    """Room seen in an earlier image is gone once any shard shows the closed gate (every shard was full when it
+    closed): the next round reads the gate and joins, rather than sending a seat attempt that would be refused
+    after holding a lane the joiners need."""
+    event = make_event(capacity=12)
+    seats.remember_shards(event.event_id, 4)
+    attempt = registration_service._NewRegistration(
+        registration_id="r", event_id=event.event_id, user_id="ann", created_at=utcnow(), idempotency_key="k",
+        fingerprint="f")
+    route = registration_service._Route(event_id=event.event_id, user_id="ann")
+    home = route.next_shard(attempt)
+    image = {k: SeatShard.get(*SeatShard.key_for(event.event_id, k)) for k in range(4)}
+    image[home].taken = image[home].capacity
+    route.refused(home, image[home].serialize(), attempt)  # the home shard is full, its lane open
+    room = (home + 1) % 4
+    route.refused(room, image[room].serialize(), attempt)  # a read showed a seat free there
+    assert route.with_room == {room}
+    closed = (home + 2) % 4
+    image[closed].taken, image[closed].gate = image[closed].capacity, 1
+    route.refused(closed, image[closed].serialize(), attempt)  # a later image: the gate closed since
+    assert route.with_room == set()
+    assert route.next_shard(attempt) is None  # to the gate, not a seat attempt and not another look
 
 
 def test_a_read_of_every_shard_throttled_past_its_retries_is_a_pause_not_a_500(ddb):
