@@ -356,8 +356,7 @@ class _Route:
         if image.gate_closed:
             # Any shard that copied the closed gate says every shard was full when it closed (a seat freed since
             # goes to the people waiting, or reopens the gate on every shard): room seen in older images is gone,
-            # and a seat attempt there would only hold a lane that joiners need (issue 13: at the end of a burst
-            # those attempts were a third of the seat attempts after the close).
+            # and a seat attempt there would only be refused after holding a lane that joiners need.
             self.with_room.clear()
             self.closed_seen = True
         if self.lane is None:
