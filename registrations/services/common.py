@@ -72,12 +72,15 @@ def layout_as_read(attribute, layout: Any):
     return attribute.does_not_exist() if layout is None else attribute == layout
 
 
+# The 503's detail when an event's burst left no room to retry in time (conflicts, or reads throttled).
+CROWDED = "Many people are registering for this event right now; please try again in a moment."
+
+
 def _busy(detail: str) -> RegistrationError:
     return RegistrationError("busy", detail, retry_after=BUSY_RETRY_AFTER_SECONDS)
 
 
-def conflict_backoff(sleep: Callable[[float], None], *, detail: str = (
-        "Many people are registering for this event right now; please try again in a moment.")) -> Backoff:
+def conflict_backoff(sleep: Callable[[float], None], *, detail: str = CROWDED) -> Backoff:
     """The pauses of a round-based loop between TransactionConflicts: at most MAX_CONFLICTS, then 'busy'."""
     # Built per call from the module's numbers, so a test may shorten them. The first pause is capped at
     # twice the base delay: a round already cost one request before it conflicted.

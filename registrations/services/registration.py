@@ -31,6 +31,7 @@ from registrations.models import (
 )
 from registrations.services.common import (
     CLAIM,
+    CROWDED,
     EVENT_REGISTRATION,
     IDEMPOTENCY,
     LANE,
@@ -643,8 +644,7 @@ def _already_registered(claim: RegistrationClaim, attempt: _NewRegistration, *,
         # (the table's read ceiling at the end of a burst) it is a 503, nothing stored, so the tap's retry gets
         # the answer; it was a 500 in bench-hot's K = 1 crowd.
         if response_code(error) in waitlist_module.TRANSIENT:
-            raise _busy("Many people are registering for this event right now; please try again in a moment.") \
-                from error
+            raise _busy(CROWDED) from error
         raise
     response = StoredResponse.json(view, status=200)
     first = remember_answer(user_id=attempt.user_id, key=attempt.idempotency_key, fingerprint=attempt.fingerprint,

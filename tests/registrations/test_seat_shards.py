@@ -37,6 +37,7 @@ from tests.registrations.helpers import (
     assert_invariants_clean,
     into_legacy_layout,
     make_event,
+    new_key,
     register,
     seat_taken_under,
 )
@@ -267,7 +268,7 @@ def test_a_second_tap_whose_position_read_is_throttled_is_a_503_then_the_same_an
     register(event.event_id, "seated")
     first = register(event.event_id, "ann")
     assert first.data["status"] == WAITLISTED
-    key = "0b4a1b6e-6f7a-4c55-9a53-7c1d8a2f6e10"
+    key = new_key()
     with inject(Fault(THROTTLE, operations={"BatchGetItem"}, final_attempt_too=True)), \
             pytest.raises(RegistrationError) as caught:
         register(event.event_id, "ann", key, sleep=lambda _: None)
