@@ -185,18 +185,64 @@ def test_a_full_home_shard_sends_the_student_where_a_read_shows_a_free_seat_not_
     assert_invariants_clean()
 
 
-def test_a_join_that_meets_another_on_its_lane_moves_to_another_closed_lane(ddb, monkeypatch, settings):
-    """A join that conflicts on its lane (another joiner holds it, so its image is stale) reads other lanes, one
-    BatchGetItem, and joins one whose gate is closed and whose block has a ticket left (so it claims no block),
-    instead of queueing on its own lane by backoff."""
+def test_a_join_that_meets_another_on_its_lane_reads_the_lanes_after_its_pause_not_before(ddb, monkeypatch,
+                                                                                        settings):
+    """A join that conflicts on its lane (another joiner holds it, so its image is stale) reads its lane and
+    LANE_LOOK others after the pause, one BatchGetItem, and joins one whose gate is closed and whose block has a
+    ticket left (so it claims no block). Every lane takes a joiner during the pause: an image read before the
+    pause, as the move first did, is stale whichever lane it picks, and the next try is refused after holding
+    the lane (at K = 1 in bench-hot most refused joins were that)."""
     settings.WAITLIST_BLOCK_SECONDS = 60  # every lane's second block is still usable however slow the machine
     event = make_event(capacity=12)
     seats.remember_shards(event.event_id, 4)
     for n in range(12):
         register(event.event_id, f"seated{n:02d}")
+    homed = {lane: [f"w{lane}-{n}" for n in range(400) if seats.home_shard(f"w{lane}-{n}", 4) == lane][:3]
+             for lane in range(4)}
     for lane in range(4):  # two joiners a lane: every lane has the closed gate and a block with tickets left
-        joiners = [f"w{lane}-{n}" for n in range(400) if seats.home_shard(f"w{lane}-{n}", 4) == lane][:2]
-        for joiner in joiners:
+        for joiner in homed[lane][:2]:
+            assert register(event.event_id, joiner).data["status"] == WAITLISTED
+    student = next(f"late{n}" for n in range(200) if seats.home_shard(f"late{n}", 4) == 0)
+    original, rounds, pausing = registration_service.LabelledTransaction.commit, [], []
+
+    def student_rounds(self):
+        if "lane" not in self._labels or pausing:
+            return original(self)
+        if not rounds:
+            rounds.append("conflict")
+            raise TransactionCancelled({"lane": Reason("TransactionConflict", "held", None)}, cause=None)
+        try:
+            original(self)
+        except TransactionCancelled as cancelled:
+            rounds.append("refused" if cancelled.failed("lane") else "other")
+            raise
+        rounds.append("committed")
+
+    def pause(_seconds):
+        if not pausing:
+            pausing.append(True)
+            for lane in range(4):  # the lanes move on while the student waits
+                assert register(event.event_id, homed[lane][2], sleep=lambda _: None).data["status"] == WAITLISTED
+            pausing.clear()
+
+    monkeypatch.setattr(registration_service.LabelledTransaction, "commit", student_rounds)
+    outcome = register(event.event_id, student, sleep=pause)
+    assert outcome.data["status"] == WAITLISTED
+    assert rounds == ["conflict", "committed"]
+    claim = selectors.claim_get(event_id=event.event_id, user_id=student)
+    assert int(claim.ticket) in {int(e.ticket) for e in selectors.waitlist_entries(event_id=event.event_id)}
+    assert_invariants_clean()
+
+
+def test_a_join_that_meets_another_moves_with_one_read_and_claims_no_block(ddb, monkeypatch, settings):
+    """The move after a conflict is one BatchGetItem of lanes, and it prefers a lane whose block has a ticket."""
+    settings.WAITLIST_BLOCK_SECONDS = 60
+    event = make_event(capacity=12)
+    seats.remember_shards(event.event_id, 4)
+    for n in range(12):
+        register(event.event_id, f"seated{n:02d}")
+    for lane in range(4):
+        for joiner in [f"w{lane}-{n}" for n in range(400) if seats.home_shard(f"w{lane}-{n}", 4) == lane][:2]:
             assert register(event.event_id, joiner).data["status"] == WAITLISTED
     student = next(f"late{n}" for n in range(200) if seats.home_shard(f"late{n}", 4) == 0)
     original, conflicts = registration_service.LabelledTransaction.commit, []
@@ -209,11 +255,7 @@ def test_a_join_that_meets_another_on_its_lane_moves_to_another_closed_lane(ddb,
 
     monkeypatch.setattr(registration_service.LabelledTransaction, "commit", held_once)
     with metered() as meter:
-        outcome = register(event.event_id, student, sleep=lambda _: None)
-    assert outcome.data["status"] == WAITLISTED
-    claim = selectors.claim_get(event_id=event.event_id, user_id=student)
-    assert int(claim.lane) != 0
-    assert int(claim.ticket) in {int(e.ticket) for e in selectors.waitlist_entries(event_id=event.event_id)}
+        assert register(event.event_id, student, sleep=lambda _: None).data["status"] == WAITLISTED
     assert meter.requests["BatchGetItem"] == 1 and "UpdateItem" not in meter.requests
     assert_invariants_clean()
 
