@@ -4,6 +4,7 @@ deliberately broken variant it must catch."""
 from __future__ import annotations
 
 import io
+import json
 import time
 from collections import Counter
 
@@ -257,6 +258,38 @@ def test_a_join_that_meets_another_moves_with_one_read_and_claims_no_block(ddb, 
     with metered() as meter:
         assert register(event.event_id, student, sleep=lambda _: None).data["status"] == WAITLISTED
     assert meter.requests["BatchGetItem"] == 1 and "UpdateItem" not in meter.requests
+    assert_invariants_clean()
+
+
+def test_a_join_whose_block_claim_is_throttled_moves_to_a_lane_with_tickets_instead_of_claiming_again(
+        ddb, settings):
+    """Every lane claims its blocks from the one queue item, whose partition runs out of write units when all the
+    lanes of a burst ramp up at once: a claim throttled past botocore's retries is followed, after the pause, by a
+    read of lanes and a join where a block still has tickets, not by the same claim again (K = 1 in bench-hot:
+    2,306 claims throttled or conflicted against 311 claimed)."""
+    settings.WAITLIST_BLOCK_SECONDS = 60
+    event = make_event(capacity=12)
+    seats.remember_shards(event.event_id, 4)
+    for n in range(12):
+        register(event.event_id, f"seated{n:02d}")
+    homed = {lane: [f"w{lane}-{n}" for n in range(800) if seats.home_shard(f"w{lane}-{n}", 4) == lane]
+             for lane in range(4)}
+    for joiner in homed[0][:5]:  # lane 0 used up its blocks of 1 and 4
+        assert register(event.event_id, joiner).data["status"] == WAITLISTED
+    for lane in (1, 2, 3):  # the others have tickets left in their block of 4
+        for joiner in homed[lane][:2]:
+            assert register(event.event_id, joiner).data["status"] == WAITLISTED
+    seq = int(waitlist.queue_read(event.event_id).seq)
+    student = next(f"late{n}" for n in range(200) if seats.home_shard(f"late{n}", 4) == 0)
+    claims = Fault(THROTTLE, operations={"UpdateItem"}, final_attempt_too=True, times=4,
+                   when=lambda params: "EVENTQUEUE#" in json.dumps(params["Key"]))
+    pauses = []
+    with inject(claims) as faults:
+        outcome = register(event.event_id, student, sleep=pauses.append)
+    assert faults.fired(THROTTLE) and pauses
+    assert outcome.data["status"] == WAITLISTED
+    assert int(selectors.claim_get(event_id=event.event_id, user_id=student).lane) != 0
+    assert int(waitlist.queue_read(event.event_id).seq) == seq  # no block claimed: tickets from another lane's
     assert_invariants_clean()
 
 
