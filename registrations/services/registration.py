@@ -69,9 +69,9 @@ SEAT_LOOKS = 2
 # A join that met another transaction on its lane (most likely another joiner taking the lane's next ticket, so
 # its image is stale and its next try would be refused after holding the lane) pauses, then reads its lane and
 # LANE_LOOK others, one strongly consistent BatchGetItem, and joins one whose gate is closed: the joiners of a
-# burst spread over the lanes as seat attempts spread over the shards, instead of queueing on one item (issue 13). Reads
-# are not free either: at the end of a burst the looks for the last seats use most of the table's read ceiling
-# (40,000 RCU/s), and reading 4 lanes here had reads throttled.
+# burst spread over the lanes as seat attempts spread over the shards, instead of queueing on one item (issue
+# 13). Reads are not free either: at the end of a burst the looks for the last seats use most of the table's
+# read ceiling (40,000 RCU/s), and reading 4 lanes here had reads throttled.
 LANE_LOOK = 2
 
 # --- registrations ------------------------------------------------------------------------------------------
@@ -200,19 +200,15 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
                 ticket_pause(sleep)
                 continue
             if cancelled.is_conflict:
+                # For a join: another transaction held the lane, most likely another joiner taking its next
+                # ticket, so the lane's image is stale. Read after the pause, not before it, or the next try is
+                # refused after holding the lane (at K = 1 most refused joins were a move planned from a read made
+                # before a pause of up to 250 ms, on lanes taking ~30 joins a second).
+                conflicts.pause()
                 if not joining:
                     route.conflicted(shard)
-                    conflicts.pause()
-                    continue
-                # Another transaction held the lane, most likely another joiner taking its next ticket, so the
-                # lane's image is stale: read after the pause, not before it, or the next try is refused after
-                # holding the lane (at K = 1 most refused joins were a move planned from a read made before a
-                # pause of up to 250 ms, on lanes taking ~30 joins a second).
-                conflicts.pause()
-                if join.block is None:
+                elif join.block is None:
                     route.move_lane()
-                else:
-                    route.reread_lane(attempt)  # a block it claimed is installed where it was claimed
                 continue
             raise
         if join is not None and not join.registers:
