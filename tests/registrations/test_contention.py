@@ -537,6 +537,11 @@ def raise_while_many_wait(through_model, settings) -> tuple[str, People, list[st
     settings.SEATS_PER_SHARD = 2
     event = make_event(capacity=4)
     fill(event.event_id, [f"seated{n}" for n in range(4)] + [f"w{n:02d}" for n in range(36)])
+    # The set-up's joins came fast, so their lanes grew blocks that still have tickets for a second: a newcomer
+    # then may be handed a ticket below someone who joined a moment before in another lane, which the waiting
+    # list allows (registrations.waitlist: nobody overtakes anyone who joined more than BLOCK_SECONDS earlier).
+    # CI met it (stop 25). The newcomers come after that second, so each must wait behind everyone.
+    wait_out_blocks(event.event_id)
     queue = [entry.user_id for entry in selectors.waitlist_entries(event_id=event.event_id)]
     people, edits = People(), []
 
@@ -557,6 +562,14 @@ def raise_while_many_wait(through_model, settings) -> tuple[str, People, list[st
                                  f"the race)", started)
         relay_promotions()
     return event.event_id, people, queue
+
+
+def wait_out_blocks(event_id: str) -> None:
+    """Sleep until no lane's block hands out a ticket any more: every join after this takes a fresh block."""
+    ends = [shard.lane_at + timedelta(seconds=waitlist.block_seconds())
+            for shard in shards_of(event_id) if shard.lane_at is not None]
+    if ends:
+        time.sleep(max(0.0, (max(ends) - utcnow()).total_seconds()) + 0.05)
 
 
 def relay_promotions() -> None:
