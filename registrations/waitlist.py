@@ -57,8 +57,8 @@ from tems.transactions import (
 
 # A lane keeps handing out its block for this long after claiming it; bounded overtaking, see the module doc.
 BLOCK_SECONDS = 1.0
-# 40 lanes of 64-ticket blocks: a burst of 1,200 joiners/s claims ~20-40 blocks/s on the event's item, well under
-# the ~100 transactions/s one item takes; a bigger block only lengthens how long unused tickets linger.
+# The largest block a lane claims: at 80 lanes a burst's joiners claim a few hundred blocks in its first second,
+# then few; a bigger block only lengthens how long unused tickets linger.
 MAX_BLOCK = 64
 # How much bigger a lane's next block is when it used up the last within BLOCK_SECONDS. Every claim is a write
 # of the one queue item all lanes claim from (3 WCU at 80 lanes, its partition takes 1,000 a second): growing

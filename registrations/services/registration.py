@@ -67,11 +67,11 @@ _random = random.SystemRandom()
 SEAT_LOOK = 8
 SEAT_LOOKS = 2
 # A join that met another transaction on its lane (most likely another joiner taking the lane's next ticket, so
-# its image is stale and its next try would be refused after holding the lane) reads LANE_LOOK other lanes, one
-# strongly consistent BatchGetItem, and moves to one whose gate is closed: the joiners of a burst spread over the
-# lanes as seat attempts spread over the shards, instead of queueing on one item by backoff (issue 13). Reads
-# are not free either: at the end of a burst the looks for the last seats use most of the table's read ceiling
-# (40,000 RCU/s), and reading 4 lanes here had reads throttled.
+# its image is stale and its next try would be refused after holding the lane) pauses, then reads its lane and
+# LANE_LOOK others, one strongly consistent BatchGetItem, and joins one whose gate is closed: the joiners of a
+# burst spread over the lanes as seat attempts spread over the shards, instead of queueing on one item (issue
+# 13). Reads are not free either: at the end of a burst the looks for the last seats use most of the table's
+# read ceiling (40,000 RCU/s), and reading 4 lanes here had reads throttled.
 LANE_LOOK = 2
 
 # --- registrations ------------------------------------------------------------------------------------------
@@ -159,7 +159,11 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
         try:
             join: _Join | None = _Join.plan(attempt, route) if joining else None
         except waitlist_module.QueueBusy:
-            conflicts.pause()  # the queue item is held by a departure's transaction, or throttled
+            # The queue item is throttled (every lane claims its blocks from that one partition, and at the end of
+            # a burst all of them ramp up at once) or held by a departure's transaction: after the pause, join a
+            # lane whose block still has tickets rather than claim again (a read of lanes, on the table's units).
+            conflicts.pause()
+            route.move_lane()
             continue
         transaction, response = (join.transaction() if join is not None
                                  else _confirm_transaction(attempt, shard))
@@ -196,11 +200,15 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
                 ticket_pause(sleep)
                 continue
             if cancelled.is_conflict:
+                # For a join: another transaction held the lane, most likely another joiner taking its next
+                # ticket, so the lane's image is stale. Read after the pause, not before it, or the next try is
+                # refused after holding the lane (at K = 1 most refused joins were a move planned from a read made
+                # before a pause of up to 250 ms, on lanes taking ~30 joins a second).
+                conflicts.pause()
                 if not joining:
                     route.conflicted(shard)
                 elif join.block is None:
-                    route.move_lane()  # (a block it claimed is installed where it was claimed)
-                conflicts.pause()
+                    route.move_lane()
                 continue
             raise
         if join is not None and not join.registers:
@@ -283,10 +291,10 @@ class _Route:
                 return self.next_shard(attempt)
         return None
 
-    def sample(self, shards: list[int], size: int) -> list[SeatShard] | None:
-        """Up to ``size`` of ``shards``, picked at random, read strongly consistent in one BatchGetItem; None when
-        the read was throttled past botocore's retries."""
-        picked = _random.sample(shards, min(size, len(shards)))
+    def sample(self, shards: list[int], size: int, *, also: int | None = None) -> list[SeatShard] | None:
+        """Up to ``size`` of ``shards``, picked at random, and shard ``also``, read strongly consistent in one
+        BatchGetItem; None when the read was throttled past botocore's retries."""
+        picked = _random.sample(shards, min(size, len(shards))) + ([] if also is None else [also])
         try:
             return list(SeatShard.batch_get([SeatShard.key_for(self.event_id, k) for k in picked],
                                             consistent_read=True))
@@ -296,11 +304,11 @@ class _Route:
             raise
 
     def move_lane(self) -> None:
-        """Join in another lane whose gate is closed (a read of LANE_LOOK of them, which decides nothing: the join's
-        own conditions do), preferring one whose block still has a ticket, so the join claims no block; stay if
-        none is closed. Any lane will do: tickets come from one sequence whatever the lane."""
+        """Join in the lane, or one of LANE_LOOK others, whose gate is closed (one read of them all, which decides
+        nothing: the join's own conditions do), preferring one whose block still has a ticket, so the join claims
+        no block; keep the old image if none is closed. Any lane will do: tickets come from one sequence."""
         others = [k for k in range(self.count) if k != self.lane]
-        images = self.sample(others, LANE_LOOK)
+        images = self.sample(others, LANE_LOOK, also=self.lane)
         if images is None:
             return
         closed = [image for image in images if int(image.gate or 0) == CLOSED

@@ -4,6 +4,7 @@ deliberately broken variant it must catch."""
 from __future__ import annotations
 
 import io
+import json
 import time
 from collections import Counter
 
@@ -185,18 +186,64 @@ def test_a_full_home_shard_sends_the_student_where_a_read_shows_a_free_seat_not_
     assert_invariants_clean()
 
 
-def test_a_join_that_meets_another_on_its_lane_moves_to_another_closed_lane(ddb, monkeypatch, settings):
-    """A join that conflicts on its lane (another joiner holds it, so its image is stale) reads other lanes, one
-    BatchGetItem, and joins one whose gate is closed and whose block has a ticket left (so it claims no block),
-    instead of queueing on its own lane by backoff."""
+def test_a_join_that_meets_another_on_its_lane_reads_the_lanes_after_its_pause_not_before(ddb, monkeypatch,
+                                                                                        settings):
+    """A join that conflicts on its lane (another joiner holds it, so its image is stale) reads its lane and
+    LANE_LOOK others after the pause, one BatchGetItem, and joins one whose gate is closed and whose block has a
+    ticket left (so it claims no block). Every lane takes a joiner during the pause: an image read before the
+    pause, as the move first did, is stale whichever lane it picks, and the next try is refused after holding
+    the lane (at K = 1 in bench-hot most refused joins were that)."""
     settings.WAITLIST_BLOCK_SECONDS = 60  # every lane's second block is still usable however slow the machine
     event = make_event(capacity=12)
     seats.remember_shards(event.event_id, 4)
     for n in range(12):
         register(event.event_id, f"seated{n:02d}")
+    homed = {lane: [f"w{lane}-{n}" for n in range(400) if seats.home_shard(f"w{lane}-{n}", 4) == lane][:3]
+             for lane in range(4)}
     for lane in range(4):  # two joiners a lane: every lane has the closed gate and a block with tickets left
-        joiners = [f"w{lane}-{n}" for n in range(400) if seats.home_shard(f"w{lane}-{n}", 4) == lane][:2]
-        for joiner in joiners:
+        for joiner in homed[lane][:2]:
+            assert register(event.event_id, joiner).data["status"] == WAITLISTED
+    student = next(f"late{n}" for n in range(200) if seats.home_shard(f"late{n}", 4) == 0)
+    original, rounds, pausing = registration_service.LabelledTransaction.commit, [], []
+
+    def student_rounds(self):
+        if "lane" not in self._labels or pausing:
+            return original(self)
+        if not rounds:
+            rounds.append("conflict")
+            raise TransactionCancelled({"lane": Reason("TransactionConflict", "held", None)}, cause=None)
+        try:
+            original(self)
+        except TransactionCancelled as cancelled:
+            rounds.append("refused" if cancelled.failed("lane") else "other")
+            raise
+        rounds.append("committed")
+
+    def pause(_seconds):
+        if not pausing:
+            pausing.append(True)
+            for lane in range(4):  # the lanes move on while the student waits
+                assert register(event.event_id, homed[lane][2], sleep=lambda _: None).data["status"] == WAITLISTED
+            pausing.clear()
+
+    monkeypatch.setattr(registration_service.LabelledTransaction, "commit", student_rounds)
+    outcome = register(event.event_id, student, sleep=pause)
+    assert outcome.data["status"] == WAITLISTED
+    assert rounds == ["conflict", "committed"]
+    claim = selectors.claim_get(event_id=event.event_id, user_id=student)
+    assert int(claim.ticket) in {int(e.ticket) for e in selectors.waitlist_entries(event_id=event.event_id)}
+    assert_invariants_clean()
+
+
+def test_a_join_that_meets_another_moves_with_one_read_and_claims_no_block(ddb, monkeypatch, settings):
+    """The move after a conflict is one BatchGetItem of lanes, and it prefers a lane whose block has a ticket."""
+    settings.WAITLIST_BLOCK_SECONDS = 60
+    event = make_event(capacity=12)
+    seats.remember_shards(event.event_id, 4)
+    for n in range(12):
+        register(event.event_id, f"seated{n:02d}")
+    for lane in range(4):
+        for joiner in [f"w{lane}-{n}" for n in range(400) if seats.home_shard(f"w{lane}-{n}", 4) == lane][:2]:
             assert register(event.event_id, joiner).data["status"] == WAITLISTED
     student = next(f"late{n}" for n in range(200) if seats.home_shard(f"late{n}", 4) == 0)
     original, conflicts = registration_service.LabelledTransaction.commit, []
@@ -209,12 +256,40 @@ def test_a_join_that_meets_another_on_its_lane_moves_to_another_closed_lane(ddb,
 
     monkeypatch.setattr(registration_service.LabelledTransaction, "commit", held_once)
     with metered() as meter:
-        outcome = register(event.event_id, student, sleep=lambda _: None)
-    assert outcome.data["status"] == WAITLISTED
-    claim = selectors.claim_get(event_id=event.event_id, user_id=student)
-    assert int(claim.lane) != 0
-    assert int(claim.ticket) in {int(e.ticket) for e in selectors.waitlist_entries(event_id=event.event_id)}
+        assert register(event.event_id, student, sleep=lambda _: None).data["status"] == WAITLISTED
     assert meter.requests["BatchGetItem"] == 1 and "UpdateItem" not in meter.requests
+    assert_invariants_clean()
+
+
+def test_a_join_whose_block_claim_is_throttled_moves_to_a_lane_with_tickets_instead_of_claiming_again(
+        ddb, settings):
+    """Every lane claims its blocks from the one queue item, whose partition runs out of write units when all the
+    lanes of a burst ramp up at once: a claim throttled past botocore's retries is followed, after the pause, by a
+    read of lanes and a join where a block still has tickets, not by the same claim again (K = 1 in bench-hot:
+    2,306 claims throttled or conflicted against 311 claimed)."""
+    settings.WAITLIST_BLOCK_SECONDS = 60
+    event = make_event(capacity=12)
+    seats.remember_shards(event.event_id, 4)
+    for n in range(12):
+        register(event.event_id, f"seated{n:02d}")
+    homed = {lane: [f"w{lane}-{n}" for n in range(800) if seats.home_shard(f"w{lane}-{n}", 4) == lane]
+             for lane in range(4)}
+    for joiner in homed[0][:5]:  # lane 0 used up its blocks of 1 and 4
+        assert register(event.event_id, joiner).data["status"] == WAITLISTED
+    for lane in (1, 2, 3):  # the others have tickets left in their block of 4
+        for joiner in homed[lane][:2]:
+            assert register(event.event_id, joiner).data["status"] == WAITLISTED
+    seq = int(waitlist.queue_read(event.event_id).seq)
+    student = next(f"late{n}" for n in range(200) if seats.home_shard(f"late{n}", 4) == 0)
+    claims = Fault(THROTTLE, operations={"UpdateItem"}, final_attempt_too=True, times=4,
+                   when=lambda params: "EVENTQUEUE#" in json.dumps(params["Key"]))
+    pauses = []
+    with inject(claims) as faults:
+        outcome = register(event.event_id, student, sleep=pauses.append)
+    assert faults.fired(THROTTLE) and pauses
+    assert outcome.data["status"] == WAITLISTED
+    assert int(selectors.claim_get(event_id=event.event_id, user_id=student).lane) != 0
+    assert int(waitlist.queue_read(event.event_id).seq) == seq  # no block claimed: tickets from another lane's
     assert_invariants_clean()
 
 
