@@ -24,6 +24,7 @@ from registrations.calendar import registration_ics
 from registrations.checkins import selectors as checkin_selectors
 from registrations.errors import RegistrationError
 from registrations.forms import EventEditForm, EventForm
+from registrations.models import WAITLISTED
 from registrations.statuses import card_statuses
 from tems.clock import utcnow
 from tems.decorators import staff_required
@@ -95,18 +96,31 @@ ROWS = "registrations/my_registrations.html#registration-rows"
 def _panel_context(request: HttpRequest, event, *, registration: dict | None = None,
                    notice: tuple[str, str] | None = None, lookup: bool = True) -> dict:
     if registration is None and lookup:
-        claim = selectors.claim_get(event_id=event.event_id, user_id=user_key(request.user),
-                                    layout=event.registration_layout)
-        registration = selectors.registration_view(registration=claim) if claim else None
+        registration = _registration_now(request, event)
     return {"event": event, "registration": registration, "fresh_key": str(uuid.uuid4()), "notice": notice}
 
 
-def _registration_notice(outcome: services.RegistrationOutcome, event) -> str:
-    data = outcome.data
+def _registration_now(request: HttpRequest, event) -> dict | None:
+    """The caller's registration for ``event`` as stored now, its waitlist position exact as of this read."""
+    claim = selectors.claim_get(event_id=event.event_id, user_id=user_key(request.user),
+                                layout=event.registration_layout)
+    return selectors.registration_view(registration=claim) if claim else None
+
+
+def _shown_registration(outcome: services.RegistrationOutcome, event, request: HttpRequest) -> dict:
+    """What the page says of the tap's registration. A waiting one's position is read now: the answer's is as
+    of its join's block (registrations.waitlist), and at the end of a burst it still counts the tickets other
+    lanes' blocks never hand out, so the page and the notice would say a number the next page contradicts."""
+    if outcome.data["status"] != WAITLISTED:
+        return outcome.data
+    return _registration_now(request, event) or outcome.data
+
+
+def _registration_notice(outcome: services.RegistrationOutcome, event, registration: dict) -> str:
     if outcome.response.status == 200:
         return f"You were already registered for “{event.title}”: here is your registration."
-    if data["status"] == "waitlisted":
-        return f"“{event.title}” is full: you are number {data['position']} on the waiting list."
+    if registration["status"] == WAITLISTED:
+        return f"“{event.title}” is full: you are number {registration['position']} on the waiting list."
     return f"You are registered for “{event.title}”."
 
 
@@ -144,9 +158,10 @@ def registration_create(request: HttpRequest, event_id: str) -> HttpResponse:
     except DomainError as error:
         return _error_redirect(request, error, event_url)
     event = _event_or_404(event_id)  # fresh seat counts for the page; the registration is already decided
-    notice = _registration_notice(outcome, event)
+    registration = _shown_registration(outcome, event, request)
+    notice = _registration_notice(outcome, event, registration)
     if request.htmx:
-        context = _panel_context(request, event, registration=outcome.data, notice=("success", notice))
+        context = _panel_context(request, event, registration=registration, notice=("success", notice))
         response = render(request, PANEL, {**context, "seats_oob": True})
         if outcome.kind == "replayed":
             # Same contract as the API: a retried tap is told it was answered from the first one.

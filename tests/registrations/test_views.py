@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from registrations import selectors, services
+from registrations import seats, selectors, services
 from tems.identity import user_key
 from tests.registrations.helpers import assert_invariants_clean, make_event, register
 
@@ -141,6 +141,30 @@ def test_htmx_tap_on_a_full_event_shows_the_waitlist_position(small_event, stude
     page = response.content.decode()
     assert "number 1 on the waiting list" in page and 'class="position">1<' in page
     assert "Leave the waiting list" in page
+
+
+def test_a_waiting_tap_shows_its_position_as_read_now_not_as_the_answer_counted_it(ddb, settings, student,
+                                                                                   student_client):
+    """The answer's position is ``ticket - left`` as of the join's block: it counts another lane's unused
+    tickets as people ahead (at the end of a burst, up to thousands). The page and its notice show the exact
+    position read now, which the next page load shows too."""
+    settings.SEATS_PER_SHARD, settings.WAITLIST_BLOCK_SECONDS = 1, 60
+    event = make_event(capacity=2, title="Robot night")
+    seats.remember_shards(event.event_id, 2)
+    mine = seats.home_shard(user_key(student), 2)
+    other = [f"u{n}" for n in range(200) if seats.home_shard(f"u{n}", 2) != mine]
+    for user in other[:2]:
+        register(event.event_id, user)  # the two seats
+    # Two joiners of the other lane: ticket 1, then a block of four whose tickets 3-5 nobody has yet.
+    assert [register(event.event_id, user).data["position"] for user in other[2:4]] == [1, 2]
+    response = student_client.post(f"/events/{event.event_id}/register/", HTTP_HX_REQUEST="true",
+                                   HTTP_IDEMPOTENCY_KEY=str(uuid.uuid4()))
+    page = response.content.decode()
+    claim = selectors.claim_get(event_id=event.event_id, user_id=user_key(student))
+    assert (int(claim.lane), int(claim.ticket)) == (mine, 6)  # so the answer said 6 - 0 departed = 6
+    assert "number 3 on the waiting list" in page and 'class="position">3<' in page
+    again = student_client.get(f"/events/{event.event_id}/").content.decode()
+    assert 'class="position">3<' in again
 
 
 def test_full_event_offers_the_waiting_list(small_event, student_client):
