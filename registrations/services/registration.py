@@ -159,11 +159,10 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
         try:
             join: _Join | None = _Join.plan(attempt, route) if joining else None
         except waitlist_module.QueueBusy:
-            # The queue item is throttled (every lane claims its blocks from that one partition, and at the end of
-            # a burst all of them ramp up at once) or held by a departure's transaction: after the pause, join a
-            # lane whose block still has tickets rather than claim again (a read of lanes, on the table's units).
+            # The queue item is held by a departure's transaction, or throttled. Moving to another lane instead
+            # was measured and dropped: at the default quota no lane has a ticket left when the waiting list
+            # starts, so the move only added reads and claims on throttled partitions (docs/registrations.md).
             conflicts.pause()
-            route.move_lane()
             continue
         transaction, response = (join.transaction() if join is not None
                                  else _confirm_transaction(attempt, shard))

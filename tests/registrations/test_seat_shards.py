@@ -261,12 +261,12 @@ def test_a_join_that_meets_another_moves_with_one_read_and_claims_no_block(ddb, 
     assert_invariants_clean()
 
 
-def test_a_join_whose_block_claim_is_throttled_moves_to_a_lane_with_tickets_instead_of_claiming_again(
-        ddb, settings):
-    """Every lane claims its blocks from the one queue item, whose partition runs out of write units when all the
-    lanes of a burst ramp up at once: a claim throttled past botocore's retries is followed, after the pause, by a
-    read of lanes and a join where a block still has tickets, not by the same claim again (K = 1 in bench-hot:
-    2,306 claims throttled or conflicted against 311 claimed)."""
+def test_a_join_whose_block_claim_is_throttled_pauses_and_claims_again_in_its_lane(ddb, settings):
+    """A claim throttled past botocore's retries is followed, after the pause, by the same claim in the same lane.
+    Moving to a lane whose block still has tickets was tried and dropped: at the default quota no lane has any
+    when the waiting list starts, and in bench-hot the moves' reads and claims on throttled partitions turned
+    into a storm (K = 1: 18,040 claims throttled or conflicted and 10.9 % of students answered 503, against 140 and
+    0.2 %)."""
     settings.WAITLIST_BLOCK_SECONDS = 60
     event = make_event(capacity=12)
     seats.remember_shards(event.event_id, 4)
@@ -276,7 +276,7 @@ def test_a_join_whose_block_claim_is_throttled_moves_to_a_lane_with_tickets_inst
              for lane in range(4)}
     for joiner in homed[0][:5]:  # lane 0 used up its blocks of 1 and 4
         assert register(event.event_id, joiner).data["status"] == WAITLISTED
-    for lane in (1, 2, 3):  # the others have tickets left in their block of 4
+    for lane in (1, 2, 3):  # the others have tickets left in their block of 4: where a move would go
         for joiner in homed[lane][:2]:
             assert register(event.event_id, joiner).data["status"] == WAITLISTED
     seq = int(waitlist.queue_read(event.event_id).seq)
@@ -288,8 +288,8 @@ def test_a_join_whose_block_claim_is_throttled_moves_to_a_lane_with_tickets_inst
         outcome = register(event.event_id, student, sleep=pauses.append)
     assert faults.fired(THROTTLE) and pauses
     assert outcome.data["status"] == WAITLISTED
-    assert int(selectors.claim_get(event_id=event.event_id, user_id=student).lane) != 0
-    assert int(waitlist.queue_read(event.event_id).seq) == seq  # no block claimed: tickets from another lane's
+    assert int(selectors.claim_get(event_id=event.event_id, user_id=student).lane) == 0
+    assert int(waitlist.queue_read(event.event_id).seq) > seq  # its lane's next block, claimed once let through
     assert_invariants_clean()
 
 
