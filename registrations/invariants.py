@@ -26,10 +26,6 @@ def _is_event(item: Item) -> bool:
     return item.get("entity") == "Event"
 
 
-def _event_side(item: Item) -> bool:
-    return item.get("entity") == "Registration" and Registration.is_event_side(item["PK"])
-
-
 def _event_pk(item: Item) -> str:
     """The event partition an event-side item belongs to: its own, or (a registration copy in one of the event's
     buckets) its event's."""
@@ -97,7 +93,8 @@ class EventCountersMatch(_PerEvent):
     counters = ("registered_count", "waitlist_count")
 
     def count(self, item: Item, tally: defaultdict) -> None:
-        if item["SK"].startswith(Registration.SK_PREFIX) and item.get("status") in LIVE_STATUSES:
+        is_copy = item["SK"].startswith(Registration.SK_PREFIX) or WaitlistEntry.item_carries_registration(item)
+        if is_copy and item.get("status") in LIVE_STATUSES:
             tally[item["status"]] += 1
 
     def problems(self) -> Iterator[str]:
@@ -145,7 +142,8 @@ class EventsWithinCapacity(StreamingCheck):
 @invariant("every claim has both registration items and every registration its claim")
 class ClaimsMatchRegistrations(StreamingCheck):
     """Per event, the claims, the event-side and the user-side registrations name the same (registration,
-    status) pairs: compared as fingerprints, so no registration is held in memory."""
+    status) pairs: compared as fingerprints, so no registration is held in memory. A waitlist entry that carries
+    its registration is that registration's event-side copy."""
 
     SIDES = ("claims", "event-side registrations", "user-side registrations")
 
@@ -159,6 +157,8 @@ class ClaimsMatchRegistrations(StreamingCheck):
             side = "claims"
         elif entity == "Registration":
             side = self.SIDES[1] if Registration.is_event_side(item["PK"]) else self.SIDES[2]
+        elif WaitlistEntry.item_carries_registration(item):
+            side = self.SIDES[1]
         else:
             return
         self.events[item["event_id"]][side].add(item["registration_id"], item["user_id"], item.get("status"))
@@ -211,6 +211,12 @@ class RegistrationsInTheirLayout(StreamingCheck):
                                   f"{item['registration_id']}")
         elif entity == "Registration" and layout_of(item.get("layout")) != CURRENT_LAYOUT:
             self.unmarked[item["event_id"]] += 1
+        elif WaitlistEntry.item_carries_registration(item):
+            name = item.get("user_name") or item["user_id"]
+            if item.get("GSI1PK") != Registration.attendee_index_key_for(item["event_id"], name,
+                                                                          item["registration_id"])[0]:
+                self.found.append(f"{pk}/{item['SK']}: the waitlist entry of registration {item['registration_id']} "
+                                  "is not in its attendee index partition")
 
     def problems(self) -> Iterator[str]:
         yield from self.found
@@ -248,7 +254,8 @@ class NobodyWaitsForAFreeSeat(_PerEvent):
 class WaitlistInOrder(StreamingCheck):
     """Each entry's key is its ticket (so keys are unique and in ticket order), no ticket is beyond the event's
     sequence (its queue item's, or its own item's from before the queue), and per event the entries and the
-    waitlisted registrations name the same (registration, ticket)."""
+    waitlisted registrations' user-side copies name the same (registration, ticket): the user side, since an
+    entry may itself be its registration's event-side copy."""
 
     def __init__(self) -> None:
         self.found: list[str] = []
@@ -271,8 +278,9 @@ class WaitlistInOrder(StreamingCheck):
                 self.found.append(f"{item['PK']}/{item['SK']}: holds ticket {ticket} of lane {lane}, out of place")
             self.highest[pk] = max(self.highest[pk], ticket)
             self.entries[pk].add(item["registration_id"], ticket)
-        elif _event_side(item) and item.get("status") == WAITLISTED:
-            self.waiting[_event_pk(item)].add(item["registration_id"], int(item.get("ticket", -1)))
+        elif (item.get("entity") == "Registration" and Registration.is_user_side(item["PK"])
+              and item.get("status") == WAITLISTED):
+            self.waiting[Event.pk_for(item["event_id"])].add(item["registration_id"], int(item.get("ticket", -1)))
 
     def problems(self) -> Iterator[str]:
         yield from self.found

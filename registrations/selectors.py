@@ -175,7 +175,8 @@ def event_registrations(*, event_id: str, consistent: bool = True,
                         include_legacy: bool = False) -> Iterator[Registration]:
     """Every event-side registration copy of the event: each of its REGISTRATION_BUCKETS partitions in turn, a
     Query page at a time, so memory does not grow with the event (in no particular order; the attendee list is
-    the ordered read). ``include_legacy`` also yields copies an event not yet upgraded keeps in its own
+    the ordered read), then the waitlist entries that are their registration's copy, read as registrations
+    (keyed as the entries are). ``include_legacy`` also yields copies an event not yet upgraded keeps in its own
     partition. The one read of "all registrations of an event": tools, clean-up and checks, never a page."""
     pks = [Registration.event_pk_for(event_id, bucket) for bucket in range(REGISTRATION_BUCKETS)]
     if include_legacy:
@@ -183,6 +184,14 @@ def event_registrations(*, event_id: str, consistent: bool = True,
     for pk in pks:
         yield from Registration.query(pk, Registration.sk.startswith(Registration.SK_PREFIX),
                                       consistent_read=consistent)
+    try:
+        lanes = int(EventSeats.get(*EventSeats.key_for(event_id), consistent_read=consistent).seat_shards or 0)
+    except EventSeats.DoesNotExist:
+        lanes = seats.max_shards()  # gone (a lab event's TTL): every lane it can have had
+    for lane in range(lanes):
+        yield from Registration.query(WaitlistEntry.lane_pk_for(event_id, lane),
+                                      Registration.sk.startswith(WaitlistEntry.SK_PREFIX),
+                                      filter_condition=Registration.status.exists(), consistent_read=consistent)
 
 
 def registration_get(*, user_id: str, registration_id: str) -> Registration:

@@ -7,7 +7,7 @@ from typing import Any
 
 from registrations import seats
 from registrations.errors import RegistrationError
-from registrations.models import CheckIn, CheckInLogEntry, Event, EventCheckins, Registration
+from registrations.models import CheckIn, CheckInLogEntry, Event, EventCheckins, Registration, RegistrationClaim
 from tems.identity import user_for_key, user_names_for_keys
 
 
@@ -56,9 +56,16 @@ def checkin_history(*, event_id: str) -> list[CheckInLogEntry]:
                                       consistent_read=True))
 
 
-def registration_at_door(*, event_id: str, registration_id: str) -> Registration | None:
-    """The event-side registration item, to explain a refused check-in (never to decide one)."""
+def registration_at_door(*, event_id: str, registration_id: str,
+                         user_id: str) -> Registration | RegistrationClaim | None:
+    """The event-side registration item, to explain a refused check-in (never to decide one); for a registration
+    that waits with no such item (its waitlist entry is its copy), the ticket holder's claim, if it is this one."""
     try:
         return Registration.get(*Registration.event_key_for(event_id, registration_id), consistent_read=True)
     except Registration.DoesNotExist:
+        pass
+    try:
+        claim = RegistrationClaim.get(*RegistrationClaim.key_for(event_id, user_id), consistent_read=True)
+    except RegistrationClaim.DoesNotExist:
         return None
+    return claim if claim.registration_id == registration_id else None

@@ -195,7 +195,8 @@ def _log_entry(event_id: str, registration_id: str, action: str, *, at: datetime
 
 def _explain_not_admissible(ticket: Ticket) -> None:
     """Raise why the registration condition failed; return if it holds again (promoted meanwhile)."""
-    registration = selectors.registration_at_door(event_id=ticket.event_id, registration_id=ticket.registration_id)
+    registration = selectors.registration_at_door(event_id=ticket.event_id, registration_id=ticket.registration_id,
+                                                  user_id=ticket.user_id)
     if registration is None:
         # The ticket is genuine, so the registration existed: cancelling deletes it.
         raise RegistrationError("conflict", "Not admissible: this registration was cancelled.", reason="cancelled")

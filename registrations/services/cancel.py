@@ -184,8 +184,13 @@ def _cancel_transaction(registration: Registration, head: WaitlistEntry | None, 
     # The status we read decides which counter moves, so the delete only applies if it is still that status.
     transaction.delete(USER_REGISTRATION, Registration(*Registration.user_key_for(user_id, registration_id)),
                        condition=Registration.status == registration.status)
+    # A waitlisted registration's event-side copy is its waitlist entry (deleted below) unless it joined before
+    # entries carried it: absent, or still waitlisted, is the same registration (a promotion would have written
+    # it confirmed, and then the user copy's condition fails too).
+    as_read = Registration.status == registration.status
     transaction.delete(EVENT_REGISTRATION, Registration(*Registration.event_key_for(event_id, registration_id)),
-                       condition=Registration.status == registration.status)
+                       condition=(Registration.pk.does_not_exist() | as_read) if registration.status == WAITLISTED
+                       else as_read)
     transaction.save(OUTBOX, outbox_message(message_type="RegistrationCancelled", now=now, payload={
         "registration_id": registration_id, "event_id": event_id, "user": user_id,
         "previous_status": registration.status,

@@ -475,7 +475,8 @@ def _promote_best_effort(event_id: str) -> None:
 
 def _base_transaction(attempt: _NewRegistration, *, status: str, position: int | None, ticket: int | None,
                       shard: int | None = None, lane: int | None = None) -> tuple[LabelledTransaction, StoredResponse]:
-    """The items common to both kinds of new registration, with the response computed up front."""
+    """The items common to both kinds of new registration, with the response computed up front. The event-side
+    copy is a confirmed registration's own item; a waitlisted one's is its waitlist entry (``_waitlist_entry``)."""
     body = selectors.registration_to_dict(
         registration_id=attempt.registration_id, event_id=attempt.event_id, user_id=attempt.user_id,
         status=status, position=position, created_at=attempt.created_at, user_name=attempt.user_name,
@@ -498,10 +499,18 @@ def _base_transaction(attempt: _NewRegistration, *, status: str, position: int |
     transaction.save(USER_REGISTRATION,
                      Registration(*Registration.user_key_for(attempt.user_id, attempt.registration_id), **fields,
                                   layout=CURRENT_LAYOUT))
-    transaction.save(EVENT_REGISTRATION,
-                     Registration(*Registration.event_key_for(attempt.event_id, attempt.registration_id), **fields,
-                                  **attendees.index_fields(event_id=attempt.event_id, name=attempt.user_name or
-                                                           attempt.user_id, registration_id=attempt.registration_id)))
+    index = attendees.index_fields(event_id=attempt.event_id, name=attempt.user_name or attempt.user_id,
+                                   registration_id=attempt.registration_id)
+    if status == WAITLISTED:
+        transaction.save(WAITLIST_ENTRY, WaitlistEntry(
+            *WaitlistEntry.key_for(attempt.event_id, ticket, lane), registration_id=attempt.registration_id,
+            event_id=attempt.event_id, user_id=attempt.user_id, user_name=attempt.user_name, status=status,
+            created_at=attempt.created_at, ticket=ticket, lane=lane, **index,
+        ), condition=WaitlistEntry.pk.does_not_exist())
+    else:
+        transaction.save(EVENT_REGISTRATION,
+                         Registration(*Registration.event_key_for(attempt.event_id, attempt.registration_id),
+                                      **fields, **index))
     transaction.save(OUTBOX, outbox_message(
         message_type="RegistrationCreated", now=attempt.created_at,
         # "user" is the immutable key in every message, as in the cancel and promote ones: the relay finds the
@@ -600,13 +609,6 @@ class _Join:
         else:
             transaction, response = _base_transaction(attempt, status=WAITLISTED, position=self.position,
                                                       ticket=self.ticket, lane=self.lane)
-            transaction.save(
-                WAITLIST_ENTRY,
-                WaitlistEntry(*WaitlistEntry.key_for(attempt.event_id, self.ticket, self.lane),
-                              registration_id=attempt.registration_id, event_id=attempt.event_id,
-                              user_id=attempt.user_id, ticket=self.ticket, lane=self.lane),
-                condition=WaitlistEntry.pk.does_not_exist(),
-            )
             actions = [SeatShard.waiting.add(1), SeatShard.lane_next.set(self.ticket + 1)]
         if block is not None:
             # The claimed block becomes the lane's; what the old one did not hand out is gone, recorded in the

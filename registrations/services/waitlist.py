@@ -116,14 +116,22 @@ def _nobody_before_lanes():
 def _add_promotion(transaction: LabelledTransaction, head: WaitlistEntry, *, now: datetime, shard: int | None,
                    suffix: str = "") -> None:
     """Move the waitlist head to confirmed, holding a seat of ``shard``: its claim, both registration items and its
-    entry, in ``transaction``."""
+    entry, in ``transaction``. An entry that carries its registration (``WaitlistEntry.carries_registration``)
+    is the event-side copy: the promotion writes the confirmed copy from it; an older entry's copy is updated."""
     is_waiting = Registration.status == WAITLISTED
     # The seat's shard, so the promoted registration's cancel frees the shard it holds a seat in.
     holds = [Registration.shard.remove()] if shard is None else [Registration.shard.set(shard)]
-    for label, model in (
-        (HEAD_USER_REGISTRATION, Registration(*Registration.user_key_for(head.user_id, head.registration_id))),
-        (HEAD_EVENT_REGISTRATION, Registration(*Registration.event_key_for(head.event_id, head.registration_id))),
-    ):
+    copies = [(HEAD_USER_REGISTRATION, Registration(*Registration.user_key_for(head.user_id, head.registration_id)))]
+    if head.carries_registration:
+        # No condition of its own: the entry's delete below (still this registration's) is what admits it once.
+        transaction.save(HEAD_EVENT_REGISTRATION + suffix, Registration(
+            *Registration.event_key_for(head.event_id, head.registration_id), registration_id=head.registration_id,
+            event_id=head.event_id, user_id=head.user_id, user_name=head.user_name, status=CONFIRMED,
+            created_at=head.created_at, shard=shard, promoted_at=now, gsi1pk=head.gsi1pk, gsi1sk=head.gsi1sk))
+    else:
+        copies.append((HEAD_EVENT_REGISTRATION,
+                       Registration(*Registration.event_key_for(head.event_id, head.registration_id))))
+    for label, model in copies:
         transaction.update(label + suffix, model, actions=[
             Registration.status.set(CONFIRMED), Registration.ticket.remove(), Registration.lane.remove(),
             Registration.promoted_at.set(now), *holds,

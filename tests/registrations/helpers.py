@@ -6,7 +6,7 @@ import uuid
 from datetime import UTC, datetime
 
 from registrations import seats, selectors, services
-from registrations.models import EventSeats, Registration, RegistrationClaim, SeatShard
+from registrations.models import EventSeats, Registration, RegistrationClaim, SeatShard, WaitlistEntry
 from registrations.services import registration as registration_service
 from tems.invariants import check_all
 from tems.lab.techniques.registration import registration_fingerprint
@@ -36,7 +36,7 @@ def assert_invariants_clean() -> None:
 
 
 def _kept(item) -> dict:
-    keys = {"pk", "sk", "gsi1pk", "gsi1sk"}
+    keys = {"pk", "sk", "gsi1pk", "gsi1sk", "entity"}  # entity: a carried waitlist entry reads as a Registration
     return {name: value for name, value in item.attribute_values.items() if name not in keys}
 
 
@@ -52,7 +52,13 @@ def into_legacy_layout(event_id: str) -> None:
         Registration(*Registration.legacy_event_key_for(event_id, copy.registration_id), **_kept(copy),
                      gsi1pk=Registration.legacy_attendees_pk_for(event_id),
                      gsi1sk=Registration.attendee_sk_for(name, copy.registration_id)).save()
-        copy.delete()
+        if copy.sk.startswith(WaitlistEntry.SK_PREFIX):
+            # A waitlist entry that is the copy: entries of that time carried no registration.
+            WaitlistEntry(copy.pk, copy.sk).update(actions=[
+                WaitlistEntry.user_name.remove(), WaitlistEntry.status.remove(), WaitlistEntry.created_at.remove(),
+                WaitlistEntry.gsi1pk.remove(), WaitlistEntry.gsi1sk.remove()])
+        else:
+            copy.delete()
         Registration(*Registration.user_key_for(copy.user_id, copy.registration_id)).update(
             actions=[Registration.layout.remove()])
     event = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)

@@ -65,7 +65,8 @@ ITEM_SHAPES = {
         "opened", "lane_next", "lane_end", "lane_at", "lane_left", "lane_size", "waiting"
     },
     "SeatGate": {"PK", "SK", "entity", "event_id", "state", "epoch", "opened", "shards"},
-    "WaitlistEntry": {"PK", "SK", "entity", "event_id", "registration_id", "ticket", "user_id", "lane"},
+    "WaitlistEntry": {"PK", "SK", "entity", "event_id", "registration_id", "ticket", "user_id", "lane", "user_name",
+                      "status", "created_at", "GSI1PK", "GSI1SK"},
     "WaitlistQueue": {
         "PK", "SK", "entity", "event_id", "seq", "left", "claim_last", "claim_size", "claim_from", "claim_at"
     },
