@@ -162,6 +162,7 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
             # The queue item is held by a departure's transaction, or throttled. Moving to another lane instead
             # was measured and dropped: at the default quota no lane has a ticket left when the waiting list
             # starts, so the move only added reads and claims on throttled partitions (docs/registrations.md).
+            route.crowded = True
             conflicts.pause()
             continue
         transaction, response = (join.transaction() if join is not None
@@ -204,6 +205,7 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
                 # refused after holding the lane (at K = 1 most refused joins were a move planned from a read made
                 # before a pause of up to 250 ms, on lanes taking ~30 joins a second).
                 conflicts.pause()
+                route.crowded = True
                 if not joining:
                     route.conflicted(shard)
                 elif join.block is None:
@@ -248,12 +250,15 @@ class _Route:
         # it was planned against: while the lane still shows that image the block is not installed, so the next
         # round installs it without claiming again.
         self.block: tuple[tuple[Any, Any], datetime, waitlist_module.Block] | None = None
+        # Whether this request met the crowd (a conflict, a busy queue item): its lane claims bigger blocks.
+        self.crowded = False
 
     def conflicted(self, shard: int) -> None:
         """A seat attempt on ``shard`` met another transaction: the next one goes to another shard, so a burst
         spreads over the shards instead of queueing on a held one (with no image, a conflict says nothing of
         room, so a full event still learns it from the next refusal)."""
         self.busy.add(shard)
+        self.crowded = True
         # A shard a read showed with room is held: most likely someone is taking that seat, so the image is
         # stale; the next round reads again rather than queueing on it (at the end of a burst every reader
         # saw the same last shards with room, and their attempts conflicted each other to 503s).
@@ -476,7 +481,7 @@ def _promote_best_effort(event_id: str) -> None:
 def _base_transaction(attempt: _NewRegistration, *, status: str, position: int | None, ticket: int | None,
                       shard: int | None = None, lane: int | None = None) -> tuple[LabelledTransaction, StoredResponse]:
     """The items common to both kinds of new registration, with the response computed up front. The event-side
-    copy is a confirmed registration's own item; a waitlisted one's is its waitlist entry (``_waitlist_entry``)."""
+    copy is a confirmed registration's own item; a waitlisted one's is its waitlist entry, written here too."""
     body = selectors.registration_to_dict(
         registration_id=attempt.registration_id, event_id=attempt.event_id, user_id=attempt.user_id,
         status=status, position=position, created_at=attempt.created_at, user_name=attempt.user_name,
@@ -571,8 +576,9 @@ class _Join:
                 seconds=waitlist_module.block_seconds()):
             block = route.block[2]
         else:
-            block = waitlist_module.claim_block(event_id=route.event_id, lane=image,
-                                                size=waitlist_module.next_block_size(image, now), now=now)
+            block = waitlist_module.claim_block(
+                event_id=route.event_id, lane=image,
+                size=waitlist_module.next_block_size(image, now, crowded=route.crowded), now=now)
             route.block = (seen, now, block)
         join = cls(attempt=attempt, route=route, lane=route.lane, ticket=block.first, now=now, block=block)
         join.position = max(block.first - join._left(), 1)

@@ -372,7 +372,7 @@ def test_a_full_event_at_the_most_shards_closes_its_gate_with_an_old_block_to_re
     event_id = event.event_id
     for n in range(seats.MAX_SHARDS):
         assert register(event_id, f"seated{n:02d}").data["status"] == CONFIRMED
-    monkeypatch.setattr(waitlist, "next_block_size", lambda lane, now: waitlist.max_block())
+    monkeypatch.setattr(waitlist, "next_block_size", lambda lane, now, crowded=False: waitlist.max_block())
     first = register(event_id, "waits").data
     assert first["status"] == WAITLISTED
     lane = int(selectors.claim_get(event_id=event_id, user_id="waits").lane)

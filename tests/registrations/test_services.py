@@ -177,9 +177,10 @@ def test_full_event_puts_the_same_request_on_the_waitlist(ddb, cancellations):
     with metered() as meter:
         waiting = register(event.event_id, "bob")
     # The failed seat condition; closing the waiting list's gate: a read of the gate, one of every shard, the
-    # gate's write under the epoch read and its copy into the lane (two UpdateItems); the lane's block claimed
-    # from the queue item (one UpdateItem); the waitlist transaction.
-    assert meter.requests == {"TransactWriteItems": 2, "GetItem": 1, "BatchGetItem": 1, "UpdateItem": 3}
+    # gate's write under the epoch read and its copy into the lane (two UpdateItems); the lane's first block: the
+    # queue read first (at the end of a burst every lane's first joiners claim it at once), then claimed from it
+    # (one UpdateItem); the waitlist transaction.
+    assert meter.requests == {"TransactWriteItems": 2, "GetItem": 2, "BatchGetItem": 1, "UpdateItem": 3}
     assert cancellations[-1] == {"seat": CCF}
     assert waiting.response.status == 201
     assert (waiting.data["status"], waiting.data["position"]) == ("waitlisted", 1)

@@ -7,6 +7,7 @@ promotions run on DynamoDB Local and are compared with a brute-force count of th
 from __future__ import annotations
 
 import io
+import json
 import random
 from collections.abc import Callable
 from datetime import timedelta
@@ -20,6 +21,7 @@ from registrations.models import CONFIRMED, WAITLISTED, Event, SeatShard, Waitli
 from registrations.services import registration as registration_service
 from tems.clock import utcnow
 from tems.dynamo import metered
+from tems.faults import CONFLICT, Fault, inject
 from tems.transactions import LabelledTransaction
 from tests.race import race
 from tests.registrations.helpers import STARTS, assert_invariants_clean, make_event, register
@@ -175,6 +177,32 @@ def test_a_lane_that_used_up_its_block_within_the_second_claims_one_four_times_a
     assert waitlist.next_block_size(lane, now) == 1
 
 
+@pytest.mark.parametrize(("used", "grows_to"), [(None, 16), (1, 16), (4, 64), (64, 64)])
+def test_a_joiner_that_met_the_crowd_claims_sixteen_times_as_big_and_starts_a_lane_at_sixteen(used, grows_to):
+    now = utcnow()
+    lane = SeatShard(*SeatShard.key_for("e", 0), lane_next=10, lane_end=10, lane_size=used,
+                     lane_at=None if used is None else now - timedelta(seconds=waitlist.block_seconds() / 2))
+    assert waitlist.next_block_size(lane, now, crowded=True) == grows_to
+    assert waitlist.next_block_size(lane, now) == (1 if used is None else min(4 * used, 64))
+
+
+@pytest.mark.parametrize("conflicts", [0, 1])
+def test_a_join_after_a_conflict_starts_its_lane_with_a_block_of_sixteen(ddb, conflicts):
+    """The end of a burst: every lane starts at once, and a ramp of 1, 4, 16, 64 was four claims a lane on the one
+    queue item. A request that met a conflict (the crowd) starts its lane at 16; without one (a quiet event, and
+    DynamoDB Local, which never sends one) the first block is one ticket, as before."""
+    event = make_event(capacity=1)
+    register(event.event_id, "ann")
+    seat = Fault(CONFLICT, operations={"TransactWriteItems"}, times=conflicts,
+                 when=lambda params: "EVENTSEATS#" in json.dumps(params))
+    with inject(seat) as faults:
+        outcome = register(event.event_id, "bob", sleep=lambda _: None)
+    assert bool(faults.fired(CONFLICT)) == bool(conflicts)
+    assert (outcome.data["status"], outcome.data["position"]) == (WAITLISTED, 1)
+    assert int(waitlist.queue_read(event.event_id).seq) == (16 if conflicts else 1)
+    assert_invariants_clean()
+
+
 def lane_image(event_id: str, shard: int = 0) -> SeatShard:
     return SeatShard.get(*SeatShard.key_for(event_id, shard), consistent_read=True)
 
@@ -224,9 +252,10 @@ def test_a_claim_without_the_per_lane_condition_loses_a_block_and_positions_drif
     monkeypatch.setattr(waitlist, "claim_condition", lambda lane: WaitlistQueue.claim_last.exists())
     event_id = full_with_one_waiting()
     image = lane_image(event_id)
-    # A quiet lane's image: no read of the queue before the claim, as for two claimers who both read it before
-    # either wrote (on a busy lane the read would find the first claim pending): only the condition decides.
-    image.lane_at = None
+    # A quiet lane's image (its block installed long ago): no read of the queue before the claim, as for two
+    # claimers who both read it before either wrote (on a busy lane, or for a lane's first block, the read would
+    # find the first claim pending): only the condition decides.
+    image.lane_at = utcnow() - timedelta(seconds=2 * waitlist.block_seconds())
     waitlist.claim_block(event_id=event_id, lane=image, size=1, now=utcnow())
     waitlist.claim_block(event_id=event_id, lane=image, size=1, now=utcnow())
     register(event_id, "bob")
