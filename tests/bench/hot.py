@@ -43,7 +43,6 @@ docs/PERFORMANCE.md links to it.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -320,6 +319,16 @@ class Answer:
     # Every DynamoDB request the call sent, when HOT_TRACE names a file: (operation, machine seconds after t0 it
     # started, machine seconds it took, error code or "").
     trace: list[tuple[str, float, float, str]] = field(default_factory=list)
+    # Machine seconds of ``seconds`` spent inside DynamoDB calls (the model's hold, DynamoDB Local, the proxy, the
+    # connection pool, botocore's own retries) and in the service's pauses; the rest is the machine's own time.
+    in_dynamo: float = 0.0
+    paused: float = 0.0
+
+    @property
+    def own(self) -> float:
+        """Machine seconds of the call that were neither a DynamoDB call nor a pause: the service's Python, and
+        its wait for a core and the GIL. On AWS the app servers scale out, so this is what the machine adds."""
+        return max(0.0, self.seconds - self.in_dynamo - self.paused)
 
 
 # HOT_TRACE=<file>: every answer of the run with the requests it sent, one JSON object a line (for studying where
@@ -330,14 +339,14 @@ _calls = threading.local()
 
 @contextmanager
 def traced(t0_box: list[float]) -> Iterator[None]:
-    """Record each DynamoDB request on the calling thread's current answer (``_calls.trace``)."""
+    """Add each DynamoDB request's time to the calling thread's current answer (``_calls.in_dynamo``) and, with
+    HOT_TRACE, record it on its trace (``_calls.trace``)."""
     from pynamodb.connection.base import Connection
 
     original = Connection.dispatch
 
     def dispatch(self: Connection, operation_name: str, operation_kwargs: dict) -> dict:
-        trace = getattr(_calls, "trace", None)
-        if trace is None:
+        if getattr(_calls, "in_dynamo", None) is None:
             return original(self, operation_name, operation_kwargs)
         started, code = time.monotonic(), ""
         try:
@@ -346,7 +355,10 @@ def traced(t0_box: list[float]) -> Iterator[None]:
             code = (getattr(error, "response", None) or {}).get("Error", {}).get("Code") or type(error).__name__
             raise
         finally:
-            trace.append((operation_name, started - t0_box[0], time.monotonic() - started, code))
+            took = time.monotonic() - started
+            _calls.in_dynamo += took
+            if _calls.trace is not None:
+                _calls.trace.append((operation_name, started - t0_box[0], took, code))
 
     Connection.dispatch = dispatch
     try:
@@ -373,13 +385,16 @@ def drive(scenario: Scenario, event_id: str, design: SeatDesign) -> tuple[list[A
     lock = threading.Lock()
 
     def scaled_sleep(seconds: float) -> None:
+        started = time.monotonic()
         time.sleep(seconds * scenario.scale)
+        _calls.paused += time.monotonic() - started
 
     def call(tap: Tap, t0: float) -> None:
         started = time.monotonic()
         user = _user(tap.student)
         status = position = None
         _calls.trace = [] if TRACE_PATH else None
+        _calls.in_dynamo, _calls.paused = 0.0, 0.0
         try:
             outcome = design.register(event_id=event_id, user_id=user, idempotency_key=_key(event_id, tap.key),
                                       fingerprint=registration_fingerprint(event_id=event_id, user_id=user),
@@ -394,7 +409,8 @@ def drive(scenario: Scenario, event_id: str, design: SeatDesign) -> tuple[list[A
         ended = time.monotonic()
         with lock:
             answers.append(Answer(tap, started - t0 - tap.at, started - t0, ended - started, result, status,
-                                  position, _calls.trace or []))
+                                  position, _calls.trace or [], _calls.in_dynamo, _calls.paused))
+        _calls.in_dynamo = None
 
     # The workers are started before the first arrival and wait on a queue: starting a thread on demand waits for
     # it to get the GIL, and on a busy machine that stalled the scheduler itself (not the workers) for seconds.
@@ -405,7 +421,7 @@ def drive(scenario: Scenario, event_id: str, design: SeatDesign) -> tuple[list[A
         while (tap := work.get()) is not None:
             call(tap, t0_box[0])
 
-    with traced(t0_box) if TRACE_PATH else contextlib.nullcontext():
+    with traced(t0_box):
         threads = [threading.Thread(target=worker, name=f"hot-{i}", daemon=True)
                    for i in range(min(scenario.threads, len(taps)))]
         for thread in threads:
@@ -697,8 +713,22 @@ def summary(result: DesignResult, scenario: Scenario) -> dict[str, Any]:
         "in_flight": result.model.get("transaction_in_flight_ms", {}),
         "conflicted_kinds": result.model.get("conflicted_items_by_kind", {}),
         "busy_by_fifth": _busy_by_fifth(answers),
+        "time_split": _time_split(created, s),
         "machine_seconds": result.machine_seconds,
     }
+
+
+def _time_split(created: list[Answer], scale: float) -> dict[str, tuple[float, float, float, float]]:
+    """Per status of the registrations created: the mean real ms of a request in DynamoDB calls, in pauses and of
+    the machine's own, and the 90th percentile of the machine's own."""
+    split = {}
+    for status in (CONFIRMED, WAITLISTED):
+        answers = [a for a in created if a.status == status]
+        if answers:
+            split[status] = (*(sum(part) / len(answers) / scale * 1000 for part in zip(
+                *((a.in_dynamo, a.paused, a.own) for a in answers), strict=True)),
+                _percentile([a.own for a in answers], 0.90) / scale * 1000)
+    return split
 
 
 def _tally(counts: Counter, kind: str, phase: str) -> str:
@@ -828,9 +858,13 @@ HOW_TO_READ = """How the run is made and what the rows mean:
   last row), the machine could not offer the load: fewer requests per second reached the service than the rows
   say, which flatters the design. Requests call `registrations.services.registration_create` in process (what
   `POST /api/events/<id>/registrations` calls; two cores cannot push this through HTTP); its `busy` error is the
-  API's 503, anything else escaping would be a 500 (*other errors*). Every registration's QR code SVG is the first
-  one drawn (same size, so the same WCU): the service draws it in every round of its retry loop, 28 ms of Python
-  each here, which is app-server CPU (it scales out on AWS), not the database's; `HOT_REAL_QR=1` draws them all.
+  API's 503, anything else escaping would be a 500 (*other errors*). The service no longer draws the ticket's QR
+  code (it is drawn on read); the bench still stubs a read-side drawing out of the way (`HOT_REAL_QR=1` does not).
+- **A request's time** is split three ways: inside DynamoDB calls (the model's hold, DynamoDB Local, the proxy,
+  botocore's own retries), in the service's pauses, and the rest, the machine's own (the service's Python and its
+  wait for a core and the GIL among thousands of threads). On AWS the app servers scale out and that part is a
+  millisecond or two; here each machine second of it counts as 1/S real second, and while a request sits in it
+  the images it read grow stale, so when it grows the machine, not the design, is costing refusals and conflicts.
 - **Scale model.** S divides every AWS limit and multiplies every duration (hold time, arrival spacing, double-tap
   delay, the service's retry pauses) so one machine second stands for 1/S real second; K divides students and
   seats at the same arrival rate. Rates are x S, latencies / S; counts are of the / K crowd (x K for the real
@@ -955,6 +989,10 @@ def section(results: list[DesignResult], scenario: Scenario, invariants: dict[st
         lambda r, n: f"{r.table['fifo_inversions']} / {r.table['fifo_overtaken_by_s'] / s * 1000:,.0f}")
     row("confirmed who arrived after the first waitlisted",
         lambda r, n: str(r.table["confirmed_after_first_waiting"]))
+    row("a request's time, mean ms (real): in DynamoDB calls / paused / the machine's own (p90): confirmed; "
+        "waitlisted", lambda r, n: "; ".join(
+            f"{in_dynamo:,.0f} / {paused:,.0f} / {own:,.1f} ({own_p90:,.1f})"
+            for in_dynamo, paused, own, own_p90 in n["time_split"].values()) or "-")
     row("scheduler lag p99 / max ms (machine); falling behind?",
         lambda r, n: f"{n['lag_p99_ms']:,.0f} / {n['lag_max_ms']:,.0f}; {'**yes**' if n['lag_growing'] else 'no'}")
     lines += ["", HOW_TO_READ]

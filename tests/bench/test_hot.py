@@ -69,6 +69,10 @@ def test_a_tiny_run_adds_up(dynamodb_local_endpoint):
     assert table["confirmed"] + table["waitlisted"] == table["students_registered"] == table["claims"]
     assert table["confirmed"] == table["expected_confirmed"] == min(20, len(created_students))
     assert table["tickets_unique"] and table["entries_match"] and table["positions_exact"]
+    # Every answer's time is split into its DynamoDB calls, its pauses and the machine's own, which add up.
+    assert all(a.in_dynamo > 0 and a.paused >= 0 and a.in_dynamo + a.paused <= a.seconds + 1e-6
+               for a in result.answers)
+    assert set(numbers["time_split"]) <= {"confirmed", "waitlisted"} and numbers["time_split"]
     assert all(not problems for problems in invariants.values()), invariants
     assert result.model["scale"] == 2.0
     # The page shows every measured design side by side and says plainly which one is not in the build.
