@@ -36,6 +36,7 @@ docs/registrations.md ("Waitlist positions") for the designs rejected and the co
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -298,13 +299,60 @@ def _reads(ticket: int) -> list[tuple[Node, int]]:
     return [((level, block), digit) for level, block, digit in _digits(ticket) if digit > 0]
 
 
+# The lanes this process has read (``lane_blocks``): (table, event, lane) -> the lane's (lane_next, lane_end). A
+# lane's unused tickets [lane_next, lane_end) only shrink from below (lane_next grows) until the lane installs a
+# newer block, and a newer block is claimed on the queue item first. So a lane whose last image showed no unused
+# ticket below t, and whose latest claim on the queue item (read strongly consistent with the departure nodes) is
+# still the block that image showed installed, has none below t now: a position skips reading it. Exact however
+# old the image, as long as it was read before the queue item (an image read after it may show a block the queue
+# read saw pending, installed since with the old block's unused tickets recorded as departures the departure read
+# missed). Reading every lane cost a student's second tap 80 read units at the end of a burst (issue 13).
+_lane_images: dict[tuple[str, str, int], tuple[float, int | None, int | None]] = {}
+_LANE_IMAGES_LIMIT = 100_000
+
+
+def remember_lane(lane: SeatShard) -> None:
+    """Keep ``lane``'s block as this process saw it, just now (a read's image, or a refused write's ALL_OLD)."""
+    if len(_lane_images) >= _LANE_IMAGES_LIMIT:
+        _lane_images.clear()
+    _lane_images[(SeatShard.Meta.table_name, lane.event_id, int(lane.shard))] = (
+        time.monotonic(), None if lane.lane_next is None else int(lane.lane_next),
+        None if lane.lane_end is None else int(lane.lane_end))
+
+
+def _settled_below(event_id: str, shard: int, queue: WaitlistQueue | None, ticket: int,
+                   queue_asked_at: float) -> int | None:
+    """The lane's ``lane_end`` as this process last read it, if that image was read before the queue item (asked
+    for at ``queue_asked_at``), is still the lane's block (no claim since) and had no unused ticket below
+    ``ticket``; None when the lane must be read."""
+    image = _lane_images.get((SeatShard.Meta.table_name, event_id, shard))
+    if image is None or image[0] >= queue_asked_at:
+        return None
+    _, lane_next, lane_end = image
+    last = None
+    if queue is not None and queue.claim_last is not None:
+        last = queue.claim_last.as_dict().get(str(shard))
+    installed = None if lane_end is None else lane_end - 1
+    if (None if last is None else int(last)) != installed:
+        return None  # a block claimed since, or (no claim at all) an image from before: read the lane
+    start = int(lane_next or 0)
+    if start < max(int(lane_end or 0), start) and start < ticket:
+        return None
+    return lane_end if lane_end is not None else -1
+
+
 def lane_blocks(event_ids: Iterable[str], *, shard_counts: dict[str, int] | None = None,
-                queues: dict[str, WaitlistQueue] | None = None) -> dict[str, list[tuple[int, int]]]:
+                queues: dict[str, WaitlistQueue] | None = None, queues_asked_at: float | None = None,
+                below: dict[str, int] | None = None) -> dict[str, list[tuple[int, int]]]:
     """Each event's unused block tickets, [start, end) per block: the rest of each lane's current block, and the
     whole of a block claimed for a lane that has not installed it yet. Strongly consistent BatchGetItems: the
     events' shard counts (unless the caller read its events already), their queue items (unless the caller
     read them, as ``positions`` does with the departure nodes), then their lanes. Shard counts never shrink, so
-    counts read a moment ago name every lane there is or was; a claim the lanes show installed is not pending."""
+    counts read a moment ago name every lane there is or was; a claim the lanes show installed is not pending.
+
+    ``below[event_id]``: only the unused tickets below it are wanted, so lanes known to hold none there (see
+    ``_lane_images``) are not read, and the blocks returned may leave out tickets at or above it. It needs the
+    moment the queue items were asked for (``queues_asked_at``, when the caller read them)."""
     event_ids = sorted(set(event_ids))
     if not event_ids:
         return {}
@@ -314,12 +362,22 @@ def lane_blocks(event_ids: Iterable[str], *, shard_counts: dict[str, int] | None
         counts.update({seats.pk.removeprefix(Event.PK_PREFIX): int(seats.seat_shards or 0) for seats in
                        EventSeats.batch_get([EventSeats.key_for(e) for e in missing], consistent_read=True)})
     if queues is None:
+        queues_asked_at = time.monotonic()
         queues = {queue.event_id: queue for queue in WaitlistQueue.batch_get(
             [WaitlistQueue.key_for(e) for e in event_ids], consistent_read=True)}
-    keys = [SeatShard.key_for(event_id, shard) for event_id in event_ids for shard in range(counts.get(event_id, 0))]
-    blocks: dict[str, list[tuple[int, int]]] = {event_id: [] for event_id in event_ids}
+    keys = []
     ends: dict[tuple[str, int], int | None] = {}
-    for lane in SeatShard.batch_get(keys, consistent_read=True):
+    for event_id in event_ids:
+        for shard in range(counts.get(event_id, 0)):
+            settled = None if below is None or event_id not in below or queues_asked_at is None else _settled_below(
+                event_id, shard, queues.get(event_id), below[event_id], queues_asked_at)
+            if settled is None:
+                keys.append(SeatShard.key_for(event_id, shard))
+            else:
+                ends[(event_id, shard)] = None if settled == -1 else settled
+    blocks: dict[str, list[tuple[int, int]]] = {event_id: [] for event_id in event_ids}
+    for lane in SeatShard.batch_get(keys, consistent_read=True) if keys else ():
+        remember_lane(lane)
         blocks[lane.event_id].append(lane.unissued)
         ends[(lane.event_id, int(lane.shard))] = None if lane.lane_end is None else int(lane.lane_end)
     for event_id, queue in queues.items():
@@ -338,7 +396,9 @@ def positions(*, tickets: Iterable[tuple[str, int]],
               shard_counts: dict[str, int] | None = None) -> dict[tuple[str, int], int]:
     """The position of each (event_id, ticket), 1 for the head: strongly consistent BatchGetItems of the counter
     nodes (a ticket needs at most ``LEVELS``; nodes shared by several tickets are read once, 100 per request)
-    with the events' queue items, then of the events' lanes (two more requests at most, see ``lane_blocks``).
+    with the events' queue items and the shard counts not given, then of the lanes that may hold unused tickets
+    below the tickets asked (one more request, none when this process's last images of the lanes rule it out:
+    ``_lane_images``).
 
     Exact as of the read for a ticket still waiting. Tickets that have left get a meaningless number: callers
     ask only for entries they know to be waiting.
@@ -349,12 +409,20 @@ def positions(*, tickets: Iterable[tuple[str, int]],
     keys = {WaitlistDepartures.key_for(event_id, level, block)
             for event_id, ticket in wanted for (level, block), _ in _reads(ticket)}
     event_ids = {event_id for event_id, _ in wanted}
-    # The counter nodes and the queue items in the same BatchGetItem: different models, one table.
+    counts = dict(shard_counts or {})
+    # The counter nodes, the queue items and the shard counts not known yet in the same BatchGetItem: different
+    # models, one table.
+    asked_at = time.monotonic()
     items = batch_get_models([*((WaitlistDepartures, key) for key in keys),
-                              *((WaitlistQueue, WaitlistQueue.key_for(e)) for e in event_ids)])
+                              *((WaitlistQueue, WaitlistQueue.key_for(e)) for e in event_ids),
+                              *((EventSeats, EventSeats.key_for(e)) for e in sorted(event_ids - set(counts)))])
     nodes = {(node.pk, node.sk): node for node in items if isinstance(node, WaitlistDepartures)}
     queues = {queue.event_id: queue for queue in items if isinstance(queue, WaitlistQueue)}
-    blocks = lane_blocks(event_ids, shard_counts=shard_counts, queues=queues)
+    counts.update({seats.pk.removeprefix(Event.PK_PREFIX): int(seats.seat_shards or 0)
+                   for seats in items if isinstance(seats, EventSeats)})
+    counts.update({event_id: 0 for event_id in event_ids - set(counts)})  # no such event (any more): no lane
+    below = {event_id: max(ticket for e, ticket in wanted if e == event_id) for event_id in event_ids}
+    blocks = lane_blocks(event_ids, shard_counts=counts, queues=queues, queues_asked_at=asked_at, below=below)
     found: dict[tuple[str, int], int] = {}
     for event_id, ticket in wanted:
         departed = 0

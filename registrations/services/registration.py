@@ -347,6 +347,7 @@ class _Route:
             self.lane, self.lane_image = None, None
             return
         image = SeatShard.from_raw_data(raw_item)
+        waitlist_module.remember_lane(image)  # a position read may then skip this lane (waitlist._lane_images)
         if image.starts_at is not None and image.starts_at <= attempt.created_at:
             _refuse_if_closed({"starts_at": image.starts_at}, attempt)
         if upgrade_if_legacy(event_id=self.event_id, layout=image.layout):

@@ -311,3 +311,53 @@ def test_a_claim_that_counted_an_old_block_gone_is_corrected_when_the_lane_used_
     assert_positions_exact(event.event_id)
     assert_queue_accounts(event.event_id)
     assert_invariants_clean()
+
+
+@pytest.mark.parametrize("broken", [False, True])
+def test_a_position_skips_lanes_with_nothing_unused_below_it_until_a_block_is_claimed_since(ddb, monkeypatch,
+                                                                                           settings, broken):
+    """A position reads only the lanes whose last image (read before the queue item) may hold unused tickets below
+    the ticket: a lane's unused tickets only shrink until it installs a newer block, and that block is claimed on
+    the queue item first. The broken variant trusts the image after a claim: a block claimed before bob's and
+    installed after his read is then counted unused though carl holds its ticket, and bob's position is low."""
+    from registrations import seats
+
+    settings.WAITLIST_BLOCK_SECONDS = 60  # the pending block below is installed, not retired, however slow the run
+    settings.SEATS_PER_SHARD, settings.MAX_SEAT_SHARDS = 3, 40  # 12 seats: 4 shards, 4 lanes
+    if broken:
+        def trusting(event_id, shard, queue, ticket, queue_asked_at):  # no look at the queue's latest claim
+            image = waitlist._lane_images.get((SeatShard.Meta.table_name, event_id, shard))
+            if image is None or (image[1] or 0) < max(image[2] or 0, image[1] or 0) and (image[1] or 0) < ticket:
+                return None
+            return -1 if image[2] is None else image[2]
+
+        monkeypatch.setattr(waitlist, "_settled_below", trusting)
+    event = make_event(capacity=12)
+    event_id = event.event_id
+    seats.remember_shards(event_id, 4)
+    for n in range(12):
+        register(event_id, f"seated{n:02d}")
+    homed = {lane: [f"w{lane}-{n}" for n in range(400) if seats.home_shard(f"w{lane}-{n}", 4) == lane][:2]
+             for lane in (0, 1)}
+    dan, carl = homed[0]
+    bob = homed[1][0]
+    assert register(event_id, dan).data["position"] == 1  # lane 0: ticket 1
+    # Lane 0's next block, ticket 2, is claimed and left pending (its joiner's transaction never landed)...
+    waitlist.claim_block(event_id=event_id, lane=lane_image(event_id, 0), size=1, now=utcnow())
+    # ...bob takes ticket 3 in lane 1, and his position read counts ticket 2 unused.
+    register(event_id, bob)
+    assert int(selectors.claim_get(event_id=event_id, user_id=bob).ticket) == 3
+    assert waitlist.positions(tickets=[(event_id, 3)]) == {(event_id, 3): 2}  # every lane read, and remembered
+    register(event_id, carl)  # installs lane 0's pending block: ticket 2
+    assert int(selectors.claim_get(event_id=event_id, user_id=carl).ticket) == 2
+    if broken:
+        assert waitlist.positions(tickets=[(event_id, 3)]) == {(event_id, 3): 2}  # carl's ticket counted unused
+        return
+    assert waitlist.positions(tickets=[(event_id, 3)]) == {(event_id, 3): 3}
+    assert_positions_exact(event_id)
+    # Now every lane's last image is its installed block with nothing unused below ticket 3: the nodes and the
+    # queue item, and no lane.
+    with metered() as meter:
+        assert waitlist.positions(tickets=[(event_id, 3)]) == {(event_id, 3): 3}
+    assert dict(meter.requests) == {"BatchGetItem": 1}
+    assert_invariants_clean()
