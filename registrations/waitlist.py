@@ -336,7 +336,7 @@ def _settled_below(event_id: str, shard: int, queue: WaitlistQueue | None, ticke
     if (None if last is None else int(last)) != installed:
         return None  # a block claimed since, or (no claim at all) an image from before: read the lane
     start = int(lane_next or 0)
-    if start < max(int(lane_end or 0), start) and start < ticket:
+    if unused_below([(start, max(int(lane_end or 0), start))], ticket):
         return None
     return lane_end if lane_end is not None else -1
 
