@@ -145,6 +145,11 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
         # send a seat attempt that would most likely be refused; its image says whether to join or take a seat.
         route.tried_home = True
         route.reread_lane(attempt)
+    elif seats_module.known_full_shard(event_id, seats_module.home_shard(user_id, route.count), route.count):
+        # Its home shard was full when this process last saw it: read it (one GetItem) instead of a seat attempt
+        # it would refuse; the image makes it the lane and says whether a seat was freed there since.
+        route.tried_home = True
+        route.reread_lane(attempt)
     for _ in range(MAX_ROUNDS):
         shard = route.next_shard(attempt)
         if shard is None and not route.gate:
@@ -326,7 +331,11 @@ class _Route:
     def look(self, attempt: _NewRegistration) -> None:
         """Read SEAT_LOOK shards no image showed full (one strongly consistent BatchGetItem): a read that holds
         nothing and decides nothing; the seat attempt it leads to is decided by its own condition."""
-        images = self.sample([k for k in range(self.count) if k not in self.full], SEAT_LOOK)
+        # Shards this process saw full are left out too while others remain: their seats come back only when a
+        # student cancels, and a read of a full shard is a read unit spent on nothing.
+        unknown = [k for k in range(self.count) if k not in self.full]
+        images = self.sample([k for k in unknown if not seats_module.known_full_shard(self.event_id, k, self.count)]
+                             or unknown, SEAT_LOOK)
         if images is None:
             return  # throttled past botocore's retries: the gate's read of every shard comes next
         self.seen(images, attempt)
@@ -367,6 +376,7 @@ class _Route:
         else:
             self.with_room.discard(shard)
             self.full.add(shard)
+        seats_module.remember_shard(self.event_id, shard, self.count, full=shard in self.full)
         if image.gate_closed:
             # Any shard that copied the closed gate says every shard was full when it closed (a seat freed since
             # goes to the people waiting, or reopens the gate on every shard): room seen in older images is gone,

@@ -186,6 +186,34 @@ def test_a_full_home_shard_sends_the_student_where_a_read_shows_a_free_seat_not_
     assert_invariants_clean()
 
 
+def test_a_home_shard_this_process_saw_full_is_read_not_attempted_and_a_seat_freed_there_since_is_found(ddb):
+    """The image of a refused seat teaches the process its shard is full: the next student homed there reads it
+    (one GetItem) instead of sending a seat attempt it would refuse after holding the shard and paying six items'
+    write units, and looks only where no image showed every seat taken. The hint decides nothing: a seat freed
+    there since shows in that read, and the student takes it."""
+    event = make_event(capacity=12)
+    seats.remember_shards(event.event_id, 4)
+    homed = {shard: [f"h{shard}-{n}" for n in range(300) if seats.home_shard(f"h{shard}-{n}", 4) == shard]
+             for shard in range(4)}
+    for shard in range(3):
+        for user in homed[shard][:3]:
+            register(event.event_id, user)
+    first, second, third = homed[0][3:6]
+    with metered() as meter:
+        assert register(event.event_id, first).data["status"] == CONFIRMED
+    assert dict(meter.requests) == {"TransactWriteItems": 2, "BatchGetItem": 1}  # refused on its home, as before
+    with metered() as meter:
+        assert register(event.event_id, second).data["status"] == CONFIRMED
+    assert dict(meter.requests) == {"GetItem": 1, "BatchGetItem": 1, "TransactWriteItems": 1}
+    assert {int(selectors.claim_get(event_id=event.event_id, user_id=u).shard) for u in (first, second)} == {3}
+    cancel_of(event.event_id, homed[0][0])()
+    with metered() as meter:
+        assert register(event.event_id, third).data["status"] == CONFIRMED
+    assert dict(meter.requests) == {"GetItem": 1, "TransactWriteItems": 1}
+    assert int(selectors.claim_get(event_id=event.event_id, user_id=third).shard) == 0
+    assert_invariants_clean()
+
+
 def test_a_join_that_meets_another_on_its_lane_reads_the_lanes_after_its_pause_not_before(ddb, monkeypatch,
                                                                                         settings):
     """A join that conflicts on its lane (another joiner holds it, so its image is stale) reads its lane and
