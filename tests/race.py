@@ -44,3 +44,24 @@ def race(calls: Sequence[Callable[[], Any]], *, timeout: float = TIMEOUT) -> lis
     if errors:
         raise AssertionError(f"{len(errors)} of {len(calls)} racing calls raised: {errors!r}") from errors[0]
     return results
+
+
+class WindowHeldOpen:
+    """A deliberately broken handler's race window (between the read that decides and the write that acts),
+    held open until a second caller has entered it: the interleaving that breaks a read-then-write, made certain.
+
+    A sleep made it only likely: on a loaded CI machine the threads reached the window far enough apart that
+    every later one read the first one's write, the race was never run, and "the test can fail" failed. Nobody
+    waits on a caller who read the first write and never enters; a lone caller gives up after ``timeout``.
+    """
+
+    def __init__(self, *, timeout: float = 60.0) -> None:
+        self.timeout = timeout
+        self.entered = 0
+        self.changed = threading.Condition()
+
+    def __call__(self) -> None:
+        with self.changed:
+            self.entered += 1
+            self.changed.notify_all()
+            assert self.changed.wait_for(lambda: self.entered >= 2, timeout=self.timeout), "no second caller"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import time
+import functools
 import uuid
 
 import botocore.exceptions
@@ -15,7 +15,7 @@ from registrations.errors import RegistrationError
 from registrations.models import CheckIn, EventCheckins
 from tems.dynamo import metered, transaction_connection
 from tems.outbox import OutboxMessage
-from tests.race import race
+from tests.race import WindowHeldOpen, race
 from tests.registrations.checkins.helpers import STAFF, confirmed_ticket, scan
 from tests.registrations.helpers import assert_invariants_clean, make_event, new_key, register
 
@@ -148,7 +148,7 @@ def test_a_promoted_registration_becomes_admissible(ddb):
 # --- races -------------------------------------------------------------------------------------------------
 
 
-def naive_checkin(*, event_id: str, ticket_text: str, door: str, staff_id: str, **_):
+def naive_checkin(*, event_id: str, ticket_text: str, door: str, staff_id: str, window: WindowHeldOpen, **_):
     """Deliberately broken: read "is it checked in?", then write. Two doors can both read "no"."""
     from registrations.checkins.tickets import ticket_read
     from tems.clock import utcnow
@@ -161,7 +161,7 @@ def naive_checkin(*, event_id: str, ticket_text: str, door: str, staff_id: str, 
                 "checked_in_at": first.checked_in_at.isoformat()}
     except CheckIn.DoesNotExist:
         pass
-    time.sleep(0.05)  # the time a real handler spends between its read and its write, made visible
+    window()  # the time a real handler spends between its read and its write, held open for a second door
     now = utcnow()
     CheckIn(*key, registration_id=ticket.registration_id, event_id=event_id, user_id=ticket.user_id,
             checked_in_at=now, checked_in_by=staff_id, door=door).save()
@@ -205,7 +205,7 @@ def test_the_race_test_catches_a_read_then_write_check_in(ddb):
     """The same race and the same check on the naive handler must fail, or the test above proves nothing."""
     event = make_event(capacity=5)
     ticket = confirmed_ticket(event.event_id, "ann")
-    answers = doors_race(naive_checkin, event.event_id, ticket)
+    answers = doors_race(functools.partial(naive_checkin, window=WindowHeldOpen()), event.event_id, ticket)
     with pytest.raises(AssertionError, match="doors admitted one ticket"):
         assert_one_check_in(event.event_id, answers)
 

@@ -14,7 +14,7 @@ from registrations import selectors
 from registrations.models import Registration
 from tems.invariants import check_all
 from tems.lab.techniques.registration import TECHNIQUES, naive
-from tests.race import race
+from tests.race import WindowHeldOpen, race
 from tests.registrations.helpers import assert_invariants_clean, make_event, new_key
 
 THREADS = 50
@@ -65,8 +65,9 @@ def test_a_wide_race_window_changes_nothing_on_the_real_path(ddb):
 
 def test_the_same_race_catches_the_naive_handler(ddb):
     event = make_event(capacity=10)
-    # A 50 ms gap between the reads and the writes, as a slow network would make, makes the bug certain.
-    keys, shared_key, results = same_student_race(naive, event.event_id, pause=lambda: time.sleep(0.05))
+    # The window between the reads and the writes held open until a second tap has read, as a slow network
+    # would hold it, makes the bug certain.
+    keys, shared_key, results = same_student_race(naive, event.event_id, pause=WindowHeldOpen())
     with pytest.raises(AssertionError, match="registrations of one student"):
         assert_exactly_once(event.event_id, keys, shared_key, results)
     created = {result.registration_id for result in results if result.outcome == "created"}
