@@ -145,7 +145,7 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
         # send a seat attempt that would most likely be refused; its image says whether to join or take a seat.
         route.tried_home = True
         route.reread_lane(attempt)
-    elif seats_module.known_full_shard(event_id, seats_module.home_shard(user_id, route.count), route.count):
+    elif seats_module.known_full_shard(event_id, route.home(), route.count):
         # Its home shard was full when this process last saw it: read it (one GetItem) instead of a seat attempt
         # it would refuse; the image makes it the lane and says whether a seat was freed there since.
         route.tried_home = True
@@ -221,6 +221,8 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
             # A stale block was retired: the next round takes a ticket.
             join.landed()
             continue
+        if not joining:
+            seats_module.took_seat(event_id, shard, route.count)
         return RegistrationOutcome(response, "created")
     raise _busy("The waiting list for this event is moving fast; please try again in a moment.")
 
@@ -257,6 +259,13 @@ class _Route:
         self.block: tuple[tuple[Any, Any], datetime, waitlist_module.Block] | None = None
         # Whether this request met the crowd (a conflict, a busy queue item): its lane claims bigger blocks.
         self.crowded = False
+        self._home: tuple[int, int] | None = None  # (shard count, the first shard for it)
+
+    def home(self) -> int:
+        """The shard this student tries first (``seats.first_shard``), drawn once per shard count."""
+        if self._home is None or self._home[0] != self.count:
+            self._home = (self.count, seats_module.first_shard(self.event_id, self.user_id, self.count))
+        return self._home[1]
 
     def conflicted(self, shard: int) -> None:
         """A seat attempt on ``shard`` met another transaction: the next one goes to another shard, so a burst
@@ -276,7 +285,7 @@ class _Route:
     def next_shard(self, attempt: _NewRegistration) -> int | None:
         if not self.tried_home:
             self.tried_home = True
-            return seats_module.home_shard(self.user_id, self.count)
+            return self.home()
         if self.with_room:
             # Spread the newcomers sent away over the shards with room in proportion to the seats each image showed
             # free, so the shards fill together: a shard takes one transaction at a time, so the last seats go as
@@ -296,7 +305,7 @@ class _Route:
         if self.lane is None or self.lane >= self.count:
             # No image of a lane yet (the shards' number changed under us): look at the home shard again.
             self.lane, self.lane_image = None, None
-            return seats_module.home_shard(self.user_id, self.count)
+            return self.home()
         while not self.gate and not self.closed_seen and self.looks < SEAT_LOOKS and len(self.full) < self.count:
             # The waiting list is open, so the event was not full when the image was taken: look at other shards,
             # not ones known full, before the gate's read of them all. Only where to look is random.
@@ -450,7 +459,7 @@ class _Route:
     def reread_lane(self, attempt: _NewRegistration) -> None:
         """Read the lane (the home shard if none yet): a read that explains a refused write, or replaces a seat
         attempt the route expects refused; the next write's conditions decide."""
-        shard = self.lane if self.lane is not None else seats_module.home_shard(self.user_id, self.count)
+        shard = self.lane if self.lane is not None else self.home()
         try:
             image = SeatShard.get(*SeatShard.key_for(self.event_id, shard), consistent_read=True)
         except SeatShard.DoesNotExist:

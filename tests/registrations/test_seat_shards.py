@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import random
 import time
 from collections import Counter
 
@@ -49,6 +50,12 @@ def small_shards(settings):
     # Three seats a shard, so a dozen seats already make four shards and every path meets a full shard.
     settings.SEATS_PER_SHARD = 3
     settings.MAX_SEAT_SHARDS = 40
+    # These tests fill chosen shards through their students' homes; levelling the shards as they fill (see
+    # test_newcomers_are_levelled_over_the_shards_as_they_fill) would move those students, so it is off here.
+    settings.SEAT_BALANCE_SLACK = NO_LEVELLING
+
+
+NO_LEVELLING = 10**9
 
 
 def shards_of(event_id: str) -> list[SeatShard]:
@@ -226,6 +233,27 @@ def test_newcomers_sent_away_go_to_the_shards_with_room_in_proportion_to_the_roo
         route.tried_home, route.lane, route.with_room = True, 0, {1: 1, 2: 99}
         picks[route.next_shard(None)] += 1
     assert picks[2] >= 180 and picks[1] + picks[2] == 200, picks
+
+
+@pytest.mark.parametrize("slack, levelled", [(seats.BALANCE_SLACK, True), (NO_LEVELLING, False)],
+                         ids=["levelled", "hashed homes only (the broken variant)"])
+def test_newcomers_are_levelled_over_the_shards_as_they_fill(ddb, monkeypatch, settings, slack, levelled):
+    """A crowd whose homes are uneven (here all one shard) still takes one request each: the process sends a
+    student to another shard drawn at random once it has put BALANCE_SLACK more seats in the home, so no shard
+    fills ahead of the others and keeps its last seats while the rest are gone (each of them one transaction
+    at a time). Hashed homes alone fill shard 0 and send the rest through refusals and reads."""
+    settings.SEATS_PER_SHARD, settings.SEAT_BALANCE_SLACK = 10, slack
+    monkeypatch.setattr(seats, "_random", random.Random(13))
+    event = make_event(capacity=80)
+    seats.remember_shards(event.event_id, 8)
+    crowd = [f"c{n}" for n in range(2000) if seats.home_shard(f"c{n}", 8) == 0][:30]
+    with metered() as meter:
+        assert all(register(event.event_id, user).data["status"] == CONFIRMED for user in crowd)
+    taken = [int(s.taken) for s in shards_of(event.event_id)]
+    assert (dict(meter.requests) == {"TransactWriteItems": 30}) is levelled, (dict(meter.requests), taken)
+    assert (taken[0] < 10 and min(taken) > 0) is levelled, taken
+    assert sum(taken) == 30
+    assert_invariants_clean()
 
 
 def test_a_join_that_meets_another_on_its_lane_reads_the_lanes_after_its_pause_not_before(ddb, monkeypatch,
