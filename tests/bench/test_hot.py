@@ -80,6 +80,9 @@ def test_a_tiny_run_adds_up(dynamodb_local_endpoint):
     assert "**sharded**: not in this build" in page
     assert "| | single counter | single counter |" in page
     assert "S = 2, K = 1" in page
+    # The heading and the crowd say the arrival window the run used, and why it is not the 10 s.
+    assert "## Hot event: one 20-seat event, 30 students in 1 s" in page
+    assert "the issue's 10 s would offer 3/s, fewer than the 2,000/s to sustain, so the same crowd comes in 1 s" in page
     assert chart([result], TINY).count("<polyline") == 1
 
 
