@@ -89,7 +89,7 @@ from tests.bench.context import BenchContext
 
 SLOW = True  # not part of the default ``make bench``: ``make bench-hot`` runs it
 # What a full ``make bench`` puts in this section's place: the page and the chart ``make bench-hot`` wrote last.
-LINK = ("## Hot event: one 10,000-seat event, 12,000 students in 10 s\n\n"
+LINK = ("## Hot event: one 10,000-seat event, 12,000 students at its opening\n\n"
         "Per seat design, through the capacity model: accepted registrations/s, 503s, latency, the hottest "
         "partition against its limit, duplicates, oversell and waitlist order, in "
         "[PERFORMANCE-hot.md](PERFORMANCE-hot.md), written by `make bench-hot` (`tests/bench/hot.py`; minutes, so "
