@@ -11,7 +11,6 @@ from datetime import datetime
 from typing import Any
 
 import segno
-from django.urls import reverse
 
 from registrations import seats, waitlist
 from registrations.checkins.tickets import ticket_url
@@ -31,6 +30,7 @@ from registrations.models import (
 )
 from tems.clock import utcnow
 from tems.dynamo import batch_get_models
+from tems.ids import id_path
 from tems.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page, decode_cursor, query_page
 
 
@@ -121,7 +121,7 @@ def registration_qr_svg(*, ticket_url: str) -> str:
 
 def registration_qr_url(*, registration_id: str) -> str:
     """Where the owner's browser (or API client) fetches the ticket's QR code, drawn on read and cacheable."""
-    return reverse("registrations:registration_qr", kwargs={"registration_id": registration_id})
+    return id_path("registrations:registration_qr", registration_id=registration_id)
 
 
 def registration_to_dict(*, registration_id: str, event_id: str, user_id: str, status: str,

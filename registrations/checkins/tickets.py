@@ -13,9 +13,9 @@ from urllib.parse import quote, unquote, urlsplit
 
 from django.conf import settings
 from django.core import signing
-from django.urls import reverse
 
 from registrations.errors import RegistrationError
+from tems.ids import route_placeholder, route_template
 
 # A salt of its own: no other signed value of the app (sessions, password resets...) can pass as a ticket.
 TICKET_SALT = "tems.registrations.checkins.ticket"
@@ -43,7 +43,8 @@ def ticket_token(*, event_id: str, registration_id: str, user_id: str) -> str:
 def ticket_url(*, event_id: str, registration_id: str, user_id: str) -> str:
     """The absolute URL a ticket's QR code encodes: ``TEMS_PUBLIC_URL/tickets/<token>/``."""
     token = ticket_token(event_id=event_id, registration_id=registration_id, user_id=user_id)
-    path = reverse("checkins:ticket", kwargs={"token": "TOKEN"}).replace("TOKEN", quote(token, safe=":"))
+    # A token is base64 and colons: never a "/", so always what the route's ``str`` converter accepts.
+    path = route_template("checkins:ticket", "token").replace(route_placeholder(0), quote(token, safe=":"), 1)
     return settings.TEMS_PUBLIC_URL + path
 
 

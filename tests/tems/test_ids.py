@@ -3,10 +3,12 @@
 import json
 
 import pytest
+from django.urls import NoReverseMatch, reverse, set_script_prefix
 
 from inventory import selectors as inventory_selectors
 from inventory import services as inventory_services
-from tems.ids import is_valid_id
+from registrations.checkins.tickets import ticket_token, ticket_url
+from tems.ids import id_path, is_valid_id
 from tests.helpers import assert_problem
 
 LONG_EVENT_ID = "e" * 2100
@@ -85,3 +87,38 @@ def test_long_sku_in_the_csv_import_is_refused_cleanly(moto_ddb, staff_client):
     assert response.status_code == 400
     assert "line 3" in response.content.decode()
     assert inventory_selectors.item_get(sku="TSHIRT-M").quantity == 3  # nothing half-applied
+
+
+# --- paths of id routes, resolved once ---------------------------------------------------------------------
+
+@pytest.mark.parametrize(("viewname", "ids"), [
+    ("registrations:registration_qr", {"registration_id": "0a1b2c3d4e5f4a6b8c7d9e0f1a2b3c4d"}),
+    ("checkins:api_checkin_undo", {"event_id": "0a1b2c3d4e5f", "registration_id": "r.1_2-3"}),
+])
+def test_an_id_path_is_the_path_reverse_gives(viewname, ids):
+    assert id_path(viewname, **ids) == reverse(viewname, kwargs=ids)
+    # A second call (from the template) with other ids still agrees.
+    others = {name: value[::-1] + "9" for name, value in ids.items()}
+    assert id_path(viewname, **others) == reverse(viewname, kwargs=others)
+
+
+def test_an_id_path_follows_the_script_prefix():
+    ids = {"registration_id": "0a1b2c3d4e5f"}
+    plain = id_path("registrations:registration_qr", **ids)
+    set_script_prefix("/tems/")
+    try:
+        assert id_path("registrations:registration_qr", **ids) == "/tems" + plain
+    finally:
+        set_script_prefix("/")
+
+
+def test_a_value_that_is_no_id_gets_reverse_and_its_refusal():
+    with pytest.raises(NoReverseMatch):
+        id_path("registrations:registration_qr", registration_id="a/b")
+
+
+def test_a_ticket_url_holds_the_path_reverse_gives(settings):
+    settings.TEMS_PUBLIC_URL = "https://tems.example"
+    url = ticket_url(event_id="0a1b2c3d4e5f", registration_id="r1", user_id="u1")
+    token = ticket_token(event_id="0a1b2c3d4e5f", registration_id="r1", user_id="u1")
+    assert url == "https://tems.example" + reverse("checkins:ticket", kwargs={"token": token})
