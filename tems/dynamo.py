@@ -95,7 +95,7 @@ class TableModel(Model):
 
     # PynamoDB's own steps, taken without its per-attribute descriptor calls where the descriptor is the plain
     # one (see _AttributePlan): a first registration builds six models and serialises five, and those calls were
-    # ~40 % of its own Python (issue 13). A model with a map or list attribute keeps PynamoDB's path whole.
+    # about 40 % of that work (issue 13). A model with a map or list attribute keeps PynamoDB's path whole.
 
     def _set_defaults(self, _user_instantiated: bool = True) -> None:
         plan = _attribute_plan(type(self))
