@@ -157,9 +157,10 @@ def _model_arguments(draw):
         default = attribute.default_for_new if attribute.default_for_new is not None else attribute.default
         # A callable default (a clock) gives a new value on every call, so it is always given here; that
         # callable defaults are called is asserted on its own below.
-        if callable(default) or draw(st.booleans()):
-            attributes[name] = draw(st.none() | _value_of(attribute)) if not callable(default) else draw(
-                _value_of(attribute))
+        if callable(default):
+            attributes[name] = draw(_value_of(attribute))
+        elif draw(st.booleans()):
+            attributes[name] = draw(st.none() | _value_of(attribute))
     return model, draw(st.text(min_size=1, max_size=6)), draw(st.text(min_size=1, max_size=6)), \
         draw(st.booleans()), attributes
 
