@@ -37,7 +37,7 @@ run: install
 	DJANGO_DEBUG=$${DJANGO_DEBUG:-1} TEMS_DEMO=$${TEMS_DEMO:-1} $(PY) manage.py dev --port $(RUN_PORT) --dynamodb-port $(DYNAMODB_PORT)
 
 # Test processes (pytest-xdist), each with its own DynamoDB Local, SQLite database, live server and Chromium;
-# measured on this 2-core machine in README.md "Tests". PYTEST_WORKERS=0 runs everything in one process.
+# README.md "Tests" says how the count was chosen. PYTEST_WORKERS=0 runs everything in one process.
 PYTEST_WORKERS ?= 2
 
 # ruff and cfn-lint first, so the code and the deployment template are checked even when PYTEST_ARGS picks a

@@ -26,9 +26,10 @@ from tems.text import TextAttribute
 LEGACY_LAYOUT = 1
 CURRENT_LAYOUT = 2
 # 16 partitions share an event's copies and 16 index partitions its attendee entries: a first registration writes
-# its copy (2 WCU) and index entry (1 WCU) there, so 2,000 registrations/s put ~250 WCU/s on each copy partition
-# and ~125 on each index partition, against AWS's 1,000 per partition; 8 would be ~500, too close for bursts.
-# A page of the attendee list reads each bucket (16 Queries), so more buckets cost every staff read.
+# its copy (2 WCU) and index entry (1 WCU) there, so at the rate one event's burst must be served each copy
+# partition takes a quarter of AWS's 1,000 WCU/s per partition and each index partition an eighth; 8 would leave
+# too little room for a burst above that rate. A page of the attendee list reads each bucket (one Query each),
+# so more buckets cost every staff read.
 REGISTRATION_BUCKETS = 16
 
 
@@ -129,7 +130,7 @@ class EventSeats(TableModel):
     waitlist_count = NumberAttribute(default=0)
     waitlist_seq = NumberAttribute(null=True)  # absent on events created before the waitlist existed
     waitlist_left = NumberAttribute(null=True)
-    # Read by the registration's own condition: registration closes at the start (issue 11 item 6).
+    # Copied onto every seat shard, whose condition closes registration at the start.
     starts_at = UTCDateTimeAttribute(null=True)
     seat_shards = NumberAttribute(null=True)
     sliced = NumberAttribute(null=True)
@@ -241,8 +242,8 @@ class WaitlistQueue(TableModel):
     tickets, in a partition and an item of its own (not the event's item, which an index copies whole).
 
     A block is claimed by ONE conditional UpdateItem, never inside a transaction: a transaction holds its items
-    for its whole time (~10 ms on AWS), so one item takes ~100 of them a second, while single writes hold
-    nothing and the item takes its partition's 1,000 a second (see registrations.waitlist, "claims").
+    for its whole time, so transactions on one item queue behind each other, while single writes hold
+    nothing and the item takes its partition's 1,000 WCU a second (docs/registrations.md, "The waiting list").
     ``seq`` is the last ticket claimed; ``left`` counts the tickets that left the list or went unused, as of
     now (a join's answer subtracts it). ``claim_last[k]``/``claim_size[k]`` are lane k's latest block; the lane
     has installed it when its ``lane_end - 1`` equals ``claim_last[k]``, otherwise the block is *pending*: its
@@ -342,8 +343,8 @@ class Registration(RegistrationFields, TableModel):
     ``EVENTREG#<event_id>#<b>`` / ``REGISTRATION#<id>`` (the event's list, in bucket ``b`` of
     REGISTRATION_BUCKETS, a stable hash of the id). Both copies are written, changed and deleted together in
     one transaction. Events in LEGACY_LAYOUT keep the event's copy at ``legacy_event_key_for`` until upgraded.
-    A registration that joined the waiting list since issue 13's last cut has no event-side copy while it waits:
-    its ``WaitlistEntry`` is that copy, and its promotion writes this one.
+    A waitlisted registration has no event-side copy while it waits (except one that joined before entries
+    carried it): its ``WaitlistEntry`` is that copy, and its promotion writes this one.
     """
 
     SK_PREFIX = "REGISTRATION#"
@@ -439,10 +440,10 @@ class WaitlistEntry(TableModel):
     Query with Limit 1 per lane). Entries from before the lanes stay at ``EVENT#<event_id>`` (``lane`` None).
     A position is never stored: it is counted on read, so a cancellation in the middle rewrites nothing.
 
-    An entry written since issue 13's last cut is also the event-side copy of its waitlisted registration: it
-    carries the registration's fields and its attendee-index key, and no ``EVENTREG#`` copy exists until the
-    promotion writes one (a join is then six items, not seven: 2 write units fewer on the table at the end of a
-    burst). Older entries carry neither (``carries_registration`` False): their registration has its copy.
+    An entry is also the event-side copy of its waitlisted registration: it carries the registration's fields
+    and its attendee-index key, and no ``EVENTREG#`` copy exists until the promotion writes one (a join is then
+    one item fewer, and pays one item's write units less). Entries from before that carry neither
+    (``carries_registration`` False): their registration has its copy.
     """
 
     SK_PREFIX = "WAITLIST#"

@@ -102,8 +102,8 @@ def event_to_dict(event: Event) -> dict:
 
 # --- registrations ------------------------------------------------------------------------------------------
 
-# Drawing a QR code costs milliseconds of pure Python (segno), about a third of a registration's time when it
-# was drawn on the write path; a ticket's drawing never changes, so each process keeps the last ones it drew.
+# Drawing a QR code is pure Python (segno), costly next to the rest of a request; a ticket's drawing never
+# changes, so each process keeps the last ones it drew.
 QR_CACHE_SIZE = 1024
 
 

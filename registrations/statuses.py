@@ -1,4 +1,4 @@
-"""The student's own status on each listed event card (issue 11 item 9): Registered / Waiting list #n / Full.
+"""The student's own status on each listed event card: Registered / Waiting list #n / Full.
 
 Read in a bounded way: ONE BatchGetItem of the student's claims for the listed events (100 keys a request), not a
 read per card; waitlisted claims cost two more for all of them (their positions: counter nodes, lanes).

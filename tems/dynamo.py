@@ -94,8 +94,8 @@ class TableModel(Model):
             cls.entity = UnicodeAttribute(default=cls.ENTITY or cls.__name__, attr_name="entity")
 
     # PynamoDB's own steps, taken without its per-attribute descriptor calls where the descriptor is the plain
-    # one (see _AttributePlan): a first registration builds six models and serialises five, and those calls were
-    # about 40 % of that work (issue 13). A model with a map or list attribute keeps PynamoDB's path whole.
+    # one (see _AttributePlan): a first registration builds six models and serialises five, and those calls are
+    # a large share of that work on every write. A model with a map or list attribute keeps PynamoDB's path whole.
 
     def _set_defaults(self, _user_instantiated: bool = True) -> None:
         plan = _attribute_plan(type(self))

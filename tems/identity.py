@@ -55,9 +55,9 @@ class IdentityModelBackend(ModelBackend):
     """Django's ModelBackend whose user comes with its identity, joined in: ``user_key`` then costs no query.
 
     Every request of a logged-in user reads the user; without the join the first ``user_key`` of the request
-    read the identity too, a second SQL query on every write's path (issue 13). The read is the same row the
+    read the identity too, a second SQL query on every write's path. The read is the same row the
     ORM's ``select_related("tems_identity").get(pk=...)`` returns, by a statement written once per process
-    (``tems.lean_select``): compiling that query took ~0.5 ms of every request. A deactivated user is refused
+    (``tems.lean_select``), so no request compiles that query. A deactivated user is refused
     here, as by ModelBackend; a changed password ends the session in ``django.contrib.auth.get_user``, which
     compares the session's hash with this fresh row's.
     """

@@ -40,7 +40,7 @@ class IdConverter:
 def route_template(viewname: str, *names: str) -> str:
     """The path of ``viewname`` with each argument in ``names`` left as the placeholder ``route_placeholder(i)``,
     resolved once per URL configuration and script prefix (a registration's answer holds two URLs, and Django's
-    ``reverse`` looks the route up anew for each: issue 13). The placeholders fit every converter
+    ``reverse`` looks the route up anew for each, on the write's path). The placeholders fit every converter
     of TEMS's routes (``id``, ``str``); whoever fills them in must pass only values their converter accepts."""
     return _route_template(viewname, names, get_urlconf(), get_script_prefix())
 

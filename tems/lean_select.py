@@ -1,9 +1,9 @@
 """The two SQL reads every logged-in request makes, written once per process instead of compiled per request.
 
 Each request of a logged-in person reads its session row and its user row (with the identity joined). Through
-the ORM each of those is a fresh query compilation: about 0.4-0.5 ms of Python per query on the machine of
-docs/PERFORMANCE.md, against some 0.04 ms for the same statement run directly, i.e. about 1 ms of every write
-(issue 13). The statements never change, only the key, so this module writes them once from the models' own
+the ORM each of those is a fresh query compilation, Python work many times the cost of running the statement
+itself, on every request (docs/PERFORMANCE.md has the figures). The statements never change, only the key, so
+this module writes them once from the models' own
 metadata (table and column names, quoted by the connection) and turns the rows back into model instances the
 way the ORM does: the fields' parameters prepared by the fields, the columns read through the backend's and the
 fields' converters. Nothing about what is read, or when, changes: the same rows, at the same moment, every

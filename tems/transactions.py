@@ -121,8 +121,8 @@ class LabelledTransaction:
 
     def _send(self, connection: Connection) -> None:
         # PynamoDB asks for ReturnConsumedCapacity TOTAL on every request it is not told otherwise about; nothing
-        # reads it from a transaction, and DynamoDB Local answers a six-item one ~0.8 ms (5 %) later for working
-        # it out (issue 13). tems.metering still asks for it while something meters.
+        # reads it from a transaction, and working it out makes the database answer later. tems.metering still
+        # asks for it while something meters.
         with TransactWrite(connection=connection, return_consumed_capacity="NONE") as transaction:
             for kind in _SEND_ORDER:
                 for _, apply in self._ops[kind]:

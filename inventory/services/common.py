@@ -27,12 +27,12 @@ MAX_QUANTITY = 10_000_000
 
 @dataclass(frozen=True)
 class RetryPolicy(transactions.RetryPolicy):
-    """``tems.transactions.RetryPolicy`` with the numbers measured for many writers of one item.
+    """``tems.transactions.RetryPolicy`` for many writers of one item.
 
-    Measured with twenty writers on one item on DynamoDB Local: with a 0.1 s cap they spent most attempts colliding
-    again (mean 5 attempts, a few callers gave up after 25); letting the cap grow to 1 s halved the attempts and
-    the wall time, and the unluckiest writer needed 12 attempts, so 30 leaves a wide margin. The first retries
-    stay short (10, 20, 40 ms caps) so the common case of one collision costs a person almost nothing.
+    A low cap keeps colliding writers colliding again: a cap that grows to 1 s spreads them apart, so each gets
+    through in far fewer attempts, and 30 attempts leave a wide margin over the unluckiest writer
+    (docs/INVENTORY.md has the measurements). The first retries stay short (the cap doubles from 10 ms), so the
+    common case of one collision costs a person almost nothing.
     """
 
     attempts: int = 30

@@ -26,7 +26,7 @@ class ImportRow:
 
 
 # Bounds of one stock import. A university store counts a few hundred SKUs; 2,000 rows leaves room for the
-# largest count while keeping one request short (1,000 rows: see docs/INVENTORY.md for the measured time).
+# largest count while keeping one request short (docs/INVENTORY.md says how long a count takes).
 MAX_IMPORT_ROWS = 2_000
 # 2,000 rows of a 64-character SKU, a 10-digit count and a line end are under 160 kB.
 MAX_IMPORT_BYTES = 256 * 1024
