@@ -111,7 +111,7 @@ SECOND_TAP_MS = (50.0, 150.0)  # how long after the first tap the second comes, 
 # S only makes the run longer. K = 20 makes 600 students for 500 seats arrive at 60/s for 10 s: with the single
 # counter's tail of retries (its p99 is seconds, x S on the machine) about 90 s per design, a quick look. A
 # sustained rate needs a longer crowd; the page of record is the full one, K = 1 (about 96 minutes):
-# HOT_SECONDS=5 HOT_SCALE=480 HOT_CROWD=1 (docs/registrations.md).
+# HOT_SECONDS=5 HOT_SCALE=480 HOT_CROWD=1 (docs/journal/2026-12-04-registrations.md).
 SCALE = float(os.environ.get("HOT_SCALE", 20))
 CROWD = float(os.environ.get("HOT_CROWD", 20))
 HOLD_MS = 10.0  # the capacity model's documented assumption, at real scale

@@ -119,8 +119,9 @@ def run(ctx: BenchContext) -> str:
     lines += [f"| {label} | {share:.0%} |" for label, share in profile]
     lines += [
         "",
-        "The QR code is no longer among them (drawn on read since issue 13: docs/registrations.md has the run "
-        "before and after), and neither is compiling the session and user queries (`tems/sessions.py`, "
+        "The QR code is no longer among them (drawn on read since issue 13: "
+        "docs/journal/2026-12-04-registrations.md has the run before and after), and neither is compiling the "
+        "session and user queries (`tems/sessions.py`, "
         "`tems.identity`: statements written once per process; `auth.get_user` went from 1.1-1.5 ms to 0.2 ms). "
         "The app's transaction is now the very request of the floor: it no longer asks DynamoDB for the "
         "consumed capacity it never reads (`tems/transactions.py`). Building the six items no longer goes "

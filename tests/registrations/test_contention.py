@@ -49,8 +49,8 @@ pytestmark = pytest.mark.dynamodb_local
 # second) and a transaction holds its items 5 ms x 20 = 100 ms, about what DynamoDB Local itself takes over one
 # here. Both bite within a second with a few dozen people. At x50 (0.5 s holds) the app's retry pauses, which
 # are real time and not scaled, run out long before the holds do: every joiner of a full event answered 'busy'
-# three taps in a row, and a race where nothing is written shows nothing (docs/registrations.md). The variables
-# let a run measure another scale without editing the file.
+# three taps in a row, and a race where nothing is written shows nothing
+# (docs/journal/2026-12-04-registrations.md). The variables let a run measure another scale without editing the file.
 SCALE = int(os.environ.get("TEMS_CONTENTION_SCALE", 20))
 HOLD_MS = float(os.environ.get("TEMS_CONTENTION_HOLD_MS", 5))
 # The limits over one machine second, not AWS's second scaled (20 s here): 1/20 of AWS's window, so stricter
