@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import partial
 
 from inventory.errors import InventoryError
 from inventory.models import InventoryChange, InventoryItem
@@ -19,7 +20,7 @@ from inventory.services.common import (
     _write_change,
 )
 from inventory.services.metrics import _measured
-from tems.idempotency import StoredResponse, completed_record, fingerprint, replay_from_raw
+from tems.idempotency import StoredResponse, add_completed_record, fingerprint, replay_from_raw
 from tems.transactions import TransactionCancelled
 
 # --- atomic adjustments -----------------------------------------------------------------------------------
@@ -69,10 +70,10 @@ def item_adjust(*, sku: str, delta: int, reason: str, actor: str, idempotency_ke
             version = int(current.version) + 1
             quantity = int(current.quantity) + delta
             response = StoredResponse.json({"quantity": quantity, "version": version}, status=200)
-            record = None
+            add_record = None
             if idempotency_key:
-                record = completed_record(user_id=scope, key=idempotency_key, fingerprint=request_fingerprint,
-                                          response=response)
+                add_record = partial(add_completed_record, user_id=scope, key=idempotency_key,
+                                     fingerprint=request_fingerprint, response=response)
             # The stock bounds are part of the write's condition: a decrement cannot go below 0, an increment
             # cannot take the item past MAX_QUANTITY (past which the item could no longer be edited).
             guard = (InventoryItem.quantity >= needed if needed
@@ -80,7 +81,7 @@ def item_adjust(*, sku: str, delta: int, reason: str, actor: str, idempotency_ke
             try:
                 _write_change(item=current, after={**current.snapshot(), "quantity": quantity},
                               kind=InventoryChange.ADJUST, actor=actor, reason=reason, delta=delta,
-                              guard=guard, record=record)
+                              guard=guard, add_record=add_record)
                 return Adjustment(quantity, version, response)
             except TransactionCancelled as cancelled:
                 stats.count_cancellation(cancelled)

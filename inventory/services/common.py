@@ -3,6 +3,7 @@ item to its next version together with its history entry."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -11,13 +12,13 @@ from inventory.models import InventoryChange, InventoryItem
 from inventory.selectors import change_to_dict, item_history, item_to_dict
 from tems import transactions
 from tems.clock import utcnow
-from tems.idempotency import record_is_absent_or_expired
+from tems.idempotency import RECORD_LABEL
 from tems.transactions import LabelledTransaction, TransactionCancelled
 
 # Labels of the items in a change's transaction; cancellation reasons come back keyed by these.
 ITEM = "item"
 CHANGE = "change"
-IDEMPOTENCY = "idempotency"
+IDEMPOTENCY = RECORD_LABEL  # the tap's record (tems.idempotency.add_completed_record)
 METRICS = "metrics"
 # Many writers of one item finish at once; their metrics transactions then conflict and retry with jitter.
 METRICS_ATTEMPTS = 12
@@ -46,7 +47,8 @@ DEFAULT_POLICY = RetryPolicy()
 # --- shared pieces ----------------------------------------------------------------------------------------
 
 def _write_change(*, item: InventoryItem, after: dict, kind: str, actor: str, reason: str = "",
-                  delta: int | None = None, guard=None, record=None) -> InventoryItem:
+                  delta: int | None = None, guard=None,
+                  add_record: Callable[[LabelledTransaction], None] | None = None) -> InventoryItem:
     """One transaction: the item moves from ``item.version`` to the next with ``after``, plus its history.
 
     Raises TransactionCancelled (reasons by label) when the version moved, the guard failed, the history entry
@@ -55,9 +57,8 @@ def _write_change(*, item: InventoryItem, after: dict, kind: str, actor: str, re
     transaction = LabelledTransaction()
     now = _add_change(transaction, item=item, after=after, kind=kind, actor=actor, reason=reason, delta=delta,
                       guard=guard)
-    if record is not None:
-        transaction.save(IDEMPOTENCY, record, condition=record_is_absent_or_expired(now),
-                         return_old_on_failure=True)
+    if add_record is not None:
+        add_record(transaction)
     transaction.commit()
     return InventoryItem(
         *InventoryItem.key_for(item.sku), sku=item.sku, created_at=item.created_at, created_by=item.created_by,

@@ -39,11 +39,11 @@ from registrations.services import RegistrationOutcome
 from registrations.services.common import MAX_CONFLICTS, _busy, _replay_raw, conflict_backoff, remember_answer
 from registrations.services.layout import upgrade_if_refused_for_layout
 from tems.clock import utcnow
-from tems.idempotency import StoredResponse, completed_record, record_is_absent_or_expired
+from tems.idempotency import RECORD_LABEL, StoredResponse, add_completed_record
 from tems.outbox import outbox_message
 from tems.transactions import LabelledTransaction, RetryPolicy, TransactionCancelled
 
-IDEMPOTENCY = "idempotency"
+IDEMPOTENCY = RECORD_LABEL
 CHECKIN = "checkin"
 REGISTRATION = "registration"
 COUNTER = "counter"
@@ -155,12 +155,8 @@ def _checkin_transaction(scan: _Scan) -> tuple[LabelledTransaction, StoredRespon
                                      door=scan.door)
     response = StoredResponse.json(body, status=201)
     transaction = LabelledTransaction()
-    transaction.save(
-        IDEMPOTENCY,
-        completed_record(user_id=scan.staff_id, key=scan.idempotency_key, fingerprint=scan.fingerprint,
-                         response=response, now=scan.at),
-        condition=record_is_absent_or_expired(scan.at), return_old_on_failure=True,
-    )
+    add_completed_record(transaction, user_id=scan.staff_id, key=scan.idempotency_key, fingerprint=scan.fingerprint,
+                         response=response, now=scan.at)
     transaction.save(
         CHECKIN,
         CheckIn(*CheckIn.key_for(ticket.event_id, ticket.registration_id), registration_id=ticket.registration_id,

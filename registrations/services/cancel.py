@@ -51,8 +51,7 @@ from tems.errors import DomainError
 from tems.idempotency import (
     IdempotencyRecord,
     StoredResponse,
-    completed_record,
-    record_is_absent_or_expired,
+    add_completed_record,
     replay_from_record,
 )
 from tems.outbox import outbox_message
@@ -131,9 +130,8 @@ def _cancel(*, user_id: str, registration_id: str, now: datetime, sleep: Callabl
         transaction = _cancel_transaction(registration, head, now=now, shard=shard, lanes=lanes, gate=gate)
         response = cancel_response(registration_id=registration_id, event_id=registration.event_id)
         if key is not None:
-            transaction.save(IDEMPOTENCY, completed_record(user_id=user_id, key=key[0], fingerprint=key[1],
-                                                           response=response, now=now),
-                             condition=record_is_absent_or_expired(now), return_old_on_failure=True)
+            add_completed_record(transaction, user_id=user_id, key=key[0], fingerprint=key[1], response=response,
+                                 now=now)
         try:
             transaction.commit()
         except TransactionCancelled as cancelled:

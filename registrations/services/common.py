@@ -11,11 +11,11 @@ from typing import Any
 
 from registrations.errors import RegistrationError
 from tems.errors import DomainError
-from tems.idempotency import StoredResponse, completed_record, record_is_absent_or_expired, replay_from_raw
+from tems.idempotency import RECORD_LABEL, StoredResponse, add_completed_record, replay_from_raw
 from tems.transactions import Backoff, LabelledTransaction, RetryPolicy, TransactionCancelled
 
 # Labels of the items in a registration's transaction; the loser paths are decided by these, never by position.
-IDEMPOTENCY = "idempotency"
+IDEMPOTENCY = RECORD_LABEL  # the tap's record (tems.idempotency.add_completed_record)
 CLAIM = "claim"
 USER_REGISTRATION = "user_registration"
 EVENT_REGISTRATION = "event_registration"
@@ -107,11 +107,10 @@ def remember_answer(*, user_id: str, key: str, fingerprint: str, response: Store
     Returns None once stored, or the raw record (ALL_OLD) when a duplicate of this very tap stored its answer
     first: the caller replays those bytes. Raises RegistrationError('busy') when conflicts do not clear.
     """
-    record = completed_record(user_id=user_id, key=key, fingerprint=fingerprint, response=response, now=now)
-
     def store() -> None:
         transaction = LabelledTransaction()
-        transaction.save(IDEMPOTENCY, record, condition=record_is_absent_or_expired(now), return_old_on_failure=True)
+        add_completed_record(transaction, user_id=user_id, key=key, fingerprint=fingerprint, response=response,
+                             now=now)
         transaction.commit()
 
     try:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 
 from registrations import seats
 from registrations.errors import RegistrationError
@@ -26,7 +28,7 @@ from registrations.services.gate import GATE, GateBusy, new_gate
 from registrations.services.shards import _counter_is, add_reslice, gate_of, planned_sizes, shard_event
 from registrations.services.waitlist import waitlist_promote
 from tems.clock import utcnow
-from tems.idempotency import IdempotencyRecord, StoredResponse, completed_record, record_is_absent_or_expired
+from tems.idempotency import StoredResponse, add_completed_record
 from tems.outbox import OutboxMessage, outbox_message
 from tems.transactions import LabelledTransaction, TransactionCancelled
 
@@ -60,7 +62,7 @@ def _new_event(*, event_id: str | None, title: str, description: str, location: 
     )
 
 
-def _commit_event_create(event: Event, *, record: IdempotencyRecord | None = None) -> None:
+def _commit_event_create(event: Event, *, add_record: Callable[[LabelledTransaction], None] | None = None) -> None:
     """The event (and the tap's COMPLETED record) as one TransactWriteItems.
 
     A transaction and not a PutItem because botocore sends it with a ClientRequestToken and repeats the token
@@ -79,9 +81,8 @@ def _commit_event_create(event: Event, *, record: IdempotencyRecord | None = Non
         transaction.save(QUEUE, WaitlistQueue.new(event.event_id), condition=WaitlistQueue.pk.does_not_exist())
         transaction.save(GATE, new_gate(event_id=event.event_id, shards=int(event.seat_shards)),
                          condition=SeatGate.pk.does_not_exist())
-        if record is not None:
-            transaction.save(IDEMPOTENCY, record, condition=record_is_absent_or_expired(record.created_at),
-                             return_old_on_failure=True)
+        if add_record is not None:
+            add_record(transaction)
         transaction.commit()
 
     try:
@@ -143,10 +144,10 @@ def event_create_once(*, user_id: str, idempotency_key: str, fingerprint: str, t
     del event.attribute_values["version"]
     response = StoredResponse(201, StoredResponse.json(body, status=201).body,
                               headers=(("Location", event_api_location(event.event_id)),))
-    record = completed_record(user_id=user_id, key=idempotency_key, fingerprint=fingerprint,
-                              response=response, now=event.created_at)
+    add_record = partial(add_completed_record, user_id=user_id, key=idempotency_key, fingerprint=fingerprint,
+                         response=response, now=event.created_at)
     try:
-        _commit_event_create(event, record=record)
+        _commit_event_create(event, add_record=add_record)
     except TransactionCancelled as cancelled:
         if not cancelled.failed(IDEMPOTENCY):
             raise
