@@ -36,7 +36,13 @@ from registrations.checkins.tickets import Ticket, ticket_read
 from registrations.errors import RegistrationError
 from registrations.models import CONFIRMED, CURRENT_LAYOUT, CheckIn, CheckInLogEntry, EventCheckins, Registration
 from registrations.services import RegistrationOutcome
-from registrations.services.common import MAX_CONFLICTS, _busy, _replay_raw, conflict_backoff, remember_answer
+from registrations.services.common import (
+    MAX_CONFLICTS,
+    busy_error,
+    conflict_backoff,
+    remember_answer,
+    stored_answer,
+)
 from registrations.services.layout import upgrade_if_refused_for_layout
 from tems.clock import utcnow
 from tems.idempotency import RECORD_LABEL, StoredResponse, add_completed_record
@@ -145,7 +151,7 @@ def checkin_create(*, event_id: str, ticket_text: str, door: str, staff_id: str,
                 continue
             raise
         return CheckInOutcome(response, CHECKED_IN)
-    raise _busy("This ticket is changing right now; the scan will be sent again.")
+    raise busy_error("This ticket is changing right now; the scan will be sent again.")
 
 
 def _checkin_transaction(scan: _Scan) -> tuple[LabelledTransaction, StoredResponse]:
@@ -204,8 +210,8 @@ def _explain_not_admissible(ticket: Ticket) -> None:
 
 
 def _replay(raw_item: dict[str, Any], scan: _Scan) -> CheckInOutcome:
-    return CheckInOutcome(_replay_raw(raw_item, scan.fingerprint,
-                                      busy_detail="This scan is still being processed; it will be sent again."),
+    return CheckInOutcome(stored_answer(raw_item, scan.fingerprint,
+                                        busy_detail="This scan is still being processed; it will be sent again."),
                           "replayed")
 
 
@@ -248,7 +254,7 @@ def checkin_undo(*, event_id: str, registration_id: str, undone_by: str, now: da
         transaction.commit()
 
     try:
-        UNDO_POLICY.sleeping(sleep).run(attempt, busy=lambda _: _busy(
+        UNDO_POLICY.sleeping(sleep).run(attempt, busy=lambda _: busy_error(
             "The door is busy; try the undo again in a moment."))
     except TransactionCancelled as cancelled:
         if not cancelled.failed(CHECKIN):

@@ -30,10 +30,10 @@ from registrations.services.common import (
     USER_REGISTRATION,
     WAITLIST_ENTRY,
     StoredOutcome,
-    _busy,
-    _replay_raw,
+    busy_error,
     conflict_backoff,
     remember_answer,
+    stored_answer,
 )
 from registrations.services.gate import (
     GateBusy,
@@ -136,7 +136,7 @@ def _cancel(*, user_id: str, registration_id: str, now: datetime, sleep: Callabl
             transaction.commit()
         except TransactionCancelled as cancelled:
             if cancelled.failed(IDEMPOTENCY):
-                return StoredOutcome(_replay_raw(cancelled.reasons[IDEMPOTENCY].raw_item, key[1]), replayed=True)
+                return StoredOutcome(stored_answer(cancelled.reasons[IDEMPOTENCY].raw_item, key[1]), replayed=True)
             if cancelled.only_conflicts:
                 conflicts.pause()
             elif upgrade_if_refused_for_layout(cancelled, EVENT_SEATS, event_id=registration.event_id):
@@ -145,7 +145,7 @@ def _cancel(*, user_id: str, registration_id: str, now: datetime, sleep: Callabl
             # read again and rebuild; the loop is bounded.
             continue
         return StoredOutcome(response)
-    raise _busy("This registration is changing right now; please try again in a moment.")
+    raise busy_error("This registration is changing right now; please try again in a moment.")
 
 
 def _stored_outcome(*, user_id: str, key: tuple[str, str]) -> StoredOutcome | None:
@@ -169,7 +169,7 @@ def _remember(*, user_id: str, key: tuple[str, str] | None, response: StoredResp
         return StoredOutcome(response)
     first = remember_answer(user_id=user_id, key=key[0], fingerprint=key[1], response=response, now=now, sleep=sleep)
     if first is not None:
-        return StoredOutcome(_replay_raw(first, key[1]), replayed=True)
+        return StoredOutcome(stored_answer(first, key[1]), replayed=True)
     return StoredOutcome(response)
 
 

@@ -53,8 +53,8 @@ class StoredOutcome:
         return json.loads(self.response.body)
 
 
-def _replay_raw(raw_item: dict[str, Any], fingerprint: str, *,
-                busy_detail: str = "This request is still being processed; try again in a moment.") -> StoredResponse:
+def stored_answer(raw_item: dict[str, Any], fingerprint: str, *,
+                  busy_detail: str = "This request is still being processed; try again in a moment.") -> StoredResponse:
     """The first answer stored under the key (its record's raw image), to send again byte for byte."""
     try:
         stored = replay_from_raw(raw_item, fingerprint=fingerprint)
@@ -62,7 +62,7 @@ def _replay_raw(raw_item: dict[str, Any], fingerprint: str, *,
         raise RegistrationError(error.code, error.detail) from None  # the key was used for another request
     if stored is None:
         # The key's first request is still running (only the generic @idempotent writes INPROGRESS records).
-        raise _busy(busy_detail)
+        raise busy_error(busy_detail)
     return stored
 
 
@@ -76,7 +76,7 @@ def layout_as_read(attribute, layout: Any):
 CROWDED = "Many people are registering for this event right now; please try again in a moment."
 
 
-def _busy(detail: str) -> RegistrationError:
+def busy_error(detail: str) -> RegistrationError:
     return RegistrationError("busy", detail, retry_after=BUSY_RETRY_AFTER_SECONDS)
 
 
@@ -86,7 +86,7 @@ def conflict_backoff(sleep: Callable[[float], None], *, detail: str = CROWDED) -
     # twice the base delay: a round already cost one request before it conflicted.
     policy = RetryPolicy(attempts=MAX_CONFLICTS, base_delay=2 * CONFLICT_BASE_DELAY, max_delay=CONFLICT_MAX_DELAY,
                          sleep=sleep)
-    return policy.pauses(lambda: _busy(detail))
+    return policy.pauses(lambda: busy_error(detail))
 
 
 def ticket_pause(sleep: Callable[[float], None]) -> None:
@@ -114,9 +114,15 @@ def remember_answer(*, user_id: str, key: str, fingerprint: str, response: Store
         transaction.commit()
 
     try:
-        WRITE_POLICY.sleeping(sleep).run(store, busy=lambda _: _busy(busy_detail))
+        WRITE_POLICY.sleeping(sleep).run(store, busy=lambda _: busy_error(busy_detail))
     except TransactionCancelled as cancelled:
         if not cancelled.failed(IDEMPOTENCY):
             raise
         return cancelled.reasons[IDEMPOTENCY].raw_item
     return None
+
+
+# The former private names, still imported by registration.py, waitlist.py, layout.py and shards.py until those
+# modules import the public ones; delete these two lines then.
+_busy = busy_error
+_replay_raw = stored_answer

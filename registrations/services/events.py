@@ -20,9 +20,9 @@ from registrations.services.common import (
     QUEUE,
     WRITE_POLICY,
     StoredOutcome,
-    _busy,
-    _replay_raw,
+    busy_error,
     layout_as_read,
+    stored_answer,
 )
 from registrations.services.gate import GATE, GateBusy, new_gate
 from registrations.services.shards import _counter_is, add_reslice, gate_of, planned_sizes, shard_event
@@ -86,7 +86,7 @@ def _commit_event_create(event: Event, *, add_record: Callable[[LabelledTransact
         transaction.commit()
 
     try:
-        WRITE_POLICY.run(attempt, busy=lambda _: _busy("Events are being changed right now; try again."))
+        WRITE_POLICY.run(attempt, busy=lambda _: busy_error("Events are being changed right now; try again."))
     except TransactionCancelled as cancelled:
         if cancelled.failed(EVENT) and not cancelled.failed(IDEMPOTENCY):
             raise RegistrationError("conflict", f"An event with id {event.event_id!r} already exists.") from None
@@ -151,7 +151,7 @@ def event_create_once(*, user_id: str, idempotency_key: str, fingerprint: str, t
     except TransactionCancelled as cancelled:
         if not cancelled.failed(IDEMPOTENCY):
             raise
-        return StoredOutcome(_replay_raw(cancelled.reasons[IDEMPOTENCY].raw_item, fingerprint), replayed=True)
+        return StoredOutcome(stored_answer(cancelled.reasons[IDEMPOTENCY].raw_item, fingerprint), replayed=True)
     return StoredOutcome(response)
 
 
@@ -219,7 +219,7 @@ def event_update(
             try:
                 gate = gate_of(event_id=event_id)
             except GateBusy:
-                raise _busy("This event's seats are changing right now; nothing was saved. Try again.") from None
+                raise busy_error("This event's seats are changing right now; nothing was saved. Try again.") from None
             shards_read = seats.shards_get(event_id=event_id, count=count)
             waiting = before_lanes + sum(int(shard.waiting or 0) for shard in shards_read)
             # A raise while people wait stays unsliced: waitlist_promote hands it to them before any newcomer.
@@ -242,7 +242,7 @@ def event_update(
 
     for _ in range(EDIT_MAX_ROUNDS):
         try:
-            WRITE_POLICY.run(attempt, busy=lambda _: _busy(
+            WRITE_POLICY.run(attempt, busy=lambda _: busy_error(
                 "This event is being changed right now; nothing was saved. Try again."))
         except TransactionCancelled as cancelled:
             if cancelled.failed(EVENT):
@@ -270,7 +270,7 @@ def event_update(
             continue
         break
     else:
-        raise _busy("This event's seats are changing fast; nothing was saved. Try again.")
+        raise busy_error("This event's seats are changing fast; nothing was saved. Try again.")
     try:
         promoted = waitlist_promote(event_id=event_id)
     except Exception:  # noqa: BLE001 - the edit is saved; the outbox message finishes the promotion
