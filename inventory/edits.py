@@ -16,13 +16,7 @@ from inventory.errors import InventoryError
 from inventory.models import TRACKED_FIELDS, InventoryChange, InventoryItem
 from inventory.selectors import item_get
 from inventory.services import item_update
-from tems.merge import Merge, three_way_merge
-
-# A round is lost only when another save committed in between (progress for someone), so N people saving at
-# once need at most N rounds; past this many, others are saving faster than a person could follow anyway.
-MERGE_ATTEMPTS = 10
-# A stand-in for an unknown base: unequal to every value, so every field that differs is a clash to decide.
-_UNKNOWN = object()
+from tems.merge import Merge, save_with_merge
 
 
 @dataclass(frozen=True)
@@ -39,26 +33,22 @@ def item_edit(*, sku: str, expected_version: int, base: dict | None, mine: dict,
     Raises InventoryError: 'precondition_failed' when fields clash, with ``extra`` as ``item_update`` gives it
     plus ``merge`` (the Merge) and ``base``; 'not_found', 'invalid', 'busy' as ``item_update`` does.
     """
-    version, assumed = expected_version, base if base is not None else dict.fromkeys(TRACKED_FIELDS, _UNKNOWN)
-    merged, who = None, ""
-    for _ in range(MERGE_ATTEMPTS):
-        values = merged.values if merged else mine
-        try:
-            item = item_update(sku=sku, expected_version=version, actor=actor, **values)
-        except InventoryError as error:
-            if error.code != "precondition_failed":
-                raise
-            current = error.extra["current"]
-            merged = three_way_merge(base=assumed, theirs=current, mine=mine, fields=TRACKED_FIELDS)
-            who = _who(error)
-            if not merged.clean:
-                error.extra.update(merge=merged, base=base)
-                raise
-            version = int(current["version"])
-            continue
-        return EditOutcome(item, merged, who)
-    raise InventoryError("busy", f"{sku!r} kept changing while your edit was merged; nothing was saved. Try again.",
-                         retry_after=1)
+    def save(version: int, values: dict[str, Any]) -> InventoryItem:
+        return item_update(sku=sku, expected_version=version, actor=actor, **values)
+
+    def stored(error: InventoryError) -> tuple[dict[str, Any], int] | None:
+        if error.code != "precondition_failed":
+            return None
+        current = error.extra["current"]
+        return current, int(current["version"])
+
+    def busy() -> InventoryError:
+        return InventoryError("busy", f"{sku!r} kept changing while your edit was merged; nothing was saved. "
+                                      "Try again.", retry_after=1)
+
+    outcome = save_with_merge(save=save, stored=stored, expected_version=expected_version, base=base, mine=mine,
+                              fields=TRACKED_FIELDS, busy=busy)
+    return EditOutcome(outcome.saved, outcome.merge, _who(outcome.refusal) if outcome.refusal else "")
 
 
 def item_patch(*, sku: str, if_match: int, changes: dict[str, Any], actor: str) -> EditOutcome:

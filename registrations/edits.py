@@ -15,13 +15,9 @@ from typing import Any
 
 from registrations.errors import RegistrationError
 from registrations.services import EventUpdate, event_update
-from tems.merge import Merge, three_way_merge
+from tems.merge import Merge, save_with_merge
 
 EDITED_FIELDS = ("title", "location", "starts_at", "capacity", "description")
-# A round is lost only when another save committed in between (progress for someone), so N people saving at
-# once need at most N rounds; past this many, others are saving faster than a person could follow anyway.
-MERGE_ATTEMPTS = 10
-_UNKNOWN = object()  # an unknown base: unequal to every value, so each difference is a clash to decide
 
 
 @dataclass(frozen=True)
@@ -47,24 +43,20 @@ def event_edit(*, event_id: str, expected_version: int, base: dict | None, mine:
     Raises RegistrationError: 'conflict' when fields clash (``extra``: ``current`` as event_update gives it,
     plus ``merge`` and ``base``); 'not_found', 'invalid', 'busy' as event_update does.
     """
-    mine = canonical(mine)
-    assumed = base if base is not None else dict.fromkeys(EDITED_FIELDS, _UNKNOWN)
-    version, merged = expected_version, None
-    for _ in range(MERGE_ATTEMPTS):
-        values = merged.values if merged else mine
-        try:
-            saved = event_update(event_id=event_id, expected_version=version, updated_by=updated_by,
-                                 **{**values, "starts_at": datetime.fromisoformat(values["starts_at"])})
-        except RegistrationError as error:
-            if error.code != "conflict" or "current" not in error.extra:
-                raise
-            current = error.extra["current"]
-            merged = three_way_merge(base=assumed, theirs=canonical(current), mine=mine, fields=EDITED_FIELDS)
-            if not merged.clean:
-                error.extra.update(merge=merged, base=base)
-                raise
-            version = int(current["version"])
-            continue
-        return EventEditOutcome(saved, merged)
-    raise RegistrationError("busy", "This event kept changing while your edit was merged; nothing was saved. "
-                                    "Try again.", retry_after=1)
+    def save(version: int, values: dict[str, Any]) -> EventUpdate:
+        return event_update(event_id=event_id, expected_version=version, updated_by=updated_by,
+                            **{**values, "starts_at": datetime.fromisoformat(values["starts_at"])})
+
+    def stored(error: RegistrationError) -> tuple[dict[str, Any], int] | None:
+        if error.code != "conflict" or "current" not in error.extra:
+            return None
+        current = error.extra["current"]
+        return canonical(current), int(current["version"])
+
+    def busy() -> RegistrationError:
+        return RegistrationError("busy", "This event kept changing while your edit was merged; nothing was saved. "
+                                         "Try again.", retry_after=1)
+
+    outcome = save_with_merge(save=save, stored=stored, expected_version=expected_version, base=base,
+                              mine=canonical(mine), fields=EDITED_FIELDS, busy=busy)
+    return EventEditOutcome(outcome.saved, outcome.merge)

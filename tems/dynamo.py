@@ -98,7 +98,7 @@ class TableModel(Model):
     # a large share of that work on every write. A model with a map or list attribute keeps PynamoDB's path whole.
 
     def _set_defaults(self, _user_instantiated: bool = True) -> None:
-        plan = _attribute_plan(type(self))
+        plan = attribute_plan(type(self))
         if plan is None:
             super()._set_defaults(_user_instantiated=_user_instantiated)
             return
@@ -113,7 +113,7 @@ class TableModel(Model):
                 setattr(self, name, value)
 
     def _set_attributes(self, **attributes: Any) -> None:
-        plan = _attribute_plan(type(self))
+        plan = attribute_plan(type(self))
         if plan is None:
             super()._set_attributes(**attributes)
             return
@@ -128,7 +128,7 @@ class TableModel(Model):
                 raise ValueError(f"Attribute {name} specified does not exist")
 
     def serialize(self, null_check: bool = True) -> dict[str, dict[str, Any]]:
-        plan = _attribute_plan(type(self))
+        plan = attribute_plan(type(self))
         if plan is None:
             return super().serialize(null_check=null_check)
         values = self.attribute_values
@@ -164,7 +164,7 @@ def _plain(attr: Attribute) -> bool:
 
 
 @functools.cache
-def _attribute_plan(model_cls: type[Model]) -> _AttributePlan | None:
+def attribute_plan(model_cls: type[Model]) -> _AttributePlan | None:
     found = model_cls.get_attributes()
     if model_cls._discriminator or any(isinstance(a, (ListAttribute, MapAttribute)) for a in found.values()):
         return None

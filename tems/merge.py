@@ -8,20 +8,31 @@ version, comparing three sets of values tells who changed what:
     undo a colleague's edit: the lost update this module exists to prevent);
   - a field both changed, to different values, is a *clash*: the only thing a person must decide.
 
-Pure functions of plain values; the services do the one conditional write and the pages show the result. The
-base travels in the form as a signed token (``sign_base``/``load_base``) because events keep no version history
-to read it back from; inventory uses the same token so both pages work alike (see docs/INVENTORY.md).
+The merge itself is a pure function of plain values; ``save_with_merge`` is the loop both edit services run
+around their one conditional write (refused because the record moved on: merge onto what is stored, write
+against that version), and the pages show the result. The base travels in the form as a signed token
+(``sign_base``/``load_base``) because events keep no version history to read it back from; inventory uses the
+same token so both pages work alike (see docs/INVENTORY.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from django.core import signing
 
+from tems.errors import DomainError
+
 BASE_SALT = "tems.merge.base"
+# A round is lost only when another save committed in between (progress for someone), so N people saving at
+# once need at most N rounds; past this many, others are saving faster than a person could follow anyway.
+MERGE_ATTEMPTS = 10
+# A stand-in for an unknown base: unequal to every value, so every field that differs is a clash to decide.
+UNKNOWN = object()
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -75,6 +86,51 @@ def three_way_merge(*, base: Mapping[str, Any], theirs: Mapping[str, Any], mine:
             clashes.append(Clash(name, base[name], theirs[name], mine[name]))
         values[name] = mine[name] if i_changed else theirs[name]
     return Merge(values, tuple(mine_changed), tuple(theirs_changed), tuple(clashes))
+
+
+@dataclass(frozen=True)
+class MergedSave(Generic[T]):
+    """What ``save_with_merge`` wrote, and the merge it wrote when someone had saved in between."""
+
+    saved: T
+    merge: Merge | None = None
+    refusal: DomainError | None = None  # the last refusal merged over (who saved in between, for the message)
+
+
+def save_with_merge(*, save: Callable[[int, Mapping[str, Any]], T],
+                    stored: Callable[[DomainError], tuple[Mapping[str, Any], int] | None],
+                    expected_version: int, base: Mapping[str, Any] | None, mine: Mapping[str, Any],
+                    fields: Iterable[str], busy: Callable[[], DomainError]) -> MergedSave[T]:
+    """Save ``mine`` (edited from ``base`` at ``expected_version``), merged with every save that landed since.
+
+    ``save(version, values)`` is the one write, conditioned on ``version``. ``stored(error)`` says whether a
+    refusal means "the record moved on": it gives the stored values (in the canonical form of ``mine``) and
+    their version, or None for any other refusal, which propagates. A clean merge is written against that
+    version, so a save landing meanwhile is caught again, never overwritten. ``base`` None (a form from before
+    merging, or a forged token) makes every differing field a clash.
+
+    Raises the refusal, with ``extra`` ``merge`` (the Merge) and ``base`` added, when fields clash; ``busy()``
+    after ``MERGE_ATTEMPTS`` rounds.
+    """
+    fields = tuple(fields)
+    assumed = base if base is not None else dict.fromkeys(fields, UNKNOWN)
+    version, merged, refusal = expected_version, None, None
+    for _ in range(MERGE_ATTEMPTS):
+        try:
+            saved = save(version, merged.values if merged else mine)
+        except DomainError as error:
+            current = stored(error)
+            if current is None:
+                raise
+            theirs, version = current
+            merged = three_way_merge(base=assumed, theirs=theirs, mine=mine, fields=fields)
+            if not merged.clean:
+                error.extra.update(merge=merged, base=base)
+                raise
+            refusal = error
+            continue
+        return MergedSave(saved, merged, refusal)
+    raise busy()
 
 
 def sign_base(values: Mapping[str, Any], *, scope: str) -> str:

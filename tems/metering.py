@@ -84,7 +84,7 @@ def _after_call(parsed: dict, event_name: str, **_: Any) -> None:
         meter._add_capacity(_operation_from(event_name), parsed["ConsumedCapacity"])
 
 
-def _hook(client) -> None:
+def meter_client(client) -> None:
     if getattr(client, "_tems_metered", False):
         return
     events = client.meta.events
@@ -108,8 +108,8 @@ def ready_clients() -> None:
     if clients_ready():
         return
     for model in table_models():
-        _hook(model._get_connection().connection.client)
-    _hook(transaction_connection().client)
+        meter_client(model._get_connection().connection.client)
+    meter_client(transaction_connection().client)
     mark_clients_ready()
 
 

@@ -1,5 +1,7 @@
 """Helpers shared by the tests of every app (fixtures live in conftest.py, helpers here)."""
 
+from tems.invariants import check_all
+
 # The region every test table lives in, on DynamoDB Local and moto alike.
 REGION = "eu-west-1"
 
@@ -11,3 +13,13 @@ def assert_problem(response, status: int) -> dict:
     body = response.json()
     assert body["status"] == status and body["detail"]
     return body
+
+
+def broken_invariants(**check_args) -> dict[str, list[str]]:
+    """The invariants (tems.invariants, every app's) that fail on the table as it is now, with what each found."""
+    return {name: found for name, found in check_all(**check_args).items() if found}
+
+
+def assert_invariants_clean(**check_args) -> None:
+    """Every invariant of every app holds on the table as it is now."""
+    assert broken_invariants(**check_args) == {}

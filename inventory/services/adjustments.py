@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import partial
 
 from inventory.errors import InventoryError
 from inventory.models import InventoryChange, InventoryItem
@@ -14,12 +15,12 @@ from inventory.services.common import (
     ITEM,
     MAX_QUANTITY,
     RetryPolicy,
-    _busy,
-    _item_from_failure,
-    _write_change,
+    busy_error,
+    item_from_failure,
+    write_change,
 )
-from inventory.services.metrics import _measured
-from tems.idempotency import StoredResponse, completed_record, fingerprint, replay_from_raw
+from inventory.services.metrics import measured
+from tems.idempotency import StoredResponse, add_completed_record, fingerprint, replay_from_raw
 from tems.transactions import TransactionCancelled
 
 # --- atomic adjustments -----------------------------------------------------------------------------------
@@ -63,24 +64,24 @@ def item_adjust(*, sku: str, delta: int, reason: str, actor: str, idempotency_ke
     needed = max(0, -delta)
     scope = user_id or actor
     request_fingerprint = adjustment_fingerprint(sku=sku, actor=scope, delta=delta, reason=reason)
-    with _measured("adjust") as stats:
+    with measured("adjust") as stats:
         for attempt in range(policy.attempts):
             current = item_get(sku=sku)
             version = int(current.version) + 1
             quantity = int(current.quantity) + delta
             response = StoredResponse.json({"quantity": quantity, "version": version}, status=200)
-            record = None
+            add_record = None
             if idempotency_key:
-                record = completed_record(user_id=scope, key=idempotency_key, fingerprint=request_fingerprint,
-                                          response=response)
+                add_record = partial(add_completed_record, user_id=scope, key=idempotency_key,
+                                     fingerprint=request_fingerprint, response=response)
             # The stock bounds are part of the write's condition: a decrement cannot go below 0, an increment
             # cannot take the item past MAX_QUANTITY (past which the item could no longer be edited).
             guard = (InventoryItem.quantity >= needed if needed
                      else InventoryItem.quantity <= MAX_QUANTITY - delta)
             try:
-                _write_change(item=current, after={**current.snapshot(), "quantity": quantity},
-                              kind=InventoryChange.ADJUST, actor=actor, reason=reason, delta=delta,
-                              guard=guard, record=record)
+                write_change(item=current, after={**current.snapshot(), "quantity": quantity},
+                             kind=InventoryChange.ADJUST, actor=actor, reason=reason, delta=delta,
+                             guard=guard, add_record=add_record)
                 return Adjustment(quantity, version, response)
             except TransactionCancelled as cancelled:
                 stats.count_cancellation(cancelled)
@@ -89,12 +90,12 @@ def item_adjust(*, sku: str, delta: int, reason: str, actor: str, idempotency_ke
                     stored = replay_from_raw(cancelled.reasons[IDEMPOTENCY].raw_item,
                                              fingerprint=request_fingerprint)
                     if stored is None:
-                        raise _busy(sku, attempt + 1) from None
+                        raise busy_error(sku, attempt + 1) from None
                     stats.replayed = True
                     data = json.loads(stored.body)
                     return Adjustment(int(data["quantity"]), int(data["version"]), stored, replayed=True)
                 if cancelled.failed(ITEM):
-                    stored_item = _item_from_failure(cancelled, sku)
+                    stored_item = item_from_failure(cancelled, sku)
                     # The item as the failed write saw it: if it cannot cover the decrement, that is the answer,
                     # whatever the version did. Otherwise only the version moved: go round again.
                     if int(stored_item.quantity) < needed:
@@ -112,4 +113,4 @@ def item_adjust(*, sku: str, delta: int, reason: str, actor: str, idempotency_ke
                 elif not cancelled.is_conflict:
                     raise
             stats.backoff(policy, attempt)
-        raise stats.gave_up(_busy(sku, policy.attempts))
+        raise stats.gave_up(busy_error(sku, policy.attempts))

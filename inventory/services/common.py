@@ -3,6 +3,7 @@ item to its next version together with its history entry."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -11,13 +12,13 @@ from inventory.models import InventoryChange, InventoryItem
 from inventory.selectors import change_to_dict, item_history, item_to_dict
 from tems import transactions
 from tems.clock import utcnow
-from tems.idempotency import record_is_absent_or_expired
+from tems.idempotency import RECORD_LABEL
 from tems.transactions import LabelledTransaction, TransactionCancelled
 
 # Labels of the items in a change's transaction; cancellation reasons come back keyed by these.
 ITEM = "item"
 CHANGE = "change"
-IDEMPOTENCY = "idempotency"
+IDEMPOTENCY = RECORD_LABEL  # the tap's record (tems.idempotency.add_completed_record)
 METRICS = "metrics"
 # Many writers of one item finish at once; their metrics transactions then conflict and retry with jitter.
 METRICS_ATTEMPTS = 12
@@ -45,19 +46,19 @@ DEFAULT_POLICY = RetryPolicy()
 
 # --- shared pieces ----------------------------------------------------------------------------------------
 
-def _write_change(*, item: InventoryItem, after: dict, kind: str, actor: str, reason: str = "",
-                  delta: int | None = None, guard=None, record=None) -> InventoryItem:
+def write_change(*, item: InventoryItem, after: dict, kind: str, actor: str, reason: str = "",
+                 delta: int | None = None, guard=None,
+                 add_record: Callable[[LabelledTransaction], None] | None = None) -> InventoryItem:
     """One transaction: the item moves from ``item.version`` to the next with ``after``, plus its history.
 
     Raises TransactionCancelled (reasons by label) when the version moved, the guard failed, the history entry
     exists or the idempotency record exists; the item's failure carries its ALL_OLD image.
     """
     transaction = LabelledTransaction()
-    now = _add_change(transaction, item=item, after=after, kind=kind, actor=actor, reason=reason, delta=delta,
-                      guard=guard)
-    if record is not None:
-        transaction.save(IDEMPOTENCY, record, condition=record_is_absent_or_expired(now),
-                         return_old_on_failure=True)
+    now = add_change(transaction, item=item, after=after, kind=kind, actor=actor, reason=reason, delta=delta,
+                     guard=guard)
+    if add_record is not None:
+        add_record(transaction)
     transaction.commit()
     return InventoryItem(
         *InventoryItem.key_for(item.sku), sku=item.sku, created_at=item.created_at, created_by=item.created_by,
@@ -65,9 +66,9 @@ def _write_change(*, item: InventoryItem, after: dict, kind: str, actor: str, re
     )
 
 
-def _add_change(transaction: LabelledTransaction, *, item: InventoryItem, after: dict, kind: str, actor: str,
-                reason: str = "", delta: int | None = None, guard=None, labels: tuple[str, str] = (ITEM, CHANGE),
-                ) -> datetime:
+def add_change(transaction: LabelledTransaction, *, item: InventoryItem, after: dict, kind: str, actor: str,
+               reason: str = "", delta: int | None = None, guard=None, labels: tuple[str, str] = (ITEM, CHANGE),
+               ) -> datetime:
     """Add the item's move to its next version and its history entry to ``transaction``; returns their time."""
     item_label, change_label = labels
     expected = int(item.version)
@@ -88,29 +89,29 @@ def _add_change(transaction: LabelledTransaction, *, item: InventoryItem, after:
     if guard is not None:
         condition &= guard
     transaction.update(item_label, target, actions=actions, condition=condition, return_old_on_failure=True)
-    transaction.save(change_label, _change(sku=item.sku, version=expected + 1, kind=kind, actor=actor, at=now,
-                                           before=before, after=after, reason=reason, delta=delta),
+    transaction.save(change_label, change_entry(sku=item.sku, version=expected + 1, kind=kind, actor=actor, at=now,
+                                                before=before, after=after, reason=reason, delta=delta),
                      condition=InventoryChange.sk.does_not_exist())
     return now
 
 
-def _change(*, sku: str, version: int, kind: str, actor: str, at: datetime, before: dict | None, after: dict,
-            reason: str = "", delta: int | None = None) -> InventoryChange:
+def change_entry(*, sku: str, version: int, kind: str, actor: str, at: datetime, before: dict | None, after: dict,
+                 reason: str = "", delta: int | None = None) -> InventoryChange:
     return InventoryChange(
         *InventoryChange.key_for(sku, version), sku=sku, version=version, kind=kind, changed_by=actor,
         changed_at=at, reason=reason, delta=delta, before=before, after=after,
     )
 
 
-def _item_from_failure(cancelled: TransactionCancelled, sku: str) -> InventoryItem:
+def item_from_failure(cancelled: TransactionCancelled, sku: str) -> InventoryItem:
     raw = cancelled.reasons[ITEM].raw_item
     if raw is None:
         # ALL_OLD of a missing item is empty: the item is not there (deleted or never created).
-        raise _not_found(sku)
+        raise not_found_error(sku)
     return InventoryItem.from_raw_data(raw)
 
 
-def _stale(*, sku: str, expected_version: int, current: InventoryItem) -> InventoryError:
+def stale_error(*, sku: str, expected_version: int, current: InventoryItem) -> InventoryError:
     # Reads only to explain the refusal; the refusal itself came from the version.
     changes = item_history(sku=sku, after_version=expected_version)
     who = ", ".join(dict.fromkeys(change.changed_by for change in reversed(changes))) or "Someone"
@@ -123,16 +124,16 @@ def _stale(*, sku: str, expected_version: int, current: InventoryItem) -> Invent
     )
 
 
-def _not_found(sku: str) -> InventoryError:
+def not_found_error(sku: str) -> InventoryError:
     return InventoryError("not_found", f"There is no inventory item with sku {sku!r}.")
 
 
-def _busy(sku: str, attempts: int) -> InventoryError:
+def busy_error(sku: str, attempts: int) -> InventoryError:
     return InventoryError("busy", f"{sku!r} is being changed by many people at once; nothing was written after "
                                   f"{attempts} attempts. Try again.", retry_after=1)
 
 
-def _check_quantity(quantity: int) -> None:
+def check_quantity(quantity: int) -> None:
     if not 0 <= quantity <= MAX_QUANTITY:
         raise InventoryError("invalid", f"Quantity must be between 0 and {MAX_QUANTITY}; got {quantity}.",
                              errors={"quantity": [f"Must be between 0 and {MAX_QUANTITY}."]})

@@ -12,15 +12,15 @@ from inventory.services.common import (
     DEFAULT_POLICY,
     ITEM,
     RetryPolicy,
-    _busy,
-    _change,
-    _check_quantity,
-    _item_from_failure,
-    _not_found,
-    _stale,
-    _write_change,
+    busy_error,
+    change_entry,
+    check_quantity,
+    item_from_failure,
+    not_found_error,
+    stale_error,
+    write_change,
 )
-from inventory.services.metrics import _measured
+from inventory.services.metrics import measured
 from tems.clock import utcnow
 from tems.transactions import LabelledTransaction, TransactionCancelled
 
@@ -32,15 +32,15 @@ def item_create(*, sku: str, name: str, description: str = "", quantity: int = 0
 
     Raises InventoryError('conflict') if the sku exists: the put is conditional, nothing is read first.
     """
-    _check_quantity(quantity)
-    with _measured("create") as stats:
+    check_quantity(quantity)
+    with measured("create") as stats:
         now = utcnow()
         item = InventoryItem(
             *InventoryItem.key_for(sku), sku=sku, name=name, description=description, quantity=quantity,
             location=location, created_at=now, created_by=actor, updated_at=now, updated_by=actor, gsi1sk=sku,
         )
-        change = _change(sku=sku, version=1, kind=InventoryChange.CREATE, actor=actor, at=now, before=None,
-                         after=item.snapshot())
+        change = change_entry(sku=sku, version=1, kind=InventoryChange.CREATE, actor=actor, at=now, before=None,
+                              after=item.snapshot())
         transaction = LabelledTransaction()
         # The version attribute adds attribute_not_exists(version); the key condition says what we mean.
         transaction.save(ITEM, item, condition=InventoryItem.pk.does_not_exist())
@@ -67,29 +67,29 @@ def item_update(*, sku: str, expected_version: int, name: str, description: str,
     between, newest first, so the person can compare and choose); 'invalid' for a negative quantity.
     Nothing is written in any of these cases.
     """
-    _check_quantity(quantity)
+    check_quantity(quantity)
     wanted = {"name": name, "description": description, "quantity": quantity, "location": location}
-    with _measured("edit") as stats:
+    with measured("edit") as stats:
         for attempt in range(policy.attempts):
             # This read supplies the "before" of the history entry. It cannot let a stale edit through:
             # versions only grow, and the write below is conditioned on the version anyway.
             current = item_get(sku=sku)
             if int(current.version) != expected_version:
-                raise _stale(sku=sku, expected_version=expected_version, current=current)
+                raise stale_error(sku=sku, expected_version=expected_version, current=current)
             if current.snapshot() == wanted:
                 return current  # saving an unchanged form is not a change: no version, no history
             try:
-                return _write_change(item=current, after=wanted, kind=InventoryChange.EDIT, actor=actor)
+                return write_change(item=current, after=wanted, kind=InventoryChange.EDIT, actor=actor)
             except TransactionCancelled as cancelled:
                 stats.count_cancellation(cancelled)
                 if cancelled.failed(ITEM):
-                    raise _stale(sku=sku, expected_version=expected_version,
-                                 current=_item_from_failure(cancelled, sku)) from None
+                    raise stale_error(sku=sku, expected_version=expected_version,
+                                      current=item_from_failure(cancelled, sku)) from None
                 if not cancelled.is_conflict:
                     raise
             # Another transaction held the item for a moment; our condition may well still hold.
             stats.backoff(policy, attempt)
-        raise stats.gave_up(_busy(sku, policy.attempts))
+        raise stats.gave_up(busy_error(sku, policy.attempts))
 
 
 # --- programmatic read-modify-write -----------------------------------------------------------------------
@@ -107,20 +107,20 @@ def item_modify(*, sku: str, change: Callable[[dict], dict], actor: str, reason:
     Raises InventoryError: 'not_found'; 'invalid' (the change would make the item invalid); 'conflict' when
     ``policy.attempts`` attempts all lost their race. Never overwrites a change it did not see.
     """
-    with _measured(operation) as stats:
+    with measured(operation) as stats:
         for attempt in range(policy.attempts):
             current = item_get(sku=sku)
             before = current.snapshot()
             after = {**before, **change(dict(before))}
-            _check_quantity(after["quantity"])
+            check_quantity(after["quantity"])
             if after == before:
                 return current
             try:
-                return _write_change(item=current, after=after, kind=kind, actor=actor, reason=reason)
+                return write_change(item=current, after=after, kind=kind, actor=actor, reason=reason)
             except TransactionCancelled as cancelled:
                 stats.count_cancellation(cancelled)
                 if cancelled.failed(ITEM) and cancelled.reasons[ITEM].raw_item is None:
-                    raise _not_found(sku) from None
+                    raise not_found_error(sku) from None
                 if not (cancelled.failed(ITEM) or cancelled.is_conflict):
                     raise
             stats.backoff(policy, attempt)

@@ -53,7 +53,7 @@ class OperationStats:
 
 
 @contextmanager
-def _measured(operation: str) -> Iterator[OperationStats]:
+def measured(operation: str) -> Iterator[OperationStats]:
     stats = OperationStats(operation)
     try:
         with metered() as meter:

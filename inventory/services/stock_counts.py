@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 from inventory.errors import InventoryError
 from inventory.models import InventoryChange, InventoryItem
-from inventory.services.common import CHANGE, ITEM, MAX_QUANTITY, RetryPolicy, _add_change
+from inventory.services.common import CHANGE, ITEM, MAX_QUANTITY, RetryPolicy, add_change
 from inventory.services.items import item_modify
-from inventory.services.metrics import _measured
+from inventory.services.metrics import measured
 from tems.ids import ID_HELP, is_valid_id
 from tems.transactions import LabelledTransaction, TransactionCancelled
 
@@ -76,13 +76,13 @@ def stock_import(*, csv_text: str, actor: str, reason: str = "stock count",
 def _import_chunk(chunk: list[tuple[int, str, int]], stored: dict[str, InventoryItem], *, actor: str,
                   reason: str) -> bool:
     """Write the chunk's rows in one transaction; False (nothing written) when any item moved since the read."""
-    with _measured("import") as stats:
+    with measured("import") as stats:
         transaction = LabelledTransaction()
         for line, sku, counted in chunk:
             item = stored[sku]
-            _add_change(transaction, item=item, after={**item.snapshot(), "quantity": counted},
-                        kind=InventoryChange.IMPORT, actor=actor, reason=reason,
-                        labels=(f"{ITEM}:{line}", f"{CHANGE}:{line}"))
+            add_change(transaction, item=item, after={**item.snapshot(), "quantity": counted},
+                       kind=InventoryChange.IMPORT, actor=actor, reason=reason,
+                       labels=(f"{ITEM}:{line}", f"{CHANGE}:{line}"))
         try:
             transaction.commit()
         except TransactionCancelled as cancelled:

@@ -36,14 +36,20 @@ from registrations.checkins.tickets import Ticket, ticket_read
 from registrations.errors import RegistrationError
 from registrations.models import CONFIRMED, CURRENT_LAYOUT, CheckIn, CheckInLogEntry, EventCheckins, Registration
 from registrations.services import RegistrationOutcome
-from registrations.services.common import MAX_CONFLICTS, _busy, _replay_raw, conflict_backoff, remember_answer
+from registrations.services.common import (
+    MAX_CONFLICTS,
+    busy_error,
+    conflict_backoff,
+    remember_answer,
+    stored_answer,
+)
 from registrations.services.layout import upgrade_if_refused_for_layout
 from tems.clock import utcnow
-from tems.idempotency import StoredResponse, completed_record, record_is_absent_or_expired
+from tems.idempotency import RECORD_LABEL, StoredResponse, add_completed_record
 from tems.outbox import outbox_message
 from tems.transactions import LabelledTransaction, RetryPolicy, TransactionCancelled
 
-IDEMPOTENCY = "idempotency"
+IDEMPOTENCY = RECORD_LABEL
 CHECKIN = "checkin"
 REGISTRATION = "registration"
 COUNTER = "counter"
@@ -145,7 +151,7 @@ def checkin_create(*, event_id: str, ticket_text: str, door: str, staff_id: str,
                 continue
             raise
         return CheckInOutcome(response, CHECKED_IN)
-    raise _busy("This ticket is changing right now; the scan will be sent again.")
+    raise busy_error("This ticket is changing right now; the scan will be sent again.")
 
 
 def _checkin_transaction(scan: _Scan) -> tuple[LabelledTransaction, StoredResponse]:
@@ -155,12 +161,8 @@ def _checkin_transaction(scan: _Scan) -> tuple[LabelledTransaction, StoredRespon
                                      door=scan.door)
     response = StoredResponse.json(body, status=201)
     transaction = LabelledTransaction()
-    transaction.save(
-        IDEMPOTENCY,
-        completed_record(user_id=scan.staff_id, key=scan.idempotency_key, fingerprint=scan.fingerprint,
-                         response=response, now=scan.at),
-        condition=record_is_absent_or_expired(scan.at), return_old_on_failure=True,
-    )
+    add_completed_record(transaction, user_id=scan.staff_id, key=scan.idempotency_key, fingerprint=scan.fingerprint,
+                         response=response, now=scan.at)
     transaction.save(
         CHECKIN,
         CheckIn(*CheckIn.key_for(ticket.event_id, ticket.registration_id), registration_id=ticket.registration_id,
@@ -208,8 +210,8 @@ def _explain_not_admissible(ticket: Ticket) -> None:
 
 
 def _replay(raw_item: dict[str, Any], scan: _Scan) -> CheckInOutcome:
-    return CheckInOutcome(_replay_raw(raw_item, scan.fingerprint,
-                                      busy_detail="This scan is still being processed; it will be sent again."),
+    return CheckInOutcome(stored_answer(raw_item, scan.fingerprint,
+                                        busy_detail="This scan is still being processed; it will be sent again."),
                           "replayed")
 
 
@@ -252,7 +254,7 @@ def checkin_undo(*, event_id: str, registration_id: str, undone_by: str, now: da
         transaction.commit()
 
     try:
-        UNDO_POLICY.sleeping(sleep).run(attempt, busy=lambda _: _busy(
+        UNDO_POLICY.sleeping(sleep).run(attempt, busy=lambda _: busy_error(
             "The door is busy; try the undo again in a moment."))
     except TransactionCancelled as cancelled:
         if not cancelled.failed(CHECKIN):

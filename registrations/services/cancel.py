@@ -30,10 +30,10 @@ from registrations.services.common import (
     USER_REGISTRATION,
     WAITLIST_ENTRY,
     StoredOutcome,
-    _busy,
-    _replay_raw,
+    busy_error,
     conflict_backoff,
     remember_answer,
+    stored_answer,
 )
 from registrations.services.gate import (
     GateBusy,
@@ -51,8 +51,7 @@ from tems.errors import DomainError
 from tems.idempotency import (
     IdempotencyRecord,
     StoredResponse,
-    completed_record,
-    record_is_absent_or_expired,
+    add_completed_record,
     replay_from_record,
 )
 from tems.outbox import outbox_message
@@ -131,14 +130,13 @@ def _cancel(*, user_id: str, registration_id: str, now: datetime, sleep: Callabl
         transaction = _cancel_transaction(registration, head, now=now, shard=shard, lanes=lanes, gate=gate)
         response = cancel_response(registration_id=registration_id, event_id=registration.event_id)
         if key is not None:
-            transaction.save(IDEMPOTENCY, completed_record(user_id=user_id, key=key[0], fingerprint=key[1],
-                                                           response=response, now=now),
-                             condition=record_is_absent_or_expired(now), return_old_on_failure=True)
+            add_completed_record(transaction, user_id=user_id, key=key[0], fingerprint=key[1], response=response,
+                                 now=now)
         try:
             transaction.commit()
         except TransactionCancelled as cancelled:
             if cancelled.failed(IDEMPOTENCY):
-                return StoredOutcome(_replay_raw(cancelled.reasons[IDEMPOTENCY].raw_item, key[1]), replayed=True)
+                return StoredOutcome(stored_answer(cancelled.reasons[IDEMPOTENCY].raw_item, key[1]), replayed=True)
             if cancelled.only_conflicts:
                 conflicts.pause()
             elif upgrade_if_refused_for_layout(cancelled, EVENT_SEATS, event_id=registration.event_id):
@@ -147,7 +145,7 @@ def _cancel(*, user_id: str, registration_id: str, now: datetime, sleep: Callabl
             # read again and rebuild; the loop is bounded.
             continue
         return StoredOutcome(response)
-    raise _busy("This registration is changing right now; please try again in a moment.")
+    raise busy_error("This registration is changing right now; please try again in a moment.")
 
 
 def _stored_outcome(*, user_id: str, key: tuple[str, str]) -> StoredOutcome | None:
@@ -171,7 +169,7 @@ def _remember(*, user_id: str, key: tuple[str, str] | None, response: StoredResp
         return StoredOutcome(response)
     first = remember_answer(user_id=user_id, key=key[0], fingerprint=key[1], response=response, now=now, sleep=sleep)
     if first is not None:
-        return StoredOutcome(_replay_raw(first, key[1]), replayed=True)
+        return StoredOutcome(stored_answer(first, key[1]), replayed=True)
     return StoredOutcome(response)
 
 

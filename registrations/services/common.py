@@ -11,11 +11,11 @@ from typing import Any
 
 from registrations.errors import RegistrationError
 from tems.errors import DomainError
-from tems.idempotency import StoredResponse, completed_record, record_is_absent_or_expired, replay_from_raw
+from tems.idempotency import RECORD_LABEL, StoredResponse, add_completed_record, replay_from_raw
 from tems.transactions import Backoff, LabelledTransaction, RetryPolicy, TransactionCancelled
 
 # Labels of the items in a registration's transaction; the loser paths are decided by these, never by position.
-IDEMPOTENCY = "idempotency"
+IDEMPOTENCY = RECORD_LABEL  # the tap's record (tems.idempotency.add_completed_record)
 CLAIM = "claim"
 USER_REGISTRATION = "user_registration"
 EVENT_REGISTRATION = "event_registration"
@@ -53,8 +53,8 @@ class StoredOutcome:
         return json.loads(self.response.body)
 
 
-def _replay_raw(raw_item: dict[str, Any], fingerprint: str, *,
-                busy_detail: str = "This request is still being processed; try again in a moment.") -> StoredResponse:
+def stored_answer(raw_item: dict[str, Any], fingerprint: str, *,
+                  busy_detail: str = "This request is still being processed; try again in a moment.") -> StoredResponse:
     """The first answer stored under the key (its record's raw image), to send again byte for byte."""
     try:
         stored = replay_from_raw(raw_item, fingerprint=fingerprint)
@@ -62,7 +62,7 @@ def _replay_raw(raw_item: dict[str, Any], fingerprint: str, *,
         raise RegistrationError(error.code, error.detail) from None  # the key was used for another request
     if stored is None:
         # The key's first request is still running (only the generic @idempotent writes INPROGRESS records).
-        raise _busy(busy_detail)
+        raise busy_error(busy_detail)
     return stored
 
 
@@ -76,7 +76,7 @@ def layout_as_read(attribute, layout: Any):
 CROWDED = "Many people are registering for this event right now; please try again in a moment."
 
 
-def _busy(detail: str) -> RegistrationError:
+def busy_error(detail: str) -> RegistrationError:
     return RegistrationError("busy", detail, retry_after=BUSY_RETRY_AFTER_SECONDS)
 
 
@@ -86,7 +86,7 @@ def conflict_backoff(sleep: Callable[[float], None], *, detail: str = CROWDED) -
     # twice the base delay: a round already cost one request before it conflicted.
     policy = RetryPolicy(attempts=MAX_CONFLICTS, base_delay=2 * CONFLICT_BASE_DELAY, max_delay=CONFLICT_MAX_DELAY,
                          sleep=sleep)
-    return policy.pauses(lambda: _busy(detail))
+    return policy.pauses(lambda: busy_error(detail))
 
 
 def ticket_pause(sleep: Callable[[float], None]) -> None:
@@ -107,17 +107,22 @@ def remember_answer(*, user_id: str, key: str, fingerprint: str, response: Store
     Returns None once stored, or the raw record (ALL_OLD) when a duplicate of this very tap stored its answer
     first: the caller replays those bytes. Raises RegistrationError('busy') when conflicts do not clear.
     """
-    record = completed_record(user_id=user_id, key=key, fingerprint=fingerprint, response=response, now=now)
-
     def store() -> None:
         transaction = LabelledTransaction()
-        transaction.save(IDEMPOTENCY, record, condition=record_is_absent_or_expired(now), return_old_on_failure=True)
+        add_completed_record(transaction, user_id=user_id, key=key, fingerprint=fingerprint, response=response,
+                             now=now)
         transaction.commit()
 
     try:
-        WRITE_POLICY.sleeping(sleep).run(store, busy=lambda _: _busy(busy_detail))
+        WRITE_POLICY.sleeping(sleep).run(store, busy=lambda _: busy_error(busy_detail))
     except TransactionCancelled as cancelled:
         if not cancelled.failed(IDEMPOTENCY):
             raise
         return cancelled.reasons[IDEMPOTENCY].raw_item
     return None
+
+
+# The former private names, still imported by registration.py, waitlist.py, layout.py and shards.py until those
+# modules import the public ones; delete these two lines then.
+_busy = busy_error
+_replay_raw = stored_answer

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 
 from registrations import seats
 from registrations.errors import RegistrationError
@@ -18,15 +20,15 @@ from registrations.services.common import (
     QUEUE,
     WRITE_POLICY,
     StoredOutcome,
-    _busy,
-    _replay_raw,
+    busy_error,
     layout_as_read,
+    stored_answer,
 )
 from registrations.services.gate import GATE, GateBusy, new_gate
 from registrations.services.shards import _counter_is, add_reslice, gate_of, planned_sizes, shard_event
 from registrations.services.waitlist import waitlist_promote
 from tems.clock import utcnow
-from tems.idempotency import IdempotencyRecord, StoredResponse, completed_record, record_is_absent_or_expired
+from tems.idempotency import StoredResponse, add_completed_record
 from tems.outbox import OutboxMessage, outbox_message
 from tems.transactions import LabelledTransaction, TransactionCancelled
 
@@ -60,7 +62,7 @@ def _new_event(*, event_id: str | None, title: str, description: str, location: 
     )
 
 
-def _commit_event_create(event: Event, *, record: IdempotencyRecord | None = None) -> None:
+def _commit_event_create(event: Event, *, add_record: Callable[[LabelledTransaction], None] | None = None) -> None:
     """The event (and the tap's COMPLETED record) as one TransactWriteItems.
 
     A transaction and not a PutItem because botocore sends it with a ClientRequestToken and repeats the token
@@ -79,13 +81,12 @@ def _commit_event_create(event: Event, *, record: IdempotencyRecord | None = Non
         transaction.save(QUEUE, WaitlistQueue.new(event.event_id), condition=WaitlistQueue.pk.does_not_exist())
         transaction.save(GATE, new_gate(event_id=event.event_id, shards=int(event.seat_shards)),
                          condition=SeatGate.pk.does_not_exist())
-        if record is not None:
-            transaction.save(IDEMPOTENCY, record, condition=record_is_absent_or_expired(record.created_at),
-                             return_old_on_failure=True)
+        if add_record is not None:
+            add_record(transaction)
         transaction.commit()
 
     try:
-        WRITE_POLICY.run(attempt, busy=lambda _: _busy("Events are being changed right now; try again."))
+        WRITE_POLICY.run(attempt, busy=lambda _: busy_error("Events are being changed right now; try again."))
     except TransactionCancelled as cancelled:
         if cancelled.failed(EVENT) and not cancelled.failed(IDEMPOTENCY):
             raise RegistrationError("conflict", f"An event with id {event.event_id!r} already exists.") from None
@@ -143,14 +144,14 @@ def event_create_once(*, user_id: str, idempotency_key: str, fingerprint: str, t
     del event.attribute_values["version"]
     response = StoredResponse(201, StoredResponse.json(body, status=201).body,
                               headers=(("Location", event_api_location(event.event_id)),))
-    record = completed_record(user_id=user_id, key=idempotency_key, fingerprint=fingerprint,
-                              response=response, now=event.created_at)
+    add_record = partial(add_completed_record, user_id=user_id, key=idempotency_key, fingerprint=fingerprint,
+                         response=response, now=event.created_at)
     try:
-        _commit_event_create(event, record=record)
+        _commit_event_create(event, add_record=add_record)
     except TransactionCancelled as cancelled:
         if not cancelled.failed(IDEMPOTENCY):
             raise
-        return StoredOutcome(_replay_raw(cancelled.reasons[IDEMPOTENCY].raw_item, fingerprint), replayed=True)
+        return StoredOutcome(stored_answer(cancelled.reasons[IDEMPOTENCY].raw_item, fingerprint), replayed=True)
     return StoredOutcome(response)
 
 
@@ -218,7 +219,7 @@ def event_update(
             try:
                 gate = gate_of(event_id=event_id)
             except GateBusy:
-                raise _busy("This event's seats are changing right now; nothing was saved. Try again.") from None
+                raise busy_error("This event's seats are changing right now; nothing was saved. Try again.") from None
             shards_read = seats.shards_get(event_id=event_id, count=count)
             waiting = before_lanes + sum(int(shard.waiting or 0) for shard in shards_read)
             # A raise while people wait stays unsliced: waitlist_promote hands it to them before any newcomer.
@@ -241,7 +242,7 @@ def event_update(
 
     for _ in range(EDIT_MAX_ROUNDS):
         try:
-            WRITE_POLICY.run(attempt, busy=lambda _: _busy(
+            WRITE_POLICY.run(attempt, busy=lambda _: busy_error(
                 "This event is being changed right now; nothing was saved. Try again."))
         except TransactionCancelled as cancelled:
             if cancelled.failed(EVENT):
@@ -269,7 +270,7 @@ def event_update(
             continue
         break
     else:
-        raise _busy("This event's seats are changing fast; nothing was saved. Try again.")
+        raise busy_error("This event's seats are changing fast; nothing was saved. Try again.")
     try:
         promoted = waitlist_promote(event_id=event_id)
     except Exception:  # noqa: BLE001 - the edit is saved; the outbox message finishes the promotion

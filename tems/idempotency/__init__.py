@@ -8,7 +8,7 @@ Semantics (IETF httpapi Idempotency-Key draft, plus what Stripe and Powertools d
 - only business outcomes are stored; transient failures are not, so a retry can still succeed.
 
 ``tems.idempotency.record`` holds the record and the pieces a service uses to fold it into its own transaction
-(``completed_record`` + ``record_is_absent_or_expired`` + ``replay_from_raw``), which costs no extra request;
+(``add_completed_record``, and ``replay_from_raw`` for a refusal's image), which costs no extra request;
 ``tems.idempotency.http`` holds the request's key and fingerprint and ``@idempotent`` for views whose change
 cannot be one transaction. Every public name of both is importable from here.
 """
@@ -28,11 +28,13 @@ from tems.idempotency.record import (
     COMPLETED,
     HEADER,
     IN_PROGRESS,
+    RECORD_LABEL,
     RECORD_TTL,
     REPLAYED_HEADER,
     REPLAYED_HEADERS,
     IdempotencyRecord,
     StoredResponse,
+    add_completed_record,
     completed_record,
     fingerprint,
     record_is_absent_or_expired,
@@ -41,8 +43,9 @@ from tems.idempotency.record import (
 )
 
 __all__ = [
-    "COMPLETED", "DEFAULT_POLICY", "FORM_FIELD", "HEADER", "IN_PROGRESS", "RECORD_TTL", "REPLAYED_HEADER",
-    "REPLAYED_HEADERS", "TRANSIENT_STATUSES", "IdempotencyPolicy", "IdempotencyRecord", "StoredResponse",
-    "completed_record", "fingerprint", "idempotent", "key_from_request", "parse_key", "record_is_absent_or_expired",
-    "replay_from_raw", "replay_from_record", "request_fingerprint", "request_payload",
+    "COMPLETED", "DEFAULT_POLICY", "FORM_FIELD", "HEADER", "IN_PROGRESS", "RECORD_LABEL", "RECORD_TTL",
+    "REPLAYED_HEADER", "REPLAYED_HEADERS", "TRANSIENT_STATUSES", "IdempotencyPolicy", "IdempotencyRecord",
+    "StoredResponse", "add_completed_record", "completed_record", "fingerprint", "idempotent", "key_from_request",
+    "parse_key", "record_is_absent_or_expired", "replay_from_raw", "replay_from_record", "request_fingerprint",
+    "request_payload",
 ]

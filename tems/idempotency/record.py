@@ -1,7 +1,7 @@
 """The idempotency record: one user's key, the request's fingerprint and the stored outcome of its first tap.
 
-A service folds the record into its own transaction (``completed_record`` + ``record_is_absent_or_expired`` +
-``replay_from_raw``), which costs no extra request: the record is born COMPLETED with the business change.
+A service folds the record into its own transaction (``add_completed_record``, and ``replay_from_raw`` for the
+image a refusal returns), which costs no extra request: the record is born COMPLETED with the business change.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import json
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.http import HttpResponse
 from pynamodb.attributes import NumberAttribute, TTLAttribute, UnicodeAttribute, UTCDateTimeAttribute
@@ -20,6 +20,9 @@ from pynamodb.expressions.condition import Condition
 from tems.clock import utcnow
 from tems.dynamo import TableModel
 from tems.errors import DomainError
+
+if TYPE_CHECKING:
+    from tems.transactions import LabelledTransaction
 
 logger = logging.getLogger(__name__)
 
@@ -30,7 +33,8 @@ RECORD_TTL = timedelta(hours=24)
 
 COMPLETED = "COMPLETED"
 IN_PROGRESS = "INPROGRESS"
-
+# The label of the record in a service's transaction: a cancellation's reason for it is read back by this name.
+RECORD_LABEL = "idempotency"
 
 
 class IdempotencyRecord(TableModel):
@@ -128,6 +132,20 @@ def completed_record(*, user_id: str, key: str, fingerprint: str, response: Stor
 def record_is_absent_or_expired(now: datetime | None = None) -> Condition:
     # DynamoDB deletes expired items lazily (up to days later), so an expired record must not block a new tap.
     return IdempotencyRecord.pk.does_not_exist() | (IdempotencyRecord.expires_at < (now or utcnow()))
+
+
+def add_completed_record(transaction: LabelledTransaction, *, user_id: str, key: str, fingerprint: str,
+                         response: StoredResponse, now: datetime | None = None) -> None:
+    """Add the tap's COMPLETED record holding ``response`` to ``transaction``, labelled ``RECORD_LABEL``.
+
+    The record is written only where no live record of the key is. When the key was used before, the
+    transaction is cancelled with a ConditionalCheckFailed under ``RECORD_LABEL`` carrying the stored record
+    (ALL_OLD), which ``replay_from_raw`` turns into the first answer.
+    """
+    now = now or utcnow()
+    transaction.save(RECORD_LABEL,
+                     completed_record(user_id=user_id, key=key, fingerprint=fingerprint, response=response, now=now),
+                     condition=record_is_absent_or_expired(now), return_old_on_failure=True)
 
 
 def replay_from_record(record: IdempotencyRecord, *, fingerprint: str) -> StoredResponse | None:

@@ -732,7 +732,7 @@ def _time_split(created: list[Answer], scale: float) -> dict[str, tuple[float, f
     return split
 
 
-def _tally(counts: Counter, kind: str, phase: str) -> str:
+def tally(counts: Counter, kind: str, phase: str) -> str:
     done = [counts[(kind, phase, outcome)] for outcome in ("committed", "refused", "conflicted")]
     if not any(done):
         return "-"
@@ -976,9 +976,9 @@ def section(results: list[DesignResult], scenario: Scenario, invariants: dict[st
                        ("lane copy", "lane copies of the gate (one UpdateItem)"), ("lane join", "lane joins")):
         for phase in ("before", "after"):
             row(f"{name} {phase} the gate closed: committed / refused / conflicted or throttled (on)",
-                lambda r, n, kind=kind, phase=phase: _tally(r.transactions, kind, phase))
+                lambda r, n, kind=kind, phase=phase: tally(r.transactions, kind, phase))
     row("block claims (one UpdateItem of the queue item): claimed / found one pending / conflicted or throttled",
-        lambda r, n: _tally(r.transactions, "block claim", "any"))
+        lambda r, n: tally(r.transactions, "block claim", "any"))
     row("transaction in DynamoDB Local p50 / p99 ms (machine)", lambda r, n: "{} / {}".format(
         n["in_flight"].get("p50", "-"), n["in_flight"].get("p99", "-")))
     row("duplicates (students with > 1 live registration)", lambda r, n: str(r.table["duplicates"]))

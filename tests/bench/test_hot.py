@@ -16,7 +16,6 @@ from tests.bench.hot import (
     Answer,
     DesignResult,
     Scenario,
-    _tally,
     arrival_quarters,
     chart,
     crowd,
@@ -25,6 +24,7 @@ from tests.bench.hot import (
     summary,
     sustained,
     tallied,
+    tally,
 )
 from tests.helpers import REGION
 
@@ -141,8 +141,8 @@ def test_the_tally_sorts_transactions_by_kind_outcome_and_gate(monkeypatch):
         ("lane join", "after", "refused"): 1, ("lane join", "after", "conflicted"): 1,
         ("lane join", "after", "on a shard (throttled)"): 1,
     })
-    assert _tally(counts, "gate close", "before") == "1 / 1 / 1"
-    assert _tally(counts, "lane join", "after") == "0 / 1 / 1 (a shard (throttled) 1)"
+    assert tally(counts, "gate close", "before") == "1 / 1 / 1"
+    assert tally(counts, "lane join", "after") == "0 / 1 / 1 (a shard (throttled) 1)"
 
 
 def test_the_tally_counts_block_claims_by_what_became_of_them(monkeypatch):
@@ -163,8 +163,8 @@ def test_the_tally_counts_block_claims_by_what_became_of_them(monkeypatch):
             with contextlib.suppress(waitlist.QueueBusy):
                 waitlist.claim_block(event_id="e", lane=None, size=1, now=None)
     assert waitlist.claim_block is claim_block
-    assert _tally(counts, "block claim", "any") == "1 / 1 / 1"
-    assert _tally(counts, "seat", "after") == "-"
+    assert tally(counts, "block claim", "any") == "1 / 1 / 1"
+    assert tally(counts, "seat", "after") == "-"
 
 
 def test_sustained_is_the_lowest_whole_quarter_second_inside_the_arrival_window():

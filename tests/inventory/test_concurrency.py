@@ -14,8 +14,8 @@ import pytest
 
 from inventory import selectors, services
 from inventory.errors import InventoryError
-from tems.invariants import check_all
 from tems.lab.techniques import inventory as techniques
+from tests.helpers import assert_invariants_clean
 from tests.race import race
 
 THREADS = 20
@@ -69,7 +69,7 @@ def test_read_modify_write_loses_nothing(counter_item, technique):
     assert int(metrics.succeeded) == THREADS * PER_THREAD and int(metrics.exhausted) == 0
     # Twenty writers on one item must have collided; the retries are the proof that the condition worked.
     assert int(metrics.retries) > 0 and int(metrics.condition_failures) > 0
-    assert all(problems == [] for problems in check_all().values())
+    assert_invariants_clean()
 
 
 def test_naive_get_then_put_loses_updates(counter_item):
@@ -110,7 +110,7 @@ def test_atomic_decrements_never_oversell(ddb):
     assert int(stored.quantity) == 0 and int(stored.version) == 151
     history = selectors.item_history(sku="BADGE")
     assert len(history) == 151 and all(c.after_values["quantity"] >= 0 for c in history)
-    assert all(problems == [] for problems in check_all().values())
+    assert_invariants_clean()
 
 
 def test_concurrent_mixed_adjustments_all_apply(ddb):

@@ -5,17 +5,13 @@ import json
 from inventory import selectors, services
 from inventory.models import InventoryItem, OperationMetrics
 from tems.faults import LOST, Fault, inject
-from tems.invariants import check_all
+from tests.helpers import assert_invariants_clean
 
 METRICS = OperationMetrics.PK
 
 
 def touches(fragment: str):
     return lambda params: fragment in json.dumps(params)
-
-
-def assert_invariants_clean() -> None:
-    assert {name: found for name, found in check_all().items() if found} == {}
 
 
 def metrics(operation: str) -> OperationMetrics:

@@ -11,8 +11,8 @@ from inventory.errors import InventoryError
 from inventory.models import InventoryChange, InventoryItem
 from inventory.services import adjustments as adjustments_module
 from tems.errors import DomainError
-from tems.invariants import check_all
 from tems.lab.techniques import inventory as techniques
+from tests.helpers import assert_invariants_clean, broken_invariants
 
 KEY = "7d3c1e0a-5b8f-4c2d-9e6a-1f2b3c4d5e6f"
 
@@ -21,10 +21,6 @@ def edit(**overrides):
     values = {"sku": "TSHIRT-M", "expected_version": 1, "name": "T-shirt (M)", "description": "Navy, logo front",
               "quantity": 10, "location": "Store room A", "actor": "bo"}
     return services.item_update(**{**values, **overrides})
-
-
-def broken(results: dict) -> dict:
-    return {name: problems for name, problems in results.items() if problems}
 
 
 # --- create -----------------------------------------------------------------------------------------------
@@ -245,12 +241,12 @@ def test_invariants_hold_after_every_kind_of_change(item):
     edit(quantity=12)
     services.item_adjust(sku="TSHIRT-M", delta=-3, reason="sold", actor="bo")
     services.stock_import(csv_text="TSHIRT-M,20", actor="bo")
-    assert broken(check_all()) == {}
+    assert_invariants_clean()
 
 
 def test_invariants_catch_a_write_that_skipped_history(item):
     techniques.naive_add(sku="TSHIRT-M", delta=1, actor="eve")
-    problems = broken(check_all())
+    problems = broken_invariants()
     assert problems["inventory items match their latest history entry"] == [
         "ITEM#TSHIRT-M: at version 2 but latest change is 1"]
     assert "ITEM#TSHIRT-M: version 2 but history holds 1 entries" in problems[
@@ -260,7 +256,7 @@ def test_invariants_catch_a_write_that_skipped_history(item):
 def test_invariants_catch_negative_stock(item):
     InventoryItem(*InventoryItem.key_for("TSHIRT-M")).update(
         actions=[InventoryItem.quantity.set(-1)], add_version_condition=False)
-    problems = broken(check_all())
+    problems = broken_invariants()
     assert "ITEM#TSHIRT-M: quantity -1" in problems["inventory quantities are never negative"]
 
 

@@ -8,7 +8,6 @@ from datetime import UTC, datetime
 from registrations import seats, selectors, services
 from registrations.models import EventSeats, Registration, RegistrationClaim, SeatShard, WaitlistEntry
 from registrations.services import registration as registration_service
-from tems.invariants import check_all
 from tems.lab.techniques.registration import registration_fingerprint
 
 STARTS = datetime(2027, 5, 1, 9, 0, tzinfo=UTC)
@@ -28,11 +27,6 @@ def register(event_id: str, user_id: str, key: str | None = None, **kwargs):
         event_id=event_id, user_id=user_id, idempotency_key=key or new_key(),
         fingerprint=registration_fingerprint(event_id=event_id, user_id=user_id), **kwargs,
     )
-
-
-def assert_invariants_clean() -> None:
-    problems = {name: found for name, found in check_all().items() if found}
-    assert problems == {}
 
 
 def _kept(item) -> dict:

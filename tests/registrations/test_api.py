@@ -6,8 +6,8 @@ import uuid
 import pytest
 from django.test import Client
 
-from tests.helpers import assert_problem
-from tests.registrations.helpers import assert_invariants_clean, make_event
+from tests.helpers import assert_invariants_clean, assert_problem
+from tests.registrations.helpers import make_event
 
 VALID = {
     "title": "Robotics night",

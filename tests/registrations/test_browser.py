@@ -8,7 +8,8 @@ from django.test import Client
 
 from registrations import selectors
 from tems.identity import user_key
-from tests.registrations.helpers import assert_invariants_clean, make_event
+from tests.helpers import assert_invariants_clean
+from tests.registrations.helpers import make_event
 
 pytestmark = pytest.mark.browser
 

@@ -36,12 +36,12 @@ from registrations.services.common import LANE, SEAT
 from tems.capacity_model import CapacityModel
 from tems.clock import utcnow
 from tems.dynamo import TableConfig
-from tems.invariants import check_all
 from tems.outbox import outbox_relay
 from tems.transactions import LabelledTransaction, RetryPolicy
 from tests.capacity import Models, app_through
+from tests.helpers import assert_invariants_clean, broken_invariants
 from tests.race import race
-from tests.registrations.helpers import STARTS, assert_invariants_clean, make_event, new_key, register, seat_taken_under
+from tests.registrations.helpers import STARTS, make_event, new_key, register, seat_taken_under
 
 pytestmark = pytest.mark.dynamodb_local
 
@@ -185,10 +185,6 @@ def after_event(event: threading.Event, call: Callable[[], Any], *, timeout: flo
     return later
 
 
-def problems() -> dict[str, list[str]]:
-    return {name: found for name, found in check_all().items() if found}
-
-
 def claims(event_id: str, users: list[str]) -> dict[str, Any]:
     return {user: selectors.claim_get(event_id=event_id, user_id=user) for user in users}
 
@@ -244,7 +240,7 @@ def test_a_seat_taken_without_its_condition_oversells_under_contention(through_m
     """The burst above must be able to fail: a seat taken without ``taken < capacity`` oversells its shard."""
     seat_taken_under(monkeypatch, lambda attempt: SeatShard.pk.exists())
     burst_on_shards(through_model, settings)
-    assert any("over its slice" in p for p in problems().get("events never exceed capacity", []))
+    assert any("over its slice" in p for p in broken_invariants().get("events never exceed capacity", []))
 
 
 # --- 2. the waiting list: a burst of joiners on a full event ----------------------------------------------------
@@ -304,7 +300,8 @@ def test_a_lane_count_moved_outside_the_join_is_caught(through_model, settings, 
 
     monkeypatch.setattr(registration_service._Join, "transaction", waiting_counted_outside)
     joiners_on_a_full_event(through_model, settings)
-    found = problems()["the waiting list's lanes count their entries and its gate is closed only on a full event"]
+    found = broken_invariants()[
+        "the waiting list's lanes count their entries and its gate is closed only on a full event"]
     assert any("entries in the lane" in p for p in found), found
 
 
@@ -373,7 +370,7 @@ def test_a_cancel_freeing_its_seat_without_the_gate_condition_is_caught(through_
     monkeypatch.setattr(cancel_service, "add_freed", lambda transaction, *, event_id: None)
     monkeypatch.setattr(cancel_service, "_nobody_before_lanes", lambda: EventSeats.pk.exists())
     cancels_racing_newcomers(through_model, settings, monkeypatch)
-    found = problems()
+    found = broken_invariants()
     assert "nobody waits while a seat is free" in found or (
         "the waiting list's lanes count their entries and its gate is closed only on a full event" in found), found
 
@@ -427,7 +424,7 @@ def test_a_close_without_the_epoch_condition_is_caught(through_model, settings, 
     closes it over the seats they freed, and everyone after joins the waiting list beside them."""
     monkeypatch.setattr(gate_service, "unchanged_since", lambda gate: SeatGate.state == gate_service.OPEN)
     closes_racing_cancels(through_model, settings, monkeypatch)
-    assert "nobody waits while a seat is free" in problems()
+    assert "nobody waits while a seat is free" in broken_invariants()
 
 
 # --- 4. capacity changes racing registrations ---------------------------------------------------------------------
@@ -525,7 +522,7 @@ def test_a_reslice_without_the_taken_condition_oversells_under_contention(throug
 
     monkeypatch.setattr(events_service, "add_reslice", unconditional)
     _, _, _, oversold = edits_racing_registrations(through_model, settings, monkeypatch)
-    assert oversold or any("over its slice" in p for p in problems().get("events never exceed capacity", []))
+    assert oversold or any("over its slice" in p for p in broken_invariants().get("events never exceed capacity", []))
 
 
 # --- 5. promotion: a raise while many wait, racing cancels and newcomers -----------------------------------------
@@ -612,5 +609,5 @@ def test_a_promotion_that_stops_after_one_round_is_caught(through_model, setting
 
     monkeypatch.setattr(waitlist_service, "selectors", OneRoundOnly())
     raise_while_many_wait(through_model, settings)
-    assert "nobody waits while a seat is free" in problems()
+    assert "nobody waits while a seat is free" in broken_invariants()
 

@@ -24,12 +24,11 @@ from registrations.models import (
 )
 from registrations.services import layout as layout_service
 from tems.dynamo import boto3_client, current_config, metered
-from tems.invariants import check_all
+from tests.helpers import assert_invariants_clean, broken_invariants
 from tests.race import race
 from tests.registrations.checkins.helpers import scan
 from tests.registrations.helpers import (
     STARTS,
-    assert_invariants_clean,
     into_legacy_layout,
     make_event,
     register,
@@ -43,10 +42,6 @@ OLD = ("ann", "bob", "cat", "dan", "eve")  # three seats, then two on the waitin
 @pytest.fixture(autouse=True)
 def small_shards(settings):
     settings.SEATS_PER_SHARD = 2  # three seats, two shards: the mark must reach every one
-
-
-def problems() -> dict[str, list[str]]:
-    return {name: found for name, found in check_all().items() if found}
 
 
 def event_partition(event_id: str) -> list[str]:
@@ -217,7 +212,7 @@ def test_a_seat_taken_without_the_layout_condition_lets_an_old_student_register_
     # The upgrade cannot move the first (the current key is taken): it reports it, and the check names it.
     done = layout_service.layout_upgrade(event_id=event.event_id)
     assert done.marked and done.duplicates == [("ann", first)]
-    assert any("under the legacy keys" in problem for problem in problems()[LAYOUT_CHECK])
+    assert any("under the legacy keys" in problem for problem in broken_invariants()[LAYOUT_CHECK])
 
 
 # --- the invariant checks in the current layout -----------------------------------------------------------------
@@ -236,13 +231,13 @@ def test_invariants_catch_a_missing_or_extra_claim_or_copy_in_the_current_layout
 
     claim = RegistrationClaim.get(*RegistrationClaim.key_for(event.event_id, "ann"), consistent_read=True)
     claim.delete()
-    assert matching in problems()
+    assert matching in broken_invariants()
     claim.save()
     assert_invariants_clean()
 
     # A claim of ann's left under the legacy key beside the current one: two claims for one registration.
     RegistrationClaim(*RegistrationClaim.legacy_key_for(event.event_id, "ann"), **_kept(claim)).save()
-    found = problems()
+    found = broken_invariants()
     assert matching in found and any("1 claim(s) or event-side registration(s) are under the legacy keys" in p
                                      for p in found[LAYOUT_CHECK])
     RegistrationClaim(*RegistrationClaim.legacy_key_for(event.event_id, "ann")).delete()
@@ -251,15 +246,15 @@ def test_invariants_catch_a_missing_or_extra_claim_or_copy_in_the_current_layout
     copy = Registration.get(*Registration.event_key_for(event.event_id, ann), consistent_read=True)
     wrong = Registration.event_pk_for(event.event_id, (Registration.bucket_for(ann) + 1) % 16)
     Registration(wrong, copy.sk, **_kept(copy)).save()
-    assert any("not in the bucket" in p for p in problems()[LAYOUT_CHECK])  # and an extra copy
-    assert matching in problems()
+    assert any("not in the bucket" in p for p in broken_invariants()[LAYOUT_CHECK])  # and an extra copy
+    assert matching in broken_invariants()
     Registration(wrong, copy.sk).delete()
     copy.delete()
-    assert matching in problems()  # a missing copy
+    assert matching in broken_invariants()  # a missing copy
     copy.save()
 
     Registration(*Registration.user_key_for("ann", ann)).update(actions=[Registration.layout.remove()])
-    assert any("not marked as moved" in p for p in problems()[LAYOUT_CHECK])
+    assert any("not marked as moved" in p for p in broken_invariants()[LAYOUT_CHECK])
     Registration(*Registration.user_key_for("ann", ann)).update(actions=[Registration.layout.set(CURRENT_LAYOUT)])
     SeatShard(*SeatShard.key_for(event.event_id, 0)).update(actions=[SeatShard.layout.remove()])
-    assert any("seat shard(s) in layout" in p for p in problems()[LAYOUT_CHECK])
+    assert any("seat shard(s) in layout" in p for p in broken_invariants()[LAYOUT_CHECK])

@@ -14,7 +14,8 @@ from registrations.models import Event, WaitlistEntry
 from registrations.services import events as events_module
 from tems.faults import CONFLICT, LOST, THROTTLE, WRITE_OPERATIONS, Fault, inject
 from tems.outbox import outbox_relay
-from tests.registrations.helpers import STARTS, assert_invariants_clean, make_event, new_key, register
+from tests.helpers import assert_invariants_clean
+from tests.registrations.helpers import STARTS, make_event, new_key, register
 
 TRANSACT = {"TransactWriteItems"}
 

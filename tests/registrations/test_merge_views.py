@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from registrations import selectors, services
+from tests.registrations.helpers import STARTS
 
-STARTS = datetime(2027, 5, 1, 9, 0, tzinfo=UTC)
 INPUT = re.compile(r'<input type="(?:hidden|text|number|datetime-local)" name="(\w+)"(?: value="([^"]*)")?')
 
 

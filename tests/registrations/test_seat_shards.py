@@ -31,12 +31,11 @@ from registrations.services import waitlist as waitlist_service
 from tems.clock import utcnow
 from tems.dynamo import metered
 from tems.faults import THROTTLE, Fault, inject
-from tems.invariants import check_all
 from tems.transactions import Reason, TransactionCancelled
+from tests.helpers import assert_invariants_clean, broken_invariants
 from tests.race import race
 from tests.registrations.helpers import (
     STARTS,
-    assert_invariants_clean,
     into_legacy_layout,
     make_event,
     new_key,
@@ -64,10 +63,6 @@ def shards_of(event_id: str) -> list[SeatShard]:
 
 
 LANES_AND_GATE = "the waiting list's lanes count their entries and its gate is closed only on a full event"
-
-
-def problems() -> dict[str, list[str]]:
-    return {name: found for name, found in check_all().items() if found}
 
 
 def edit_capacity(event_id: str, capacity: int) -> services.EventUpdate:
@@ -160,7 +155,7 @@ def test_a_seat_taken_without_its_condition_is_caught(ddb, monkeypatch):
     seat_taken_under(monkeypatch, lambda attempt: SeatShard.pk.exists())
     event = make_event(capacity=12)
     run_burst(event.event_id, 20)
-    assert any("over its slice" in p for p in problems().get("events never exceed capacity", []))
+    assert any("over its slice" in p for p in broken_invariants().get("events never exceed capacity", []))
 
 
 def test_full_shards_send_newcomers_to_the_shards_with_room(ddb):
@@ -539,7 +534,7 @@ def test_a_seat_freed_after_the_closers_read_fails_its_close(ddb, monkeypatch):
     # Broken: the close checks only that the gate is open, not that no seat was freed since the read.
     monkeypatch.setattr(gate_service, "unchanged_since", lambda gate: SeatGate.state == gate_service.OPEN)
     assert register(event.event_id, "later").data["status"] == WAITLISTED
-    found = problems()
+    found = broken_invariants()
     assert "nobody waits while a seat is free" in found
     assert any("closed while 1 seat(s) are free" in p for p in found[LANES_AND_GATE]), found
 
@@ -577,7 +572,7 @@ def test_a_lane_never_copies_a_gate_that_reopened_after_it_was_read(ddb, monkeyp
     # Broken: the copy does not check the lane's reopening count.
     monkeypatch.setattr(gate_service, "same_opened", lambda opened: SeatShard.pk.exists())
     assert register(event.event_id, newcomer).data["status"] == WAITLISTED
-    found = problems()
+    found = broken_invariants()
     assert any("a lane's gate is closed while the event's gate is open" in p for p in found[LANES_AND_GATE]), found
     assert "nobody waits while a seat is free" in found
 
@@ -609,7 +604,7 @@ def test_a_promotion_with_a_round_limit_is_caught(ddb, monkeypatch):
     event = make_event(capacity=3)
     run_burst(event.event_id, 30)
     edit_capacity(event.event_id, 30)
-    assert "nobody waits while a seat is free" in problems()
+    assert "nobody waits while a seat is free" in broken_invariants()
 
 
 def test_lowering_capacity_reslices_but_never_below_the_seats_taken(ddb):
@@ -782,4 +777,4 @@ def test_a_reslice_without_the_taken_condition_is_caught(ddb, monkeypatch):
 
     monkeypatch.setattr(events_module, "add_reslice", unconditional)
     lower_while_seats_are_taken(monkeypatch)
-    assert any("over its slice" in p for p in problems().get("events never exceed capacity", []))
+    assert any("over its slice" in p for p in broken_invariants().get("events never exceed capacity", []))

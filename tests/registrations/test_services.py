@@ -14,8 +14,9 @@ from tems.dynamo import metered
 from tems.idempotency import IdempotencyRecord
 from tems.outbox import OutboxMessage
 from tems.transactions import Reason, TransactionCancelled
+from tests.helpers import assert_invariants_clean
 from tests.race import race
-from tests.registrations.helpers import STARTS, assert_invariants_clean, make_event, new_key, register
+from tests.registrations.helpers import STARTS, make_event, new_key, register
 
 
 def edit(event_id, version, **changes):

@@ -2,15 +2,13 @@
 
 import re
 import uuid
-from datetime import UTC, datetime
 
 import pytest
 
 from registrations import seats, selectors, services
 from tems.identity import user_key
-from tests.registrations.helpers import assert_invariants_clean, make_event, register
-
-STARTS = datetime(2027, 5, 1, 9, 0, tzinfo=UTC)
+from tests.helpers import assert_invariants_clean
+from tests.registrations.helpers import STARTS, make_event, register
 
 
 @pytest.fixture

@@ -23,8 +23,9 @@ from tems.clock import utcnow
 from tems.dynamo import metered
 from tems.faults import CONFLICT, Fault, inject
 from tems.transactions import LabelledTransaction
+from tests.helpers import assert_invariants_clean
 from tests.race import race
-from tests.registrations.helpers import STARTS, assert_invariants_clean, make_event, register
+from tests.registrations.helpers import STARTS, make_event, register
 
 
 def depart(event_id: str, tickets: list[int]) -> None:

@@ -16,12 +16,17 @@ from tems.api import problem_from_error
 from tems.errors import DomainError
 from tems.idempotency import (
     IN_PROGRESS,
+    RECORD_LABEL,
     RECORD_TTL,
     IdempotencyPolicy,
     IdempotencyRecord,
+    StoredResponse,
+    add_completed_record,
     idempotent,
+    replay_from_raw,
     request_fingerprint,
 )
+from tems.transactions import LabelledTransaction, TransactionCancelled
 
 # Every key here is a fresh uuid and nothing scans: the tests share one table (tests/conftest.py ddb).
 pytestmark = pytest.mark.shared_table
@@ -281,3 +286,34 @@ def test_a_lost_answer_of_the_outcome_record_still_replays(ddb):
     assert faults.fired(LOST)
     again = idempotent(view)(make_request(key))
     assert again.content == first.content and again["Idempotent-Replayed"] == "true" and len(calls) == 1
+
+
+def test_the_record_added_to_a_transaction_is_conditioned_and_returns_the_stored_one():
+    transaction = LabelledTransaction()
+    add_completed_record(transaction, user_id="ann", key="k1", fingerprint="fp", response=StoredResponse(201, "{}"),
+                         now=T0)
+    [item] = transaction.transact_items()
+    put = item["Put"]
+    assert transaction.sent_order == [RECORD_LABEL]
+    assert put["Item"]["status"] == {"S": "COMPLETED"}
+    assert put["ReturnValuesOnConditionCheckFailure"] == "ALL_OLD"
+    # Absent, or expired but not yet deleted by DynamoDB's lazy TTL sweep.
+    assert put["ConditionExpression"] == "(attribute_not_exists (#0) OR #1 < :0)"
+    assert put["ExpressionAttributeValues"] == {":0": {"N": str(int(T0.timestamp()))}}
+
+
+def test_a_second_transaction_with_the_key_is_refused_under_its_label_and_replays_the_first(ddb):
+    key = str(uuid.uuid4())
+
+    def commit(body: str) -> None:
+        transaction = LabelledTransaction()
+        add_completed_record(transaction, user_id="ann", key=key, fingerprint="fp",
+                             response=StoredResponse(201, body))
+        transaction.commit()
+
+    commit('{"first":true}')
+    with pytest.raises(TransactionCancelled) as cancelled:
+        commit('{"second":true}')
+    assert cancelled.value.failed(RECORD_LABEL)
+    replayed = replay_from_raw(cancelled.value.reasons[RECORD_LABEL].raw_item, fingerprint="fp")
+    assert replayed == StoredResponse(201, '{"first":true}')

@@ -3,7 +3,7 @@
 from pynamodb.exceptions import DoesNotExist
 
 from inventory.models import InventoryItem
-from tems.metering import _hook, metered
+from tems.metering import meter_client, metered
 
 
 def read_missing_item() -> None:
@@ -27,7 +27,7 @@ def test_hooking_a_client_again_does_not_double_count(moto_ddb):
     with metered():
         pass
     client._tems_metered = False  # as if a second thread raced past the flag on a fresh client
-    _hook(client)
+    meter_client(client)
     with metered() as meter:
         read_missing_item()
     assert meter.requests == {"GetItem": 1}

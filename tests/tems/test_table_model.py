@@ -20,7 +20,7 @@ import registrations.models  # noqa: F401
 import tems.outbox
 import tems.ratelimit  # noqa: F401
 from registrations.models import Event, EventSeats, Registration
-from tems.dynamo import TableMeta, TableModel, _attribute_plan, table_models
+from tems.dynamo import TableMeta, TableModel, attribute_plan, table_models
 from tems.idempotency import IdempotencyRecord
 
 # The attribute names each model writes (DynamoDB names), as they were before the base model existed, plus the
@@ -147,9 +147,9 @@ def _outcome(serialize, null_check):
 
 @st.composite
 def _model_arguments(draw):
-    # A model with a map or list attribute takes PynamoDB's own steps whole (tems.dynamo._attribute_plan).
-    model = draw(st.sampled_from(sorted((m for m in table_models() if _attribute_plan(m) is not None),
-                                        key=lambda m: m.__name__)))
+    # A model with a map or list attribute takes PynamoDB's own steps whole (tems.dynamo.attribute_plan).
+    model = draw(st.sampled_from(sorted((m for m in table_models() if attribute_plan(m) is not None),
+                                       key=lambda m: m.__name__)))
     attributes = {}
     for name, attribute in model.get_attributes().items():
         if name in ("pk", "sk"):

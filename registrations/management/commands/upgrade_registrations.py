@@ -1,26 +1,19 @@
-from django.core.management.base import BaseCommand
-
-from registrations.models import Event
+from registrations.management.event_command import EventCommand
 from registrations.services.layout import layout_upgrade
 
 
-class Command(BaseCommand):
+class Command(EventCommand):
     help = ("For events created before the registration layout of issue 13: move each event's claims and event-side "
             "registrations out of the event's partition (one transaction per registration), then mark the event "
             "current. Run it at every deploy after the shards (shard_seats); safe while the site is live, and twice.")
 
-    def add_arguments(self, parser) -> None:
-        parser.add_argument("--event", action="append", dest="events", help="only this event id (repeatable)")
-
-    def handle(self, *args, events: list[str] | None = None, **options) -> None:
-        event_ids = events or [event.event_id for event in Event.by_start.query(Event.COLLECTION)]
-        for event_id in event_ids:
-            done = layout_upgrade(event_id=event_id)
-            if done.marked:
-                self.stdout.write(f"{event_id}: {done.moved} registration(s) moved, now in the current layout")
-            else:
-                self.stdout.write(f"{event_id}: already in the current layout (or gone)")
-            for user_id, registration_id in done.duplicates:
-                self.stdout.write(self.style.ERROR(
-                    f"{event_id}: {user_id} also holds registration {registration_id} under the legacy key; left "
-                    "in place (two registrations of one student: cancel one)"))
+    def handle_event(self, event_id: str) -> None:
+        done = layout_upgrade(event_id=event_id)
+        if done.marked:
+            self.stdout.write(f"{event_id}: {done.moved} registration(s) moved, now in the current layout")
+        else:
+            self.stdout.write(f"{event_id}: already in the current layout (or gone)")
+        for user_id, registration_id in done.duplicates:
+            self.stdout.write(self.style.ERROR(
+                f"{event_id}: {user_id} also holds registration {registration_id} under the legacy key; left "
+                "in place (two registrations of one student: cancel one)"))

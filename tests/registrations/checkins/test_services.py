@@ -15,9 +15,10 @@ from registrations.errors import RegistrationError
 from registrations.models import CheckIn, EventCheckins
 from tems.dynamo import metered, transaction_connection
 from tems.outbox import OutboxMessage
+from tests.helpers import assert_invariants_clean
 from tests.race import WindowHeldOpen, race
 from tests.registrations.checkins.helpers import STAFF, confirmed_ticket, scan
-from tests.registrations.helpers import assert_invariants_clean, make_event, new_key, register
+from tests.registrations.helpers import make_event, new_key, register
 
 DOORS = 20
 

@@ -6,9 +6,9 @@ import pytest
 from django.test import override_settings
 
 from tems.dynamo import boto3_client, current_config
-from tems.invariants import check_all
 from tems.lab.inventory import lost_update_race
 from tems.lab.registration import registration_race, technique_costs
+from tests.helpers import assert_invariants_clean
 
 
 def table_item_count() -> int:
@@ -16,7 +16,7 @@ def table_item_count() -> int:
 
 
 def assert_clean():
-    assert {name: problems for name, problems in check_all().items() if problems} == {}
+    assert_invariants_clean()
 
 
 def test_naive_registration_really_double_registers_under_default_settings(ddb):

@@ -10,7 +10,7 @@ from registrations.models import Event
 from tems.dynamo import boto3_client, current_config
 from tems.identity import user_key
 from tems.lab.registration import LAB_EVENT_COLLECTION, registration_race, tryit_event_id
-from tests.registrations.helpers import assert_invariants_clean
+from tests.helpers import assert_invariants_clean
 
 
 def lab_events() -> list[Event]:

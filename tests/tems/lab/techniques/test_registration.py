@@ -14,8 +14,9 @@ from registrations import selectors
 from registrations.models import Registration
 from tems.invariants import check_all
 from tems.lab.techniques.registration import TECHNIQUES, naive
+from tests.helpers import assert_invariants_clean
 from tests.race import WindowHeldOpen, race
-from tests.registrations.helpers import assert_invariants_clean, make_event, new_key
+from tests.registrations.helpers import make_event, new_key
 
 THREADS = 50
 STUDENT = "ann"

@@ -1,0 +1,21 @@
+"""The base of the commands that bring each event's items up to date, one event at a time."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand
+
+from registrations.models import Event
+
+
+class EventCommand(BaseCommand):
+    """Runs ``handle_event`` for every event, or only for those named with ``--event``."""
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--event", action="append", dest="events", help="only this event id (repeatable)")
+
+    def handle(self, *args, events: list[str] | None = None, **options) -> None:
+        for event_id in events or [event.event_id for event in Event.by_start.query(Event.COLLECTION)]:
+            self.handle_event(event_id)
+
+    def handle_event(self, event_id: str) -> None:
+        raise NotImplementedError
