@@ -149,7 +149,7 @@ def test_full_event_answers_201_waitlisted_with_position(open_event, student_cli
     client.force_login(other_student)
     response = register_via_api(client, open_event.event_id, str(uuid.uuid4()))
     assert response.status_code == 201
-    assert (response.json()["status"], response.json()["position"]) == ("waitlisted", 1)
+    assert (response.json()["status"], response.json()["position_at_most"]) == ("waitlisted", 1)
 
 
 @pytest.mark.parametrize("key", [None, "", "not a key", '"unterminated', "k" * 256])
