@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpResponse
 from pynamodb.attributes import NumberAttribute, TTLAttribute, UnicodeAttribute, UTCDateTimeAttribute
 from pynamodb.expressions.condition import Condition
@@ -34,14 +35,13 @@ POLICY_TITLE = "Idempotency-Key problem"
 
 
 def policy_url() -> str:
-    from django.conf import settings
-
     return settings.TEMS_PUBLIC_URL.rstrip("/") + POLICY_PATH
 
 
 def idempotency_error(code: str, detail: str, **extra: Any) -> DomainError:
     """A refusal of the key itself (malformed, reused, in flight): problem+json whose ``type`` is the policy."""
     return DomainError(code, detail, type=policy_url(), title=POLICY_TITLE, **extra)
+
 
 COMPLETED = "COMPLETED"
 IN_PROGRESS = "INPROGRESS"
