@@ -40,11 +40,12 @@ run: install
 # README.md "Tests" says how the count was chosen. PYTEST_WORKERS=0 runs everything in one process.
 PYTEST_WORKERS ?= 2
 
-# ruff and cfn-lint first, so the code and the deployment template are checked even when PYTEST_ARGS picks a
-# subset of the tests.
+# ruff, cfn-lint and hadolint first, so the code, the deployment template and the image are checked even when
+# PYTEST_ARGS picks a subset of the tests.
 test: install browser
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/cfn-lint deploy/tems.yaml
+	$(VENV)/bin/hadolint Dockerfile
 	$(PY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 # Screenshots of the main pages (desktop and phone) into docs/screenshots/, from a running `make run`.

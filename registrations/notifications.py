@@ -55,8 +55,11 @@ def _details(event, data: dict, *, ticket: bool) -> str:
 
 def registration_created(message: OutboxMessage) -> None:
     if message.data["status"] == "waitlisted":
+        # The join's own count, an upper bound (messages written before it was labelled so call it "position").
+        at_most = message.data.get("position_at_most", message.data.get("position"))
         _send(message, "On the waiting list: {title}",
-              "{title} is full, so you are number {position} on the waiting list.\n"
+              f"{{title}} is full, so you are on the waiting list: number {at_most} or nearer the front "
+              "(My registrations shows your exact place).\n"
               "What happens next: you need do nothing. When someone cancels, the freed seat goes to the first in "
               "line; when it is yours we e-mail you at once and your ticket is on the event page. If you can no "
               "longer come, leave the waiting list on My registrations so the next person moves up.\n\n"

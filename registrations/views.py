@@ -113,7 +113,9 @@ def _shown_registration(outcome: services.RegistrationOutcome, event, request: H
     lanes' blocks never hand out, so the page and the notice would say a number the next page contradicts."""
     if outcome.data["status"] != WAITLISTED:
         return outcome.data
-    return _registration_now(request, event) or outcome.data
+    # Gone already (cancelled in another tab): the answer's own count, the only one there is.
+    return _registration_now(request, event) or {
+        **outcome.data, "position": outcome.data.get("position_at_most", outcome.data.get("position"))}
 
 
 def _registration_notice(outcome: services.RegistrationOutcome, event, registration: dict) -> str:

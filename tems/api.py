@@ -30,6 +30,9 @@ def problem(status: int, detail: str, *, title: str | None = None, **extra: Any)
 
 def problem_from_error(error: DomainError) -> JsonResponse:
     response = problem(error.status, error.detail, code=error.code, errors=error.errors, **error.extra)
+    if documented := error.extra.get("type"):
+        # The problem type's page, for clients that read headers rather than the body (RFC 8288).
+        response["Link"] = f'<{documented}>; rel="describedby"'
     if error.code == "busy" or "retry_after" in error.extra:
         response["Retry-After"] = str(error.extra.get("retry_after", 1))
     return response

@@ -8,6 +8,8 @@ from tems import views
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="registrations:event_list"), name="home"),
     path("favicon.ico", views.favicon, name="favicon"),
+    # Linked from every idempotency error (tems.idempotency.POLICY_PATH): a stable address.
+    path("idempotency-key/", views.idempotency_policy, name="idempotency_policy"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("accounts/signup/", views.signup, name="signup"),

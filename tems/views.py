@@ -10,6 +10,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from tems import accounts
 from tems.api import problem
 from tems.forms import SignUpForm
+from tems.idempotency import DEFAULT_POLICY, MAX_KEY_CHARS, RECORD_TTL, TRANSIENT_STATUSES
 
 
 def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
@@ -85,3 +86,21 @@ def login_locked_out(request: HttpRequest, original_response: HttpResponse | Non
 def favicon(request: HttpRequest) -> HttpResponse:
     # Browsers ask for /favicon.ico whatever the page links; send them to the hashed static file.
     return redirect(static("favicon.ico"), permanent=True)
+
+
+# How long a registration's retries of a contended transaction can take before its 503 (registrations'
+# MAX_CONFLICTS pauses of at most CONFLICT_MAX_DELAY, rounded up); the policy page states it.
+CONTENTION_SECONDS = 3
+
+
+@require_GET
+def idempotency_policy(request: HttpRequest) -> HttpResponse:
+    """The published Idempotency-Key policy that every idempotency error links to; its numbers are the code's."""
+    return render(request, "idempotency_policy.html", {
+        "max_key_chars": MAX_KEY_CHARS,
+        "retention_hours": int(RECORD_TTL.total_seconds() // 3600),
+        "transient_statuses": ", ".join(str(status) for status in sorted(TRANSIENT_STATUSES)),
+        "wait_seconds": f"{DEFAULT_POLICY.max_wait:g}",
+        "lease_seconds": int(DEFAULT_POLICY.lease.total_seconds()),
+        "contention_seconds": CONTENTION_SECONDS,
+    })

@@ -59,7 +59,8 @@ def stored_answer(raw_item: dict[str, Any], fingerprint: str, *,
     try:
         stored = replay_from_raw(raw_item, fingerprint=fingerprint)
     except DomainError as error:
-        raise RegistrationError(error.code, error.detail) from None  # the key was used for another request
+        # The key was used for another request; the extras keep the link to the published key policy.
+        raise RegistrationError(error.code, error.detail, **error.extra) from None
     if stored is None:
         # The key's first request is still running (only the generic @idempotent writes INPROGRESS records).
         raise busy_error(busy_detail)

@@ -513,6 +513,10 @@ def _base_transaction(attempt: _NewRegistration, *, status: str, position: int |
         registration_id=attempt.registration_id, event_id=attempt.event_id, user_id=attempt.user_id,
         status=status, position=position, created_at=attempt.created_at, user_name=attempt.user_name,
     )
+    if status == WAITLISTED:
+        # A join counts its place as of its lane's block: tickets other lanes never hand out still count as people
+        # ahead, so the number is an upper bound and is named so. The exact one is a read (the page shows it).
+        body = {("position_at_most" if name == "position" else name): value for name, value in body.items()}
     response = StoredResponse.json(body, status=201)
     fields = {"registration_id": attempt.registration_id, "event_id": attempt.event_id,
               "user_id": attempt.user_id, "user_name": attempt.user_name, "status": status,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import re
 import time
 import uuid
 from collections.abc import Callable
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+import http_sf
 from django.http import HttpRequest, HttpResponse
 from pynamodb.expressions.condition import Condition
 
@@ -28,6 +30,7 @@ from tems.idempotency.record import (
     IdempotencyRecord,
     StoredResponse,
     fingerprint,
+    idempotency_error,
     record_is_absent_or_expired,
     replay_from_record,
 )
@@ -39,14 +42,52 @@ logger = logging.getLogger(__name__)
 FORM_FIELD = "idempotency_key"
 
 
+# Keys up to this long: a UUID is 36; the bound leaves room for other clients' schemes (Stripe's is the same)
+# while keeping the record's key, which every write of a tap carries, small.
+MAX_KEY_CHARS = 255
+# A bare key is an HTTP token (RFC 9110 tchar), which every UUID is: the form TEMS's own pages and clients send.
+_BARE_KEY = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+KEY_RULE = (f"The {HEADER} must be a Structured Field string (RFC 9651), e.g. "
+            f'{HEADER}: "8e03978e-40d5-43e8-bc93-6894a57f9324", or the same key bare (letters, digits and '
+            f"!#$%&'*+-.^_`|~ only), of 1 to {MAX_KEY_CHARS} characters; make a new UUID for each tap")
+
+
+def _invalid_key(why: str) -> DomainError:
+    return idempotency_error("invalid", f"{KEY_RULE}. {why}")
+
+
+def _key_text(value: str) -> str:
+    """The key a header value names: the content of an sf-string, or a bare token as it is."""
+    text = value.strip(" \t")
+    if text.startswith('"'):
+        try:
+            item, _parameters = http_sf.parse(text.encode("ascii"), tltype="item")
+        except (UnicodeEncodeError, http_sf.StructuredFieldError) as error:
+            raise _invalid_key(f"Got {text[:60]!r}, not a Structured Field string: {error}.") from None
+        # Parameters are allowed and ignored (RFC 9651 has unknown parameters ignored); the draft defines none.
+        return item
+    if not _BARE_KEY.fullmatch(text):
+        raise _invalid_key(f"Got {text[:60]!r}.")
+    return text
+
+
 def parse_key(value: str | None) -> str:
-    """The canonical form of a client's idempotency key; DomainError('invalid') if missing or not a UUID."""
+    """The canonical form of a client's idempotency key; DomainError('invalid') naming the rule otherwise.
+
+    ``"k"`` (the draft's sf-string) and ``k`` (bare) are the same key; a UUID in any spelling is its lower-case
+    hyphenated form, the one stored before quoted keys were accepted.
+    """
     if not value:
-        raise DomainError("invalid", f"The {HEADER} header is required: send a new UUID for each tap.")
+        raise idempotency_error("invalid", f"The {HEADER} header is required: send a new UUID for each tap.")
+    if len(value) > 2 * MAX_KEY_CHARS + 8:  # an sf-string escapes at most every character; spare the parser
+        raise _invalid_key(f"Got {len(value)} characters.")
+    key = _key_text(value)
+    if not 1 <= len(key) <= MAX_KEY_CHARS:
+        raise _invalid_key(f"Got {len(key)} characters.")
     try:
-        return str(uuid.UUID(value.strip()))
+        return str(uuid.UUID(key))
     except ValueError:
-        raise DomainError("invalid", f"The {HEADER} must be a UUID, got {value[:60]!r}.") from None
+        return key
 
 
 def key_from_request(request: HttpRequest) -> str:
@@ -141,14 +182,14 @@ def _acquire(*, user_id: str, key: str, fp: str, attempt_id: str, policy: Idempo
                 return stored
             if holder.lease_expires_at is not None and holder.lease_expires_at < policy.clock():
                 if not rerun_after_crash:
-                    raise DomainError(
+                    raise idempotency_error(
                         "conflict", "The first request with this Idempotency-Key stopped before recording its "
                         "outcome, so whether it applied is unknown. Check the current state; to act again, "
                         "send a new key.")
                 continue  # the holder's lease ran out while we looked: take over now
         if waited >= policy.max_wait:
             retry_after = max(1, int(policy.lease.total_seconds()))
-            raise DomainError("conflict", "The first request with this Idempotency-Key is still being processed; "
+            raise idempotency_error("conflict", "The first request with this Idempotency-Key is still being processed; "
                               "retry with the same key shortly.", retry_after=retry_after)
         policy.sleep(delay)
         waited += delay
@@ -192,7 +233,7 @@ def idempotent(view: Callable[..., HttpResponse] | None = None, *,
                policy: IdempotencyPolicy | None = None, rerun_after_crash: bool = False) -> Callable:
     """Apply an unsafe view once per (user, Idempotency-Key); repeat its first response to every retry.
 
-    1. The key (header, or the form field) must be a UUID: otherwise DomainError('invalid').
+    1. The key (header, or the form field) must be well formed (``parse_key``): otherwise DomainError('invalid').
     2. An INPROGRESS record with a lease and this attempt's id is put under a condition (absent, expired, or a
        stale INPROGRESS of the same request whose lease ran out, which is taken over).
     3. If the key is held: a COMPLETED record is replayed (``Idempotent-Replayed: true``); another request's

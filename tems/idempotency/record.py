@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from django.conf import settings
 from django.http import HttpResponse
 from pynamodb.attributes import NumberAttribute, TTLAttribute, UnicodeAttribute, UTCDateTimeAttribute
 from pynamodb.expressions.condition import Condition
@@ -30,6 +31,20 @@ HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
 # Long enough to cover any client's retry schedule; the key is for "don't apply this tap twice", not for history.
 RECORD_TTL = timedelta(hours=24)
+# Where the published policy lives (tems.views.idempotency_policy): every idempotency error links to it, so the
+# path must never change.
+POLICY_PATH = "/idempotency-key/"
+POLICY_TITLE = "Idempotency-Key problem"
+
+
+def policy_url() -> str:
+    return settings.TEMS_PUBLIC_URL.rstrip("/") + POLICY_PATH
+
+
+def idempotency_error(code: str, detail: str, **extra: Any) -> DomainError:
+    """A refusal of the key itself (malformed, reused, in flight): problem+json whose ``type`` is the policy."""
+    return DomainError(code, detail, type=policy_url(), title=POLICY_TITLE, **extra)
+
 
 COMPLETED = "COMPLETED"
 IN_PROGRESS = "INPROGRESS"
@@ -154,7 +169,7 @@ def replay_from_record(record: IdempotencyRecord, *, fingerprint: str) -> Stored
     Raises DomainError('unprocessable') when the key was first used for a different request.
     """
     if record.fingerprint != fingerprint:
-        raise DomainError(
+        raise idempotency_error(
             "unprocessable",
             f"This {HEADER} was already used for a different request; make a new key for a new action.",
         )

@@ -184,9 +184,9 @@ def test_full_event_puts_the_same_request_on_the_waitlist(ddb, cancellations):
     assert meter.requests == {"TransactWriteItems": 2, "GetItem": 2, "BatchGetItem": 1, "UpdateItem": 3}
     assert cancellations[-1] == {"seat": CCF}
     assert waiting.response.status == 201
-    assert (waiting.data["status"], waiting.data["position"]) == ("waitlisted", 1)
+    assert (waiting.data["status"], waiting.data["position_at_most"]) == ("waitlisted", 1)
     with metered() as meter:
-        assert register(event.event_id, "cat").data["position"] == 2
+        assert register(event.event_id, "cat").data["position_at_most"] == 2
     # The gate is closed now, and this process saw it: a read of cat's lane instead of a seat attempt it would
     # refuse; the lane's block (the lane is busy, bob's block under a second old: the queue is read first, and
     # nobody has claimed one, so one UpdateItem); the waitlist transaction.
@@ -313,7 +313,7 @@ def test_thirty_students_race_for_ten_seats(ddb):
     entries = selectors.waitlist_entries(event_id=event.event_id)
     tickets = [e.ticket for e in entries]
     assert len(tickets) == 20 and tickets == sorted(set(tickets))
-    answered = {data["registration_id"]: data["position"] for _, data in by_status["waitlisted"]}
+    answered = {data["registration_id"]: data["position_at_most"] for _, data in by_status["waitlisted"]}
     assert [answered[e.registration_id] for e in entries] == list(range(1, 21))
     stored = selectors.event_get(event_id=event.event_id)
     assert (stored.registered_count, stored.waitlist_count) == (10, 20)
@@ -324,7 +324,7 @@ def test_cancellations_promote_the_waitlist_in_order(ddb):
     event = make_event(capacity=2)
     confirmed = [register(event.event_id, u).data for u in ("ann", "bob")]
     waiting = [register(event.event_id, u).data for u in ("cat", "dan", "eve")]
-    assert [w["position"] for w in waiting] == [1, 2, 3]
+    assert [w["position_at_most"] for w in waiting] == [1, 2, 3]
 
     with metered() as meter:
         result = services.registration_cancel(user_id="ann", registration_id=confirmed[0]["registration_id"])
@@ -420,7 +420,7 @@ def test_losing_the_waitlist_ticket_retries_with_the_next_one(ddb, cancellations
 
     event = make_event(capacity=1)
     register(event.event_id, "ann")
-    assert register(event.event_id, "dan").data["position"] == 1  # closes the gate; lane 0's block is [1]
+    assert register(event.event_id, "dan").data["position_at_most"] == 1  # closes the gate; lane 0's block is [1]
     spied = LabelledTransaction.commit  # the cancellations spy
     started, sneaked = [], []
 
@@ -439,8 +439,8 @@ def test_losing_the_waitlist_ticket_retries_with_the_next_one(ddb, cancellations
     # lane moved under him and ticket 2's entry exists; the lane's ALL_OLD image shows the block installed with
     # ticket 3 left, so the retry takes it without a read or another claim.
     assert cancellations == [{"lane": CCF, "waitlist_entry": CCF}]
-    assert sneaked[0].data["position"] == 2
-    assert (bob.data["status"], bob.data["position"]) == ("waitlisted", 3)
+    assert sneaked[0].data["position_at_most"] == 2
+    assert (bob.data["status"], bob.data["position_at_most"]) == ("waitlisted", 3)
     assert [(e.user_id, e.ticket) for e in selectors.waitlist_entries(event_id=event.event_id)] == [
         ("dan", 1), ("cat", 2), ("bob", 3)]
     assert WaitlistQueue.get(*WaitlistQueue.key_for(event.event_id)).seq == 5  # one block (of four) for both

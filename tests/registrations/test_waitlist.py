@@ -199,7 +199,7 @@ def test_a_join_after_a_conflict_starts_its_lane_with_a_block_of_sixteen(ddb, co
     with inject(seat) as faults:
         outcome = register(event.event_id, "bob", sleep=lambda _: None)
     assert bool(faults.fired(CONFLICT)) == bool(conflicts)
-    assert (outcome.data["status"], outcome.data["position"]) == (WAITLISTED, 1)
+    assert (outcome.data["status"], outcome.data["position_at_most"]) == (WAITLISTED, 1)
     assert int(waitlist.queue_read(event.event_id).seq) == (16 if conflicts else 1)
     assert_invariants_clean()
 
@@ -222,7 +222,7 @@ def assert_queue_accounts(event_id: str) -> None:
 def full_with_one_waiting() -> str:
     event = make_event(capacity=1)
     register(event.event_id, "ann")
-    assert register(event.event_id, "dan").data["position"] == 1
+    assert register(event.event_id, "dan").data["position_at_most"] == 1
     return event.event_id
 
 
@@ -239,7 +239,7 @@ def test_a_claim_repeated_after_a_lost_answer_finds_its_own_block_pending(ddb, s
     assert_positions_exact(event_id)
     assert_queue_accounts(event_id)
     bob = register(event_id, "bob")
-    assert (bob.data["position"], selectors.claim_get(event_id=event_id, user_id="bob").ticket) == (2, 2)
+    assert (bob.data["position_at_most"], selectors.claim_get(event_id=event_id, user_id="bob").ticket) == (2, 2)
     assert WaitlistQueue.get(*WaitlistQueue.key_for(event_id)).seq == 2  # the one block, not two
     assert_positions_exact(event_id)
     assert_queue_accounts(event_id)
@@ -278,7 +278,7 @@ def test_a_block_left_pending_too_long_is_retired_not_handed_out_late(ddb):
     # a second old), which finds the pending block; the retirement; the queue read again and the fresh claim;
     # his join.
     assert dict(meter.requests) == {"TransactWriteItems": 2, "UpdateItem": 1, "GetItem": 3}
-    assert bob.data["position"] == 2
+    assert bob.data["position_at_most"] == 2
     assert_positions_exact(event_id)
     assert_queue_accounts(event_id)
     assert_invariants_clean()
@@ -304,11 +304,11 @@ def test_a_claim_that_counted_an_old_block_gone_is_corrected_when_the_lane_used_
     gil = register(event.event_id, "gil")  # installs the pending block: ticket 4
     assert selectors.claim_get(event_id=event.event_id, user_id="gil").ticket == 4
     if broken:
-        assert gil.data["position"] == 3  # one too few: the lie the correction prevents
+        assert gil.data["position_at_most"] == 3  # one too few: the lie the correction prevents
         with pytest.raises(AssertionError):
             assert_queue_accounts(event.event_id)
         return
-    assert gil.data["position"] == 4
+    assert gil.data["position_at_most"] == 4
     assert_positions_exact(event.event_id)
     assert_queue_accounts(event.event_id)
     assert_invariants_clean()
@@ -342,7 +342,7 @@ def test_a_position_skips_lanes_with_nothing_unused_below_it_until_a_block_is_cl
              for lane in (0, 1)}
     dan, carl = homed[0]
     bob = homed[1][0]
-    assert register(event_id, dan).data["position"] == 1  # lane 0: ticket 1
+    assert register(event_id, dan).data["position_at_most"] == 1  # lane 0: ticket 1
     # Lane 0's next block, ticket 2, is claimed and left pending (its joiner's transaction never landed)...
     waitlist.claim_block(event_id=event_id, lane=lane_image(event_id, 0), size=1, now=utcnow())
     # ...bob takes ticket 3 in lane 1, and his position read counts ticket 2 unused.

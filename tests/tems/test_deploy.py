@@ -1,6 +1,7 @@
 """deploy/tems.yaml: valid CloudFormation, the same table ensure_table creates, and a policy that fits the code."""
 
 import json
+import re
 import subprocess
 import sys
 import uuid
@@ -138,3 +139,66 @@ def test_the_app_policy_allows_every_request_the_app_sends_and_no_scan(template,
     call_command("ensure_table", stdout=StringIO())
     assert {"Scan", "DescribeTable", "DescribeTimeToLive"} <= set(dynamodb_calls), dynamodb_calls
     assert iam_actions(dynamodb_calls) <= allowed_actions(template, "AppPolicy", "OperatorPolicy")
+
+
+# --- alarms and the dashboard: on the metrics the app emits, by the names agreed with it ----------------------
+
+# The metric names the app emits (CloudWatch EMF, namespace TEMS, dimension set []): the contract the alarms and
+# the dashboard are built on, listed in docs/DEPLOY.md.
+TEMS_METRICS = {
+    "RegistrationCreated", "RegistrationReplayed", "RegistrationAlreadyRegistered", "Answer409", "Answer422",
+    "Answer429", "Answer503", "Answer5xx", "TransactionConflict", "Throttle", "Retry", "OutboxLagSeconds",
+    "OutboxDelivered", "CheckIn",
+}
+
+
+def alarms(template: dict) -> dict[str, dict]:
+    return {name: resource["Properties"] for name, resource in template["Resources"].items()
+            if resource["Type"] == "AWS::CloudWatch::Alarm"}
+
+
+def alarm_metrics(properties: dict) -> list[dict]:
+    """Each metric an alarm reads: its own, or those of its metric math."""
+    if "MetricName" in properties:
+        return [{"Namespace": properties["Namespace"], "MetricName": properties["MetricName"],
+                 **({"Dimensions": properties["Dimensions"]} if "Dimensions" in properties else {})}]
+    return [query["MetricStat"]["Metric"] for query in properties["Metrics"] if "MetricStat" in query]
+
+
+def dashboard_body(template: dict) -> dict:
+    body, variables = template["Resources"]["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
+    values = {"AWS::Region": "eu-west-1", "OutboxLagAlarmSeconds": "120", **{name: "tems" for name in variables}}
+    rendered = re.sub(r"\$\{([^}]+)\}", lambda m: values.get(m.group(1), f"arn:aws:cloudwatch:{m.group(1)}"), body)
+    return json.loads(rendered)
+
+
+def test_alarms_watch_outbox_lag_throttles_and_server_errors(template):
+    watched = {name: {m["MetricName"] for m in alarm_metrics(properties)}
+               for name, properties in alarms(template).items()}
+    assert watched["OutboxLagAlarm"] == {"OutboxLagSeconds"}
+    assert watched["ThrottleAlarm"] == {"Throttle"}
+    assert watched["ServerErrorAlarm"] == {"Answer5xx", "Answer503"}
+    # No relay reporting is as bad as a late one; a quiet app is not an error.
+    assert alarms(template)["OutboxLagAlarm"]["TreatMissingData"] == "breaching"
+    assert alarms(template)["ServerErrorAlarm"]["TreatMissingData"] == "notBreaching"
+    for properties in alarms(template).values():
+        assert properties["AlarmActions"] == [{"Ref": "AlarmTopic"}]
+
+
+def test_alarms_and_dashboard_use_only_the_metrics_the_app_emits_without_dimensions(template):
+    for name, properties in alarms(template).items():
+        for metric in alarm_metrics(properties):
+            assert metric["Namespace"] == "TEMS" and metric["MetricName"] in TEMS_METRICS, (name, metric)
+            assert "Dimensions" not in metric, name  # the app emits each under the empty dimension set
+    charted = set()
+    for widget in dashboard_body(template)["widgets"]:
+        for metric in widget["properties"].get("metrics", []):
+            if metric[0] == "TEMS":
+                assert len(metric) == 2, metric  # namespace and name: no dimensions
+                charted.add(metric[1])
+    assert charted == TEMS_METRICS
+
+
+def test_the_dashboard_shows_every_alarm(template):
+    shown = next(w for w in dashboard_body(template)["widgets"] if w["type"] == "alarm")["properties"]["alarms"]
+    assert len(shown) == len(alarms(template))

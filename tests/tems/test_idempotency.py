@@ -23,6 +23,7 @@ from tems.idempotency import (
     StoredResponse,
     add_completed_record,
     idempotent,
+    policy_url,
     replay_from_raw,
     request_fingerprint,
 )
@@ -99,8 +100,8 @@ def test_key_reused_with_another_payload_is_422(ddb):
     assert caught.value.status == 422 and len(calls) == 1
 
 
-@pytest.mark.parametrize("key", [None, "nope"])
-def test_key_is_required_and_must_be_a_uuid(ddb, key):
+@pytest.mark.parametrize("key", [None, "no pe"])
+def test_key_is_required_and_well_formed(ddb, key):
     view, calls = counting_view({})
     with pytest.raises(DomainError) as caught:
         idempotent(view)(make_request(key))
@@ -211,6 +212,8 @@ def test_past_the_bounded_wait_it_is_409_with_retry_after(ddb):
     assert calls == [] and sleeps == [0.05, 0.1, 0.2, 0.4, 0.5]  # capped backoff, about max_wait in all
     response = problem_from_error(caught.value)  # what api_view answers
     assert response.status_code == 409 and response["Retry-After"] == str(caught.value.extra["retry_after"])
+    assert json.loads(response.content)["type"] == policy_url()
+    assert response["Link"] == f'<{policy_url()}>; rel="describedby"'
     assert record("ann", key).attempt_id == "someone-else"
 
 

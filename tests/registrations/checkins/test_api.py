@@ -64,7 +64,7 @@ def test_refusals_are_problems_with_their_reason(event, staff_client, student_cl
                              '{"ticket": "' + confirmed["ticket_url"] + '", "door": "\\ud800"}'), 400)
     assert_problem(post_scan(staff_client, event.event_id, '{"ticket": "\\udfff"}'), 400)
     assert_problem(post_scan(staff_client, event.event_id, {"ticket": confirmed["ticket_url"]}, key=False), 400)
-    assert_problem(post_scan(staff_client, event.event_id, {"ticket": confirmed["ticket_url"]}, key="nope"), 400)
+    assert_problem(post_scan(staff_client, event.event_id, {"ticket": confirmed["ticket_url"]}, key="no pe"), 400)
     for ticket, event_id, reason in ((waitlisted["ticket_url"], event.event_id, "waitlisted"),
                                      (elsewhere["ticket_url"], event.event_id, "other_event"),
                                      (cancelled["ticket_url"], other.event_id, "cancelled")):

@@ -1,0 +1,105 @@
+"""/livez, /readyz and /healthz: answered before host checks and redirects; /readyz reads DynamoDB and the DB."""
+
+import uuid
+
+import pytest
+from botocore.client import BaseClient
+from django.db import OperationalError
+
+from tems.dynamo import TableConfig, configure_models, ensure_table
+from tems.local_dynamodb import DynamoDBLocal
+from tests.helpers import REGION
+
+BALANCER = {"HTTP_HOST": "10.0.3.17"}  # a private address, as a load balancer probes by: not in ALLOWED_HOSTS
+
+
+@pytest.fixture
+def dynamodb_calls(monkeypatch) -> list[str]:
+    calls: list[str] = []
+    original = BaseClient._make_api_call
+
+    def recording(self, operation_name, api_params):
+        if self.meta.service_model.service_name == "dynamodb":
+            calls.append(operation_name)
+        return original(self, operation_name, api_params)
+
+    monkeypatch.setattr(BaseClient, "_make_api_call", recording)
+    return calls
+
+
+@pytest.fixture
+def https_only(settings):
+    settings.SECURE_SSL_REDIRECT = True
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("path", ["/livez", "/healthz"])
+def test_liveness_answers_any_host_without_redirect_or_io(client, https_only, path, dynamodb_calls,
+                                                         django_assert_num_queries):
+    with django_assert_num_queries(0):
+        response = client.get(path, **BALANCER)
+    assert (response.status_code, response.content, response["Cache-Control"]) == (200, b"ok", "no-store")
+    assert dynamodb_calls == []
+    assert client.head(path, **BALANCER).status_code == 200
+    # The same host on any other path is refused: only the probes skip host validation.
+    assert client.get("/accounts/login/", **BALANCER).status_code == 400
+
+
+@pytest.mark.django_db
+def test_readiness_reads_the_table_and_the_database_once(client, https_only, ddb, dynamodb_calls,
+                                                       django_assert_num_queries):
+    with django_assert_num_queries(1):
+        response = client.get("/readyz", **BALANCER)
+    assert response.status_code == 200, response.content
+    assert response.json() == {"status": "ready", "checks": {"dynamodb": "ok", "database": "ok"}}
+    assert response["Cache-Control"] == "no-store"
+    assert dynamodb_calls == ["GetItem"]
+
+
+@pytest.mark.django_db
+def test_readiness_is_503_naming_a_missing_table(client, ddb):
+    configure_models(TableConfig(f"tems_missing_{uuid.uuid4().hex[:8]}", ddb.host, ddb.region))
+    response = client.get("/readyz", **BALANCER)
+    body = response.json()
+    assert response.status_code == 503 and body["status"] == "unavailable"
+    assert body["checks"]["database"] == "ok"
+    assert body["checks"]["dynamodb"].startswith("ResourceNotFoundException"), body
+
+
+@pytest.mark.django_db
+def test_readiness_is_503_with_the_database_down(client, ddb, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise OperationalError("could not connect to server: Connection refused")
+
+    monkeypatch.setattr("django.db.backends.base.base.BaseDatabaseWrapper.ensure_connection", refuse)
+    response = client.get("/readyz", **BALANCER)
+    assert response.status_code == 503
+    assert response.json()["checks"] == {
+        "dynamodb": "ok", "database": "OperationalError: could not connect to server: Connection refused"}
+
+
+@pytest.mark.django_db
+def test_with_dynamodb_stopped_readiness_is_503_and_liveness_200(client):
+    """A DynamoDB Local of its own, stopped under the running app: the balancer takes the instance out of
+    rotation (/readyz 503 naming DynamoDB), and the runtime does not restart it (/livez 200)."""
+    server = DynamoDBLocal().start()
+    try:
+        configure_models(TableConfig("tems_readyz", server.endpoint, REGION))
+        ensure_table()
+        assert client.get("/readyz", **BALANCER).status_code == 200
+        server.stop()
+        response = client.get("/readyz", **BALANCER)
+        assert response.status_code == 503, response.content
+        assert response.json()["checks"]["database"] == "ok"
+        assert "EndpointConnectionError" in response.json()["checks"]["dynamodb"], response.content
+        assert client.get("/livez", **BALANCER).status_code == 200
+    finally:
+        server.stop()
+        configure_models(TableConfig.from_settings())
+
+
+@pytest.mark.django_db
+def test_probes_answer_only_reads(client):
+    # A POST to a probe path is not a probe: it goes through the app like any request (and finds no route).
+    assert client.post("/readyz").status_code == 404
+
