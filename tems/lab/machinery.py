@@ -14,7 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from tems.dynamo import boto3_client, current_config, metered
+from tems.dynamo import boto3_client, current_config
+from tems.metering import metered
 
 T = TypeVar("T")
 

@@ -28,10 +28,10 @@ from registrations.models import (
 )
 from registrations.seats import event_seats, max_shards
 from tems.clock import utcnow
-from tems.dynamo import metered
 from tems.idempotency import IdempotencyRecord
 from tems.lab.machinery import fire_concurrently, scratch_delete
 from tems.lab.techniques.registration import RACE_TECHNIQUES, TECHNIQUES, Attempt
+from tems.metering import metered
 from tems.outbox import OutboxMessage
 
 MAX_TAPS = 100

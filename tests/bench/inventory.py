@@ -2,7 +2,7 @@
 
 The same workload (20 threads x 10 changes of one item, started together on a barrier) goes through each of
 the three techniques in ``tems.lab.techniques.inventory``; a single-writer run of each gives the uncontended cost.
-Request and capacity counts come from ``tems.dynamo.metered()``; attempts, retries and condition failures
+Request and capacity counts come from ``tems.metering.metered()``; attempts, retries and condition failures
 from the operations' own metrics items (``OP#<operation>``), read before and after each run.
 """
 
@@ -64,7 +64,7 @@ def _metrics(operation: str) -> dict[str, float]:
 
 def _contend(label: str, technique: Callable[..., int], *, operation: str | None, writers: int, per_writer: int,
              initial: int, delta: int) -> Run:
-    from tems.dynamo import metered
+    from tems.metering import metered
 
     sku = f"BENCH-{uuid.uuid4().hex[:8]}"
     services.item_create(sku=sku, name=label, quantity=initial, actor="bench")

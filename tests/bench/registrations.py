@@ -17,8 +17,8 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.test import Client
 
-from tems.dynamo import DynamoMeter
 from tems.lab.techniques.registration import TECHNIQUES
+from tems.metering import DynamoMeter
 from tests.bench.context import BenchContext
 from tests.bench.driver import (
     BENCH_PASSWORD,

@@ -23,8 +23,9 @@ from registrations.models import (
     layout_of,
 )
 from registrations.services import layout as layout_service
-from tems.dynamo import boto3_client, current_config, metered
+from tems.dynamo import boto3_client, current_config
 from tems.invariants import check_all
+from tems.metering import metered
 from tests.race import race
 from tests.registrations.checkins.helpers import scan
 from tests.registrations.helpers import (

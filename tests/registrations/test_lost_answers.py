@@ -303,7 +303,7 @@ def test_check_invariants_reports_people_waiting_while_seats_are_free(ddb):
 
 
 def test_api_cancel_with_promotion_is_three_requests_with_its_record_inside(ddb, student_client, other_student):
-    from tems.dynamo import metered
+    from tems.metering import metered
 
     event = make_event(capacity=1)
     mine = register_via_api(student_client, event.event_id, new_key()).json()

@@ -29,9 +29,9 @@ from registrations.services import registration as registration_service
 from registrations.services import shards as shards_service
 from registrations.services import waitlist as waitlist_service
 from tems.clock import utcnow
-from tems.dynamo import metered
 from tems.faults import THROTTLE, Fault, inject
 from tems.invariants import check_all
+from tems.metering import metered
 from tems.transactions import Reason, TransactionCancelled
 from tests.race import race
 from tests.registrations.helpers import (

@@ -10,8 +10,8 @@ from registrations.checkins.tickets import ticket_url
 from registrations.errors import RegistrationError
 from registrations.models import Registration, SeatShard, WaitlistQueue
 from registrations.services.common import WAITLIST_ENTRY
-from tems.dynamo import metered
 from tems.idempotency import IdempotencyRecord
+from tems.metering import metered
 from tems.outbox import OutboxMessage
 from tems.transactions import Reason, TransactionCancelled
 from tests.race import race

@@ -13,7 +13,8 @@ from registrations.checkins import selectors, services
 from registrations.checkins.tickets import ticket_token
 from registrations.errors import RegistrationError
 from registrations.models import CheckIn, EventCheckins
-from tems.dynamo import metered, transaction_connection
+from tems.dynamo import transaction_connection
+from tems.metering import metered
 from tems.outbox import OutboxMessage
 from tests.race import WindowHeldOpen, race
 from tests.registrations.checkins.helpers import STAFF, confirmed_ticket, scan
