@@ -1,6 +1,6 @@
 """Every registrations write survives losing its answer (and throttles, conflicts, a crash after commit).
 
-Each test loses the answer of one kind of write (tems.faults: applied, then botocore sees a dropped connection
+Each test loses the answer of one kind of write (tests.support.faults: applied, then botocore sees a dropped connection
 and retries the same request) and asserts the answer and the state after the SDK's retry.
 """
 
@@ -12,9 +12,9 @@ from django.test import Client
 from registrations import selectors, services
 from registrations.models import Event, WaitlistEntry
 from registrations.services import events as events_module
-from tems.faults import CONFLICT, LOST, THROTTLE, WRITE_OPERATIONS, Fault, inject
 from tems.outbox import outbox_relay
 from tests.registrations.helpers import STARTS, assert_invariants_clean, make_event, new_key, register
+from tests.support.faults import CONFLICT, LOST, THROTTLE, WRITE_OPERATIONS, Fault, inject
 
 TRANSACT = {"TransactWriteItems"}
 

@@ -29,7 +29,6 @@ from registrations.services import registration as registration_service
 from registrations.services import shards as shards_service
 from registrations.services import waitlist as waitlist_service
 from tems.clock import utcnow
-from tems.faults import THROTTLE, Fault, inject
 from tems.invariants import check_all
 from tems.metering import metered
 from tems.transactions import Reason, TransactionCancelled
@@ -43,6 +42,7 @@ from tests.registrations.helpers import (
     register,
     seat_taken_under,
 )
+from tests.support.faults import THROTTLE, Fault, inject
 
 
 @pytest.fixture(autouse=True)
