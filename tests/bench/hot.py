@@ -67,6 +67,7 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer
 from django.test import override_settings
 
+from lab.techniques.registration import registration_fingerprint
 from registrations import seats, selectors, services, waitlist
 from registrations.errors import RegistrationError
 from registrations.models import CONFIRMED, WAITLISTED, Event, RegistrationClaim
@@ -75,7 +76,6 @@ from registrations.services.gate import GateBusy
 from tems.clock import utcnow
 from tems.dynamo import TableConfig, boto3_client, configure_models, current_config, ensure_table
 from tems.invariants import OutboxNotStale, check_items, registered_checks, scan_items
-from tems.lab.techniques.registration import registration_fingerprint
 from tems.local_dynamodb import free_port
 from tems.metering import ready_clients
 from tems.transactions import (

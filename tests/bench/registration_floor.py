@@ -23,12 +23,12 @@ from typing import Any
 
 from django.contrib.auth.models import User
 
+from lab.techniques.registration import registration_fingerprint
 from registrations.services.registration import _confirm_transaction, _NewRegistration, _Route, new_registration_id
 from tems.clock import utcnow
 from tems.dynamo import boto3_client
 from tems.health import HEALTH_PATH
 from tems.identity import user_key
-from tems.lab.techniques.registration import registration_fingerprint
 from tests.bench.context import BenchContext
 from tests.bench.driver import BENCH_PASSWORD, BENCH_USER_PREFIX, bench_event, gunicorn_server, logged_in_clients
 from tests.support.item_size import KB, item_size

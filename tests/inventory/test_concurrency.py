@@ -14,8 +14,8 @@ import pytest
 
 from inventory import selectors, services
 from inventory.errors import InventoryError
+from lab.techniques import inventory as techniques
 from tems.invariants import check_all
-from tems.lab.techniques import inventory as techniques
 from tests.race import race
 
 THREADS = 20
