@@ -32,12 +32,12 @@ from datetime import datetime
 from typing import Any
 
 from registrations.checkins import selectors
-from registrations.checkins.tickets import Ticket, ticket_read
 from registrations.errors import RegistrationError
 from registrations.models import CONFIRMED, CURRENT_LAYOUT, CheckIn, CheckInLogEntry, EventCheckins, Registration
 from registrations.services import RegistrationOutcome
 from registrations.services.common import MAX_CONFLICTS, _busy, _replay_raw, conflict_backoff, remember_answer
 from registrations.services.layout import upgrade_if_refused_for_layout
+from registrations.tickets import Ticket, ticket_read
 from tems.clock import utcnow
 from tems.idempotency import StoredResponse, completed_record, record_is_absent_or_expired
 from tems.outbox import outbox_message
