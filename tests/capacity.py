@@ -1,5 +1,5 @@
 """The capacity model (tests.support.capacity_model) in a test: started in process in front of DynamoDB Local, and the
-app's models pointed at it and back. Shared by tests/tems/test_capacity_model.py and the contention tests."""
+app's models pointed at it and back. Shared by tests/support/test_capacity_model.py and the contention tests."""
 
 from __future__ import annotations
 
