@@ -13,8 +13,8 @@ from django.utils.formats import date_format
 from django.utils.timezone import localtime
 
 from registrations import selectors
-from registrations.checkins.tickets import ticket_url
 from registrations.errors import RegistrationError
+from registrations.tickets import ticket_url
 from tems.accounts import notification_recipient
 from tems.identity import user_for_key
 from tems.outbox import OutboxMessage, message_id_header

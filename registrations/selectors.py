@@ -13,7 +13,6 @@ from typing import Any
 import segno
 
 from registrations import seats, waitlist
-from registrations.checkins.tickets import ticket_url
 from registrations.errors import RegistrationError
 from registrations.models import (
     CANCELLED,
@@ -28,6 +27,7 @@ from registrations.models import (
     SeatShard,
     WaitlistEntry,
 )
+from registrations.tickets import ticket_url
 from tems.clock import utcnow
 from tems.dynamo import batch_get_models
 from tems.ids import id_path

@@ -49,7 +49,7 @@ from registrations.errors import RegistrationError
 from registrations.models import Event, EventSeats, SeatShard, WaitlistDepartures, WaitlistEntry, WaitlistQueue
 from tems.dynamo import batch_get_models
 from tems.transactions import (
-    GAVE_UP,
+    TRANSIENT,
     LabelledTransaction,
     TransactionCancelled,
     is_conditional_check_failed,
@@ -104,15 +104,9 @@ def next_block_size(lane: SeatShard, now: datetime, *, crowded: bool = False) ->
         return min(max_block(), growth * int(lane.lane_size))
     return 1
 
-# A single write that met a transaction holding the item (a departure's), or was throttled past botocore's own
-# retries: the caller pauses as after a conflict and tries again.
-# None: a transport failure (botocore's retries, or its retry quota, ran out): the outcome is unknown, and the next
-# claim's condition finds the block if this one was applied.
-TRANSIENT = GAVE_UP | {"TransactionConflictException"}
-
 
 class QueueBusy(Exception):
-    """The queue item could not be written just now (see ``TRANSIENT``)."""
+    """The queue item could not be written just now (``tems.transactions.TRANSIENT``)."""
 
 
 @dataclass(frozen=True)

@@ -345,11 +345,3 @@ def clients_ready() -> bool:
 def mark_clients_ready() -> None:
     _current["clients_ready"] = True
 
-
-def __getattr__(name: str) -> Any:
-    # Metering moved to tems.metering; code written before the move (the lab, the benchmarks) still finds it here.
-    if name in {"DynamoMeter", "metered", "ready_clients"}:
-        from tems import metering
-
-        return getattr(metering, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -12,12 +12,10 @@ from django.db import models
 
 from tems.idempotency import IdempotencyRecord
 from tems.identity import UserIdentity
-from tems.lab.models import LabRun, LabSlot
 from tems.outbox import OutboxMessage
 from tems.ratelimit import WriteRateCounter
 
-__all__ = ["EmailAddress", "IdempotencyRecord", "LabRun", "LabSlot", "MailQuota", "OutboxMessage", "UserIdentity",
-           "WriteRateCounter"]
+__all__ = ["EmailAddress", "IdempotencyRecord", "MailQuota", "OutboxMessage", "UserIdentity", "WriteRateCounter"]
 
 
 # --- Accounts (Django's own database, beside the users they belong to) --------------------------------------

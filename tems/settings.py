@@ -116,6 +116,7 @@ INSTALLED_APPS = [
     "tems",
     "registrations",
     "inventory",
+    "lab",
 ]
 
 MIDDLEWARE = [

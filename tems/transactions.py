@@ -176,6 +176,11 @@ class _CapturingConnection(Connection):
 # Errors botocore retries on its own, reaching the app only when it gave up (None: a transport failure).
 GAVE_UP = frozenset({"InternalServerError", "ServiceUnavailable", "ProvisionedThroughputExceededException",
                      "ThrottlingException", "RequestLimitExceeded", "TransactionInProgressException", None})
+# The error codes after which a single write is tried again after a pause, as after a conflict: botocore gave up
+# (throttled past its retries), or the item was held by a transaction (TransactionConflictException). None, a
+# transport failure, leaves the outcome unknown: the retry's own condition then finds out whether it was applied.
+# A cancelled transaction's reasons are TRANSIENT_REASONS instead.
+TRANSIENT = GAVE_UP | {"TransactionConflictException"}
 
 
 def response_code(error: PynamoDBException) -> str | None:

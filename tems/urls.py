@@ -19,5 +19,5 @@ urlpatterns = [
     path("", include("registrations.urls")),
     path("", include("registrations.checkins.urls")),
     path("", include("inventory.urls")),
-    path("", include("tems.lab.urls")),
+    path("", include("lab.urls")),
 ]

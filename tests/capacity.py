@@ -1,14 +1,14 @@
-"""The capacity model (tems.capacity_model) in a test: started in process in front of DynamoDB Local, and the
-app's models pointed at it and back. Shared by tests/tems/test_capacity_model.py and the contention tests."""
+"""The capacity model (tests.support.capacity_model) in a test: started in process in front of DynamoDB Local, and the
+app's models pointed at it and back. Shared by tests/support/test_capacity_model.py and the contention tests."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from tems.capacity_model import CapacityModel
 from tems.dynamo import TableConfig, configure_models
 from tems.metering import ready_clients
+from tests.support.capacity_model import CapacityModel
 
 
 class Models:

@@ -12,8 +12,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from tems.dynamo import TableConfig, boto3_client, configure_models, ensure_table, ready_clients
+from tems.dynamo import TableConfig, boto3_client, configure_models, ensure_table
 from tems.local_dynamodb import DynamoDBLocal
+from tems.metering import ready_clients
 from tests.helpers import REGION
 
 

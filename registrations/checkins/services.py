@@ -32,7 +32,6 @@ from datetime import datetime
 from typing import Any
 
 from registrations.checkins import selectors
-from registrations.checkins.tickets import Ticket, ticket_read
 from registrations.errors import RegistrationError
 from registrations.models import CONFIRMED, CURRENT_LAYOUT, CheckIn, CheckInLogEntry, EventCheckins, Registration
 from registrations.services import RegistrationOutcome
@@ -44,6 +43,7 @@ from registrations.services.common import (
     stored_answer,
 )
 from registrations.services.layout import upgrade_if_refused_for_layout
+from registrations.tickets import Ticket, ticket_read
 from tems.clock import utcnow
 from tems.idempotency import RECORD_LABEL, StoredResponse, add_completed_record
 from tems.outbox import outbox_message

@@ -11,8 +11,8 @@ from django.views.decorators.http import require_GET
 
 from registrations import selectors as registration_selectors
 from registrations.checkins import selectors
-from registrations.checkins.tickets import ticket_read, ticket_token
 from registrations.errors import RegistrationError
+from registrations.tickets import ticket_read, ticket_token
 from tems.decorators import staff_required
 
 

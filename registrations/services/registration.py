@@ -54,7 +54,13 @@ from registrations.services.waitlist import waitlist_promote
 from tems.clock import utcnow
 from tems.idempotency import StoredResponse, completed_record, record_is_absent_or_expired
 from tems.outbox import outbox_message
-from tems.transactions import CONDITIONAL_CHECK_FAILED, LabelledTransaction, TransactionCancelled, response_code
+from tems.transactions import (
+    CONDITIONAL_CHECK_FAILED,
+    TRANSIENT,
+    LabelledTransaction,
+    TransactionCancelled,
+    response_code,
+)
 
 logger = logging.getLogger(__name__)
 _random = random.SystemRandom()
@@ -175,7 +181,7 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
         try:
             transaction.commit()
         except TransactWriteError as error:
-            if response_code(error) not in waitlist_module.TRANSIENT:
+            if response_code(error) not in TRANSIENT:
                 raise
             # An error botocore gave up retrying (its retry quota runs out when many requests fail at once), or
             # an answer lost for good: every item of every round is conditioned, so trying again is safe (an
@@ -324,7 +330,7 @@ class _Route:
             return list(SeatShard.batch_get([SeatShard.key_for(self.event_id, k) for k in picked],
                                             consistent_read=True))
         except PynamoDBException as error:
-            if response_code(error) in waitlist_module.TRANSIENT:
+            if response_code(error) in TRANSIENT:
                 return None
             raise
 
@@ -429,7 +435,7 @@ class _Route:
             except PynamoDBException as error:
                 # Throttled past botocore's retries (the table's read ceiling, at the end of a burst): a pause
                 # and another look, as when the gate itself is busy; it was a 500.
-                if response_code(error) in waitlist_module.TRANSIENT:
+                if response_code(error) in TRANSIENT:
                     raise GateBusy() from error
                 raise
             if len(shards) < count:
@@ -466,7 +472,7 @@ class _Route:
             self.forget_event()
             return
         except PynamoDBException as error:
-            if response_code(error) in waitlist_module.TRANSIENT:
+            if response_code(error) in TRANSIENT:
                 return  # throttled past botocore's retries: the next round's conditions will say
             raise
         self.refused(shard, image.serialize(), attempt)
@@ -689,7 +695,7 @@ def _already_registered(claim: RegistrationClaim, attempt: _NewRegistration, *,
         # A waitlisted claim's position is read from the lanes and the queue: throttled past botocore's retries
         # (the table's read ceiling at the end of a burst) it is a 503, nothing stored, so the tap's retry gets
         # the answer; it was a 500 in bench-hot's K = 1 crowd.
-        if response_code(error) in waitlist_module.TRANSIENT:
+        if response_code(error) in TRANSIENT:
             raise _busy(CROWDED) from error
         raise
     response = StoredResponse.json(view, status=200)

@@ -21,8 +21,13 @@ from registrations.services.gate import (
     reopened_gate,
     reopened_lane,
 )
-from registrations.waitlist import TRANSIENT
-from tems.transactions import LabelledTransaction, TransactionCancelled, is_conditional_check_failed, response_code
+from tems.transactions import (
+    TRANSIENT,
+    LabelledTransaction,
+    TransactionCancelled,
+    is_conditional_check_failed,
+    response_code,
+)
 
 
 def shard_event(*, event_id: str) -> bool:

@@ -30,8 +30,8 @@ from django.conf import settings
 
 from registrations import services
 from tems.clock import utcnow
-from tems.dynamo import DynamoMeter, metered
 from tems.local_dynamodb import free_port
+from tems.metering import DynamoMeter, metered
 from tests.bench.context import BenchContext
 
 # As docs/DEPLOY.md runs it (gthread: threads with keep-alive), scaled to this machine's 2 cores.

@@ -9,9 +9,9 @@ duplicates, oversell, the confirmed count and the waiting list's order.
 
 How it is driven, and why:
 
-- **Through the capacity model** (``tems.capacity_model``): DynamoDB Local never throttles nor conflicts, so
+- **Through the capacity model** (``tests.support.capacity_model``): DynamoDB Local never throttles nor conflicts, so
   without the model a hot event would look fine. The app's models point at the model's endpoint. The model runs
-  as a child process (``python -m tems.capacity_model``), so its Python does not share a GIL with the crowd.
+  as a child process (``python -m tests.support.capacity_model``), so its Python does not share a GIL with the crowd.
 - **In process, not through HTTP**: ``registrations.services.registration_create`` is called directly, as the
   API view does. Two shared cores cannot push HTTP (gunicorn + Django + the proxy + DynamoDB Local) at the
   rates needed; the view adds parsing and a status mapping, no DynamoDB request. A ``RegistrationError('busy')``
@@ -67,16 +67,15 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer
 from django.test import override_settings
 
+from lab.techniques.registration import registration_fingerprint
 from registrations import seats, selectors, services, waitlist
 from registrations.errors import RegistrationError
 from registrations.models import CONFIRMED, WAITLISTED, Event, RegistrationClaim
 from registrations.services import registration as registration_service
 from registrations.services.gate import GateBusy
-from tems.capacity_model import REPORT_PATH, RESET_PATH
 from tems.clock import utcnow
 from tems.dynamo import TableConfig, boto3_client, configure_models, current_config, ensure_table
 from tems.invariants import OutboxNotStale, check_items, registered_checks, scan_items
-from tems.lab.techniques.registration import registration_fingerprint
 from tems.local_dynamodb import free_port
 from tems.metering import ready_clients
 from tems.transactions import (
@@ -86,6 +85,7 @@ from tems.transactions import (
     TransactionCancelled,
 )
 from tests.bench.context import BenchContext
+from tests.support.capacity_model import REPORT_PATH, RESET_PATH
 
 SLOW = True  # not part of the default ``make bench``: ``make bench-hot`` runs it
 # What a full ``make bench`` puts in this section's place: the page and the chart ``make bench-hot`` wrote last.
@@ -107,8 +107,8 @@ SAME_KEY_RETRY_SHARE = 0.05  # the client repeats the request with the same key
 SECOND_TAP_MS = (50.0, 150.0)  # how long after the first tap the second comes, real time
 
 # The scale model (module docstring). S = 20 keeps the scaled hold (200 ms) above DynamoDB Local's time per
-# transaction on a busy two-core machine; the limits' window is scaled with S (tems.capacity_model), so a larger
-# S only makes the run longer. K = 20 makes 600 students for 500 seats arrive at 60/s for 10 s: with the single
+# transaction on a busy two-core machine; the limits' window is scaled with S (tests/support/capacity_model.py), so
+# a larger S only makes the run longer. K = 20 makes 600 students for 500 seats arrive at 60/s for 10 s: with the single
 # counter's tail of retries (its p99 is seconds, x S on the machine) about 90 s per design, a quick look. A
 # sustained rate needs a longer crowd; the page of record is the full one, K = 1 (about 96 minutes):
 # HOT_SECONDS=5 HOT_SCALE=480 HOT_CROWD=1 (docs/journal/2026-12-04-registrations.md).
@@ -196,7 +196,8 @@ def qr_drawn_once() -> Iterator[None]:
 # --- the capacity model, in a process of its own ---------------------------------------------------------------
 
 class ModelProcess:
-    """``python -m tems.capacity_model`` as a child process, with CapacityModel's ``endpoint``/``report``/``reset``.
+    """``python -m tests.support.capacity_model`` as a child process, with CapacityModel's ``endpoint``,
+    ``report`` and ``reset``.
 
     In process, the proxy's Python and a thousand client threads share one GIL: on two cores the scheduler then
     fell 26 s behind a 5 s crowd. In its own process the proxy has the other core."""
@@ -206,7 +207,7 @@ class ModelProcess:
         self.port = free_port()
         self.scale = scale
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "tems.capacity_model", "--upstream", upstream, "--port", str(self.port),
+            [sys.executable, "-m", "tests.support.capacity_model", "--upstream", upstream, "--port", str(self.port),
              "--scale", str(scale), "--hold-ms", str(hold_ms), "--table-wcu", str(table_wcu),
              "--table-rcu", str(table_rcu)], stdout=subprocess.DEVNULL)
 

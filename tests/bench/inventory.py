@@ -1,8 +1,8 @@
 """``make bench`` section for inventory: the 20-writer contention test, measured instead of asserted.
 
 The same workload (20 threads x 10 changes of one item, started together on a barrier) goes through each of
-the three techniques in ``tems.lab.techniques.inventory``; a single-writer run of each gives the uncontended cost.
-Request and capacity counts come from ``tems.dynamo.metered()``; attempts, retries and condition failures
+the three techniques in ``lab.techniques.inventory``; a single-writer run of each gives the uncontended cost.
+Request and capacity counts come from ``tems.metering.metered()``; attempts, retries and condition failures
 from the operations' own metrics items (``OP#<operation>``), read before and after each run.
 """
 
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from inventory import selectors, services
 from inventory.errors import InventoryError
 from inventory.models import OperationMetrics
-from tems.lab.techniques import inventory as techniques
+from lab.techniques import inventory as techniques
 from tests.bench.context import BenchContext
 
 THREADS = 20
@@ -64,7 +64,7 @@ def _metrics(operation: str) -> dict[str, float]:
 
 def _contend(label: str, technique: Callable[..., int], *, operation: str | None, writers: int, per_writer: int,
              initial: int, delta: int) -> Run:
-    from tems.dynamo import metered
+    from tems.metering import metered
 
     sku = f"BENCH-{uuid.uuid4().hex[:8]}"
     services.item_create(sku=sku, name=label, quantity=initial, actor="bench")

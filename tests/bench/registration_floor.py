@@ -23,15 +23,15 @@ from typing import Any
 
 from django.contrib.auth.models import User
 
+from lab.techniques.registration import registration_fingerprint
 from registrations.services.registration import _confirm_transaction, _NewRegistration, _Route, new_registration_id
 from tems.clock import utcnow
 from tems.dynamo import boto3_client
 from tems.health import HEALTH_PATH
 from tems.identity import user_key
-from tems.item_size import KB, item_size
-from tems.lab.techniques.registration import registration_fingerprint
 from tests.bench.context import BenchContext
 from tests.bench.driver import BENCH_PASSWORD, BENCH_USER_PREFIX, bench_event, gunicorn_server, logged_in_clients
+from tests.support.item_size import KB, item_size
 
 # Each round: a registration and the floor's PutItem, each through gunicorn and raw, and /healthz. Twice the rounds
 # of the first version of this section: the machine is shared, and more samples steady the medians.
@@ -95,7 +95,7 @@ def run(ctx: BenchContext) -> str:
         f"{load_after:.1f} when it ended (2 cores; more than 2 means other work was queueing for them, which "
         "slows the path with more processes and threads to wake, gunicorn's, more than the raw client's).",
         "",
-        "Items of the transaction, in DynamoDB's size (attribute names + values, `tems.item_size`); the seat "
+        "Items of the transaction, in DynamoDB's size (attribute names + values, `tests.support.item_size`); the seat "
         "shard's item is measured as stored, since an update is billed by the whole item:",
         "",
         "| item | bytes | write units in a transaction |",

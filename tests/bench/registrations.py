@@ -17,8 +17,8 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.test import Client
 
-from tems.dynamo import DynamoMeter
-from tems.lab.techniques.registration import TECHNIQUES
+from lab.techniques.registration import TECHNIQUES
+from tems.metering import DynamoMeter
 from tests.bench.context import BenchContext
 from tests.bench.driver import (
     BENCH_PASSWORD,
@@ -65,7 +65,7 @@ def run(ctx: BenchContext) -> str:
         "Only TEMS answers a replay with the first response's bytes in one request and never runs the work "
         "twice: claim + transaction rebuilds an answer from the claim, the Powertools-style wrapper needs a "
         "failed put plus a GetItem and fails in-flight duplicates, the naive handler registers twice under a race "
-        "(see `tests/tems/lab/techniques/test_registration.py`).",
+        "(see `tests/lab/techniques/test_registration.py`).",
         "",
         "### Other TEMS paths",
         "",

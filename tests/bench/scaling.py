@@ -19,16 +19,8 @@ from dataclasses import dataclass
 from importlib import import_module
 from pathlib import Path
 
-from tems.dynamo import (
-    TableConfig,
-    boto3_client,
-    configure_models,
-    ensure_table,
-    metered,
-    ready_clients,
-    table_models,
-    transaction_connection,
-)
+from tems.dynamo import TableConfig, boto3_client, configure_models, ensure_table, table_models, transaction_connection
+from tems.metering import metered, ready_clients
 from tests.bench.context import BenchContext
 
 SIZES = (10, 1_000, 10_000)

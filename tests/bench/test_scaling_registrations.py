@@ -2,7 +2,7 @@
 
 import pytest
 
-from tems.dynamo import metered
+from tems.metering import metered
 from tests.bench.scaling_registrations import PAGE, PATHS
 
 

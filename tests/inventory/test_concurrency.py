@@ -14,7 +14,7 @@ import pytest
 
 from inventory import selectors, services
 from inventory.errors import InventoryError
-from tems.lab.techniques import inventory as techniques
+from lab.techniques import inventory as techniques
 from tests.helpers import assert_invariants_clean
 from tests.race import race
 

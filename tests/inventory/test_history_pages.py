@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from inventory import services
 from inventory.models import InventoryChange
-from tems.dynamo import metered
+from tems.metering import metered
 
 
 def seed_changes(sku: str, first: int, last: int) -> None:

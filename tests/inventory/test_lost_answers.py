@@ -4,8 +4,8 @@ import json
 
 from inventory import selectors, services
 from inventory.models import InventoryItem, OperationMetrics
-from tems.faults import LOST, Fault, inject
 from tests.helpers import assert_invariants_clean
+from tests.support.faults import LOST, Fault, inject
 
 METRICS = OperationMetrics.PK
 

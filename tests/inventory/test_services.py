@@ -10,8 +10,8 @@ from inventory import selectors, services
 from inventory.errors import InventoryError
 from inventory.models import InventoryChange, InventoryItem
 from inventory.services import adjustments as adjustments_module
+from lab.techniques import inventory as techniques
 from tems.errors import DomainError
-from tems.lab.techniques import inventory as techniques
 from tests.helpers import assert_invariants_clean, broken_invariants
 
 KEY = "7d3c1e0a-5b8f-4c2d-9e6a-1f2b3c4d5e6f"

@@ -5,10 +5,10 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime
 
+from lab.techniques.registration import registration_fingerprint
 from registrations import seats, selectors, services
 from registrations.models import EventSeats, Registration, RegistrationClaim, SeatShard, WaitlistEntry
 from registrations.services import registration as registration_service
-from tems.lab.techniques.registration import registration_fingerprint
 
 STARTS = datetime(2027, 5, 1, 9, 0, tzinfo=UTC)
 

@@ -10,7 +10,7 @@ import pytest
 
 from registrations import attendees, selectors
 from registrations.models import LEGACY_LAYOUT, REGISTRATION_BUCKETS, Registration
-from tems.dynamo import metered
+from tems.metering import metered
 from tests.helpers import assert_problem
 from tests.registrations.helpers import make_event, register
 

@@ -2,8 +2,8 @@
 
 DynamoDB Local applies writes one at a time and never refuses one for load, so the races of test_seat_shards.py
 and test_waitlist.py show exactness but never the paths a hot event takes on AWS. Here the app talks to DynamoDB
-Local through the capacity model (tems/capacity_model.py, docs/capacity-model.md) at a scale where its limits and
-holds bite within a second: every scenario asserts that the model really refused writes, and that the app's
+Local through the capacity model (tests/support/capacity_model.py, docs/capacity-model.md) at a scale where its
+limits and holds bite within a second: every scenario asserts that the model really refused writes, and that the app's
 promises held all the same. A 'busy' answer (503 with Retry-After, nothing written) is allowed, and the person
 taps again after it, a few times; nothing may be half-written, duplicated or lost.
 
@@ -33,7 +33,6 @@ from registrations.services import gate as gate_service
 from registrations.services import registration as registration_service
 from registrations.services import waitlist as waitlist_service
 from registrations.services.common import LANE, SEAT
-from tems.capacity_model import CapacityModel
 from tems.clock import utcnow
 from tems.dynamo import TableConfig
 from tems.outbox import outbox_relay
@@ -42,6 +41,7 @@ from tests.capacity import Models, app_through
 from tests.helpers import assert_invariants_clean, broken_invariants
 from tests.race import race
 from tests.registrations.helpers import STARTS, make_event, new_key, register, seat_taken_under
+from tests.support.capacity_model import CapacityModel
 
 pytestmark = pytest.mark.dynamodb_local
 

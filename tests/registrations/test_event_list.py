@@ -8,7 +8,7 @@ import pytest
 
 from registrations.models import Event
 from tems.clock import utcnow
-from tems.dynamo import metered
+from tems.metering import metered
 
 
 def seed(numbers, *, hours: int = 1) -> None:

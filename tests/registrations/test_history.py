@@ -22,15 +22,15 @@ from dataclasses import dataclass, field
 import pytest
 from pynamodb.exceptions import UpdateError
 
+from lab.techniques.registration import registration_fingerprint
 from registrations import selectors, services
 from registrations.errors import RegistrationError
 from registrations.models import Event
 from registrations.services import registration as registration_module
-from tems.faults import CONFLICT, ERROR, LOST, THROTTLE, Fault, inject
 from tems.invariants import check_all
-from tems.lab.techniques.registration import registration_fingerprint
 from tems.outbox import OutboxMessage, outbox_relay
 from tests.registrations.helpers import make_event
+from tests.support.faults import CONFLICT, ERROR, LOST, THROTTLE, Fault, inject
 
 STUDENTS = 6
 STUDENT_STEPS = 7

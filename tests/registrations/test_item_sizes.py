@@ -13,9 +13,9 @@ import pytest
 from registrations.models import Event
 from registrations.services.common import CLAIM, IDEMPOTENCY
 from tems.dynamo import boto3_client, current_config
-from tems.item_size import KB, item_size
 from tems.transactions import LabelledTransaction
 from tests.registrations.helpers import make_event, new_key, register
+from tests.support.item_size import KB, item_size
 
 # Django's longest username and the event form's longest title and location: the worst a student can type.
 LONG_NAME = "élodie.van-der-berghe-" + "x" * 128

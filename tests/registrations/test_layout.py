@@ -23,7 +23,8 @@ from registrations.models import (
     layout_of,
 )
 from registrations.services import layout as layout_service
-from tems.dynamo import boto3_client, current_config, metered
+from tems.dynamo import boto3_client, current_config
+from tems.metering import metered
 from tests.helpers import assert_invariants_clean, broken_invariants
 from tests.race import race
 from tests.registrations.checkins.helpers import scan

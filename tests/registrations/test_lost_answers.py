@@ -1,6 +1,6 @@
 """Every registrations write survives losing its answer (and throttles, conflicts, a crash after commit).
 
-Each test loses the answer of one kind of write (tems.faults: applied, then botocore sees a dropped connection
+Each test loses the answer of one kind of write (tests.support.faults: applied, then botocore sees a dropped connection
 and retries the same request) and asserts the answer and the state after the SDK's retry.
 """
 
@@ -12,10 +12,10 @@ from django.test import Client
 from registrations import selectors, services
 from registrations.models import Event, WaitlistEntry
 from registrations.services import events as events_module
-from tems.faults import CONFLICT, LOST, THROTTLE, WRITE_OPERATIONS, Fault, inject
 from tems.outbox import outbox_relay
 from tests.helpers import assert_invariants_clean
 from tests.registrations.helpers import STARTS, make_event, new_key, register
+from tests.support.faults import CONFLICT, LOST, THROTTLE, WRITE_OPERATIONS, Fault, inject
 
 TRANSACT = {"TransactWriteItems"}
 
@@ -304,7 +304,7 @@ def test_check_invariants_reports_people_waiting_while_seats_are_free(ddb):
 
 
 def test_api_cancel_with_promotion_is_three_requests_with_its_record_inside(ddb, student_client, other_student):
-    from tems.dynamo import metered
+    from tems.metering import metered
 
     event = make_event(capacity=1)
     mine = register_via_api(student_client, event.event_id, new_key()).json()

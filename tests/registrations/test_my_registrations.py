@@ -7,8 +7,8 @@ import uuid
 from django.test import Client
 
 from registrations import selectors
-from tems.dynamo import metered
 from tems.identity import user_key
+from tems.metering import metered
 from tests.helpers import assert_problem
 from tests.registrations.helpers import make_event, register
 

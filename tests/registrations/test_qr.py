@@ -6,8 +6,8 @@ import uuid
 import pytest
 
 from registrations import selectors, services
-from tems.dynamo import metered
 from tems.identity import user_key
+from tems.metering import metered
 from tests.registrations.helpers import make_event, register
 
 

@@ -29,8 +29,7 @@ from registrations.services import registration as registration_service
 from registrations.services import shards as shards_service
 from registrations.services import waitlist as waitlist_service
 from tems.clock import utcnow
-from tems.dynamo import metered
-from tems.faults import THROTTLE, Fault, inject
+from tems.metering import metered
 from tems.transactions import Reason, TransactionCancelled
 from tests.helpers import assert_invariants_clean, broken_invariants
 from tests.race import race
@@ -42,6 +41,7 @@ from tests.registrations.helpers import (
     register,
     seat_taken_under,
 )
+from tests.support.faults import THROTTLE, Fault, inject
 
 
 @pytest.fixture(autouse=True)

@@ -6,12 +6,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from registrations import selectors, services
-from registrations.checkins.tickets import ticket_url
 from registrations.errors import RegistrationError
 from registrations.models import Registration, SeatShard, WaitlistQueue
 from registrations.services.common import WAITLIST_ENTRY
-from tems.dynamo import metered
+from registrations.tickets import ticket_url
 from tems.idempotency import IdempotencyRecord
+from tems.metering import metered
 from tems.outbox import OutboxMessage
 from tems.transactions import Reason, TransactionCancelled
 from tests.helpers import assert_invariants_clean

@@ -77,7 +77,7 @@ def test_every_mail_says_when_where_and_links_the_ticket(full_event, student, ot
 
 
 def test_event_cards_show_the_students_own_status_from_one_batch_read(ddb, student, other_student, client):
-    from tems.dynamo import metered
+    from tems.metering import metered
     registered = make_event(capacity=5, title="Mine")
     waiting = make_event(capacity=1, title="Queue")
     full = make_event(capacity=1, title="Packed")

@@ -20,12 +20,12 @@ from registrations import selectors, services, waitlist
 from registrations.models import CONFIRMED, WAITLISTED, Event, SeatShard, WaitlistQueue
 from registrations.services import registration as registration_service
 from tems.clock import utcnow
-from tems.dynamo import metered
-from tems.faults import CONFLICT, Fault, inject
+from tems.metering import metered
 from tems.transactions import LabelledTransaction
 from tests.helpers import assert_invariants_clean
 from tests.race import race
 from tests.registrations.helpers import STARTS, make_event, register
+from tests.support.faults import CONFLICT, Fault, inject
 
 
 def depart(event_id: str, tickets: list[int]) -> None:

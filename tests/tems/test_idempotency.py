@@ -280,7 +280,7 @@ def test_an_exception_after_the_change_keeps_the_key_instead_of_releasing_it(ddb
 
 
 def test_a_lost_answer_of_the_outcome_record_still_replays(ddb):
-    from tems.faults import LOST, Fault, inject
+    from tests.support.faults import LOST, Fault, inject
 
     view, calls = counting_view({"ok": True})
     key = str(uuid.uuid4())

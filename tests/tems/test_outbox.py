@@ -101,7 +101,7 @@ def test_a_message_without_a_handler_stays(ddb):
 # --- lost answers, crashes and a failing backlog ----------------------------------------------------------
 
 def test_claim_answer_lost_is_still_delivered_in_the_same_pass(ddb):
-    from tems.faults import LOST, Fault, inject
+    from tests.support.faults import LOST, Fault, inject
 
     save_messages(1)
     handled = []
@@ -113,7 +113,7 @@ def test_claim_answer_lost_is_still_delivered_in_the_same_pass(ddb):
 
 
 def test_delete_answer_lost_counts_as_delivered_once(ddb):
-    from tems.faults import LOST, Fault, inject
+    from tests.support.faults import LOST, Fault, inject
 
     save_messages(1)
     handled = []

@@ -10,10 +10,11 @@ import pytest
 
 from registrations import services as registration_services
 from registrations.checkins import selectors, services
-from registrations.checkins.tickets import ticket_token
 from registrations.errors import RegistrationError
 from registrations.models import CheckIn, EventCheckins
-from tems.dynamo import metered, transaction_connection
+from registrations.tickets import ticket_token
+from tems.dynamo import transaction_connection
+from tems.metering import metered
 from tems.outbox import OutboxMessage
 from tests.helpers import assert_invariants_clean
 from tests.race import WindowHeldOpen, race
@@ -151,7 +152,7 @@ def test_a_promoted_registration_becomes_admissible(ddb):
 
 def naive_checkin(*, event_id: str, ticket_text: str, door: str, staff_id: str, window: WindowHeldOpen, **_):
     """Deliberately broken: read "is it checked in?", then write. Two doors can both read "no"."""
-    from registrations.checkins.tickets import ticket_read
+    from registrations.tickets import ticket_read
     from tems.clock import utcnow
 
     ticket = ticket_read(text=ticket_text)

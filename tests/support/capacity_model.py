@@ -8,7 +8,7 @@ logic meets the throttle exactly as it would on AWS, and the app's retry paths m
 
 Run it alone::
 
-    python -m tems.capacity_model --upstream http://127.0.0.1:8765 --port 8766 [--scale 1] [--hold-ms 10]
+    python -m tests.support.capacity_model --upstream http://127.0.0.1:8765 --port 8766 [--scale 1] [--hold-ms 10]
         [--partition-wcu 1000] [--partition-rcu 3000] [--table-wcu 4000] [--table-rcu 12000]
 
 or in-process (a benchmark)::
@@ -84,6 +84,7 @@ from typing import Any, Self
 from urllib.parse import parse_qs, urlsplit
 
 from tems.local_dynamodb import free_port
+from tests.support.item_size import item_size
 
 WRITE_UNIT_BYTES = 1024
 READ_UNIT_BYTES = 4096
@@ -104,33 +105,6 @@ WRITE, READ = "write", "read"
 
 
 # --- sizes and units ---------------------------------------------------------------------------------------
-
-def value_size(value: dict[str, Any]) -> int:
-    """Bytes of one attribute value, by AWS's documented approximation."""
-    (kind, raw), = value.items()
-    if kind == "S":
-        return len(raw.encode("utf-8"))
-    if kind == "N":
-        digits = raw.lstrip("-+").replace(".", "").split("e")[0].split("E")[0].strip("0") or "0"
-        return (len(digits) + 1) // 2 + 1
-    if kind == "B":
-        return math.ceil(len(raw) * 3 / 4)  # base64 on the wire; AWS counts the raw bytes
-    if kind in ("BOOL", "NULL"):
-        return 1
-    if kind in ("SS", "NS", "BS"):
-        return sum(value_size({kind[0]: element}) for element in raw)
-    if kind == "L":
-        return 3 + sum(value_size(element) + 1 for element in raw)
-    if kind == "M":
-        return 3 + sum(len(name.encode("utf-8")) + value_size(element) + 1 for name, element in raw.items())
-    return 0
-
-
-def item_size(item: dict[str, Any] | None) -> int:
-    if not item:
-        return 0
-    return sum(len(name.encode("utf-8")) + value_size(value) for name, value in item.items())
-
 
 def write_units(size: int, *, transactional: bool = False) -> float:
     units = max(1, math.ceil(size / WRITE_UNIT_BYTES))

@@ -146,13 +146,13 @@ class FaultInjector:
             return None  # botocore sends it as usual
         if fault.kind == LOST:
             self._really_send(request)
-            raise ReadTimeoutError(endpoint_url=request.url, error="answer dropped by tems.faults after it applied")
+            raise ReadTimeoutError(endpoint_url=request.url, error="answer dropped after it applied (a fault)")
         if fault.kind == ERROR:
-            return _response(request, 500, "InternalServerError", "injected by tems.faults", prefix="")
+            return _response(request, 500, "InternalServerError", "injected by tests.support.faults", prefix="")
         if fault.kind == THROTTLE:
             return _response(request, 400, "ProvisionedThroughputExceededException",
                              "The level of configured provisioned throughput for the table was exceeded "
-                             "(injected by tems.faults)")
+                             "(injected by tests.support.faults)")
         return _conflict(request, params)
 
     def _really_send(self, request) -> None:

@@ -5,9 +5,9 @@ import json
 import pytest
 from django.test import override_settings
 
+from lab.inventory import lost_update_race
+from lab.registration import registration_race, technique_costs
 from tems.dynamo import boto3_client, current_config
-from tems.lab.inventory import lost_update_race
-from tems.lab.registration import registration_race, technique_costs
 from tests.helpers import assert_invariants_clean
 
 

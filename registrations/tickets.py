@@ -4,6 +4,9 @@ The token is Django's ``Signer`` (HMAC with SECRET_KEY and a salt of its own) ov
 facts: its event, its id and its student. No timestamp, so the same registration always has the same token,
 the same URL and the same QR code: a replayed registration response stays byte for byte, and a ticket stays
 valid for as long as the registration does (whether it is admissible is the database's decision at the door).
+
+It sits beside the selectors, not in the door's package: a registration's reads give its ticket URL and the door
+(``registrations.checkins``) reads tickets, so both stand on it and neither read layer depends on the door.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from django.core import signing
 from registrations.errors import RegistrationError
 from tems.ids import route_placeholder, route_template
 
-# A salt of its own: no other signed value of the app (sessions, password resets...) can pass as a ticket.
+# A salt of its own: no other signed value of the app (sessions, password resets...) can pass as a ticket. It still
+# names the module's first home: another salt would void every ticket already issued.
 TICKET_SALT = "tems.registrations.checkins.ticket"
 TICKET_PATH_MARKER = "/tickets/"
 # A scanned text longer than this is not one of our tickets (and is not worth an HMAC).

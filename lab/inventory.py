@@ -1,6 +1,6 @@
 """The lost-update race of the double-click lab: N writers each sell k units of one item at the same moment.
 
-It runs ``tems.lab.techniques.inventory`` (the same code as the concurrency tests and the bench) on a scratch item,
+It runs ``lab.techniques.inventory`` (the same code as the concurrency tests and the bench) on a scratch item,
 reads the result strongly consistently, then deletes the item and its history so the lab leaves no stock behind.
 Conflicts and retries come from the operations' metrics items, read before and after the run.
 """
@@ -13,8 +13,8 @@ from typing import Any
 from inventory import selectors, services
 from inventory.errors import InventoryError
 from inventory.models import InventoryItem, OperationMetrics
-from tems.lab.machinery import fire_concurrently, scratch_delete
-from tems.lab.techniques.inventory import TECHNIQUES
+from lab.machinery import fire_concurrently, scratch_delete
+from lab.techniques.inventory import TECHNIQUES
 
 # Spare stock on top of what the writers sell, so a correct technique never has to refuse a sale here.
 SPARE_STOCK = 10

@@ -10,10 +10,10 @@ from collections import Counter
 
 import pytest
 
+from lab.techniques.registration import TECHNIQUES, naive
 from registrations import selectors
 from registrations.models import Registration
 from tems.invariants import check_all
-from tems.lab.techniques.registration import TECHNIQUES, naive
 from tests.helpers import assert_invariants_clean
 from tests.race import WindowHeldOpen, race
 from tests.registrations.helpers import make_event, new_key

@@ -9,9 +9,9 @@ from pynamodb.exceptions import PutError, UpdateError
 
 from tems.clock import utcnow
 from tems.dynamo import boto3_client, current_config
-from tems.faults import CONFLICT, ERROR, LOST, THROTTLE, Fault, inject
 from tems.idempotency import IdempotencyRecord
 from tems.transactions import LabelledTransaction, TransactionCancelled
+from tests.support.faults import CONFLICT, ERROR, LOST, THROTTLE, Fault, inject
 
 # Every key here is a fresh uuid and nothing scans: the tests share one table (tests/conftest.py ddb).
 pytestmark = pytest.mark.shared_table

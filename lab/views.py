@@ -15,18 +15,18 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from lab import inventory as inventory_lab
+from lab import registration as registration_lab
+from lab.chart import bar_chart_svg
+from lab.forms import LostUpdateForm, RegistrationRaceForm
+from lab.models import lab_run_save, lab_runs_recent, lab_slot
+from lab.techniques import inventory as inventory_techniques
+from lab.techniques import registration as registration_techniques
 from registrations import selectors as registration_selectors
 from tems.api import api_view, json_response, parse_form, problem
 from tems.errors import DomainError
 from tems.http import after_save
 from tems.identity import user_key
-from tems.lab import inventory as inventory_lab
-from tems.lab import registration as registration_lab
-from tems.lab.chart import bar_chart_svg
-from tems.lab.forms import LostUpdateForm, RegistrationRaceForm
-from tems.lab.models import lab_run_save, lab_runs_recent, lab_slot
-from tems.lab.techniques import inventory as inventory_techniques
-from tems.lab.techniques import registration as registration_techniques
 
 
 def can_use_lab(user) -> bool:

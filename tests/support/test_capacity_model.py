@@ -1,4 +1,4 @@
-"""The capacity model (tems.capacity_model) throttles at AWS's rates, conflicts like AWS, and answers as AWS does.
+"""The capacity model (tests/support/capacity_model.py) throttles at AWS's rates, conflicts and answers as AWS does.
 
 Each test starts its own model in front of the session's DynamoDB Local, with limits small enough to reach in a
 second or two on a two-core machine (or a scale factor, where the test is about the scale).
@@ -24,15 +24,6 @@ from pynamodb.exceptions import PutError, TransactGetError, TransactWriteError
 from pynamodb.transactions import TransactGet
 
 from inventory.models import InventoryItem
-from tems.capacity_model import (
-    REPORT_PATH,
-    RESET_PATH,
-    CapacityModel,
-    format_report,
-    item_size,
-    read_units,
-    write_units,
-)
 from tems.dynamo import LOCAL_CREDENTIALS, TABLE_SCHEMA, TableConfig, configure_models, transaction_connection
 from tems.local_dynamodb import free_port
 from tems.transactions import (
@@ -42,6 +33,15 @@ from tems.transactions import (
     TransactionCancelled,
 )
 from tests.capacity import Models, through
+from tests.support.capacity_model import (
+    REPORT_PATH,
+    RESET_PATH,
+    CapacityModel,
+    format_report,
+    read_units,
+    write_units,
+)
+from tests.support.item_size import item_size
 
 pytestmark = pytest.mark.dynamodb_local
 
@@ -97,11 +97,8 @@ def _row(report: dict, scope: str) -> dict:
 
 # --- units ---------------------------------------------------------------------------------------------------
 
-def test_item_size_follows_aws_rules():
-    assert item_size({"PK": {"S": "abc"}}) == 5
-    assert item_size({"n": {"N": "12345"}}) == 1 + 4  # 5 digits: (5+1)//2 + 1 bytes
-    assert item_size({"flag": {"BOOL": True}}) == 5
-    assert item_size({"m": {"M": {"a": {"S": "xy"}}}}) == 1 + 3 + (1 + 2 + 1)
+def test_the_items_these_tests_write_are_one_kb_each():
+    # The unit arithmetic below counts on it (item sizes themselves: tests/support/test_item_size.py).
     assert item_size(_item("p", "s")) == 1000
 
 
@@ -364,8 +361,8 @@ def test_the_hold_time_is_scaled(table, start_model, app_on):
 
 
 def test_a_transaction_answers_when_its_hold_ends_so_its_client_never_meets_it(table, start_model, app_on):
-    """By default (the bench, ``python -m tems.capacity_model``) a transaction's latency is its hold, as on AWS:
-    another client inside the hold conflicts, and the same client's next request never meets its own last one."""
+    """By default (the bench, ``python -m tests.support.capacity_model``) a transaction's latency is its hold, as on
+    AWS: another client inside the hold conflicts, and the same client's next request never meets its own last one."""
     # 10 ms at AWS -> 2 s here. The other client comes 0.8 s in: on CI's loaded machine the first transaction
     # once took over 0.3 s (the margin before) to reach the model, and the other one got in first.
     model = start_model(hold_ms=10, scale=200, answer_after_hold=True)
@@ -561,8 +558,8 @@ def test_under_concurrency_every_request_gets_one_answer(table, start_model):
 def test_it_runs_standalone_and_prints_its_report_with_the_scale(dynamodb_local_endpoint):
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "tems.capacity_model", "--upstream", dynamodb_local_endpoint, "--port", str(port),
-         "--scale", "7", "--hold-ms", "12"],
+        [sys.executable, "-m", "tests.support.capacity_model", "--upstream", dynamodb_local_endpoint,
+         "--port", str(port), "--scale", "7", "--hold-ms", "12"],
         cwd=Path(__file__).resolve().parents[2], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         deadline = time.monotonic() + 30

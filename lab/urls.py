@@ -1,6 +1,6 @@
 from django.urls import path
 
-from tems.lab import views
+from lab import views
 
 app_name = "lab"
 urlpatterns = [

@@ -2,7 +2,7 @@
 
 from django import forms
 
-from tems.lab.techniques import inventory, registration
+from lab.techniques import inventory, registration
 
 
 class RegistrationRaceForm(forms.Form):

@@ -1,6 +1,6 @@
 """The lab's machinery: fire many taps at once and measure them, then delete what a run left behind.
 
-The races (``tems.lab.registration``, ``tems.lab.inventory``) call the same service code the real views use;
+The races (``lab.registration``, ``lab.inventory``) call the same service code the real views use;
 this module only supplies the concurrency, the metering and the clean-up.
 """
 
@@ -14,7 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from tems.dynamo import boto3_client, current_config, metered
+from tems.dynamo import boto3_client, current_config
+from tems.metering import metered
 
 T = TypeVar("T")
 

@@ -1,6 +1,6 @@
 """The registration race of the double-click lab: N taps of one student at once, through a chosen technique.
 
-Each run gets a fresh event and a fresh synthetic student, fires the taps through ``tems.lab.techniques``
+Each run gets a fresh event and a fresh synthetic student, fires the taps through ``lab.techniques``
 (the same code the race tests and the real API use), counts what landed with strongly consistent reads, and
 then deletes the run's items, so a naive run's duplicates teach without staying behind in the table.
 """
@@ -14,6 +14,8 @@ from collections import Counter
 from datetime import timedelta
 from typing import Any
 
+from lab.machinery import fire_concurrently, scratch_delete
+from lab.techniques.registration import RACE_TECHNIQUES, TECHNIQUES, Attempt
 from registrations import selectors, services
 from registrations.errors import RegistrationError
 from registrations.models import (
@@ -28,10 +30,8 @@ from registrations.models import (
 )
 from registrations.seats import event_seats, max_shards
 from tems.clock import utcnow
-from tems.dynamo import metered
 from tems.idempotency import IdempotencyRecord
-from tems.lab.machinery import fire_concurrently, scratch_delete
-from tems.lab.techniques.registration import RACE_TECHNIQUES, TECHNIQUES, Attempt
+from tems.metering import metered
 from tems.outbox import OutboxMessage
 
 MAX_TAPS = 100

@@ -7,9 +7,9 @@ from datetime import timedelta
 
 import pytest
 
+from lab import models as lab
+from lab.models import LabSlot, lab_slot
 from tems.errors import DomainError
-from tems.lab import models as lab
-from tems.lab.models import LabSlot, lab_slot
 from tests.helpers import assert_problem
 from tests.race import race
 
