@@ -38,6 +38,7 @@ from registrations.models import CONFIRMED, CURRENT_LAYOUT, CheckIn, CheckInLogE
 from registrations.services import RegistrationOutcome
 from registrations.services.common import MAX_CONFLICTS, _busy, _replay_raw, conflict_backoff, remember_answer
 from registrations.services.layout import upgrade_if_refused_for_layout
+from tems import telemetry
 from tems.clock import utcnow
 from tems.idempotency import StoredResponse, completed_record, record_is_absent_or_expired
 from tems.outbox import outbox_message
@@ -144,6 +145,7 @@ def checkin_create(*, event_id: str, ticket_text: str, door: str, staff_id: str,
                 conflicts.pause()
                 continue
             raise
+        telemetry.count(telemetry.CHECK_IN)
         return CheckInOutcome(response, CHECKED_IN)
     raise _busy("This ticket is changing right now; the scan will be sent again.")
 
