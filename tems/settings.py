@@ -253,10 +253,12 @@ TEMS_LOG_CAPACITY = _env_bool("TEMS_LOG_CAPACITY", False)
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"refusals_on_one_line": {"()": "tems.log_filters.RefusalsOnOneLine"}},
+    "filters": {"refusals_on_one_line": {"()": "tems.log_filters.RefusalsOnOneLine"},
+                "idle_relay_passes_left_out": {"()": "tems.log_filters.IdleRelayPassesLeftOut"}},
     "formatters": {"structured": {"()": "tems.logs.formatter", "log_format": TEMS_LOG_FORMAT}},
     "handlers": {"console": {"class": "logging.StreamHandler", "stream": "ext://sys.stdout",
-                             "formatter": "structured"}},
+                             "formatter": "structured",
+                             "filters": ["idle_relay_passes_left_out"] if TEMS_LOG_FORMAT == "console" else []}},
     "root": {"handlers": ["console"], "level": os.environ.get("TEMS_LOG_LEVEL", "INFO")},
     "loggers": {"botocore": {"level": "WARNING"}, "pynamodb": {"level": "WARNING"}, "axes": {"level": "WARNING"},
                 # The line per request and per relay pass carries the metrics: never silenced by TEMS_LOG_LEVEL.

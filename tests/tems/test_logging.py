@@ -109,3 +109,15 @@ def test_the_console_format_is_for_people_and_an_unknown_format_is_refused():
     with pytest.raises(ValueError, match="TEMS_LOG_FORMAT"):
         logs.formatter("xml")
     logs.formatter(logs.JSON)  # as the test run configured it: the other tests render JSON
+
+
+def test_a_terminal_leaves_out_idle_relay_passes_and_keeps_the_others():
+    from tems.log_filters import IdleRelayPassesLeftOut
+
+    def record(line):
+        return logging.LogRecord("tems.telemetry", logging.INFO, __file__, 1, line, None, None)
+
+    quiet = IdleRelayPassesLeftOut()
+    assert not quiet.filter(record({"event": "outbox_relay", "delivered": 0, "failed": 0, "skipped": 0}))
+    assert quiet.filter(record({"event": "outbox_relay", "delivered": 1, "failed": 0, "skipped": 0}))
+    assert quiet.filter(record({"event": "request", "status": 200}))
