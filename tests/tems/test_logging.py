@@ -11,11 +11,10 @@ import pytest
 from tems import logs, telemetry
 from tems.accounts import email_address_mark_verified
 from tems.identity import user_key
-from tems.outbox import OutboxMessage, outbox_relay
+from tems.log_filters import IdleRelayPassesLeftOut
+from tems.outbox import OutboxMessage, outbox_message, outbox_relay
 from tests.registrations.helpers import make_event
 from tests.telemetry import captured_lines
-
-pytestmark = pytest.mark.shared_table
 
 
 def register(client, event_id: str, key: str, **headers):
@@ -93,8 +92,6 @@ def test_a_message_handler_acts_for_the_request_that_wrote_the_message(ddb):
     def handler(message):
         seen.append((message.data["n"], telemetry.current_request_id()))
 
-    from tems.outbox import outbox_message
-
     with telemetry.scope("request", request_id="tap-a"):
         outbox_message(message_type="Probe", payload={"n": 1}).save()
     outbox_message(message_type="Probe", payload={"n": 2}).save()  # outside any request
@@ -112,8 +109,6 @@ def test_the_console_format_is_for_people_and_an_unknown_format_is_refused():
 
 
 def test_a_terminal_leaves_out_idle_relay_passes_and_keeps_the_others():
-    from tems.log_filters import IdleRelayPassesLeftOut
-
     def record(line):
         return logging.LogRecord("tems.telemetry", logging.INFO, __file__, 1, line, None, None)
 
