@@ -99,11 +99,11 @@ class Scope:
                 labelled.setdefault(label, {})[metric] = n
         return labelled
 
-    def write(self, **fields: Any) -> None:
+    def write(self) -> None:
         meter = self.meter
         totals = self.totals()
         logger.info(
-            self.event, request_id=self.request_id, **self.fields, **fields,
+            self.event, request_id=self.request_id, **self.fields,
             ddb_requests=meter.total_requests, ddb_rcu=meter.read_capacity, ddb_wcu=meter.write_capacity,
             throttles=totals.get(THROTTLE, 0), retries=totals.get(RETRY, 0),
             **({"cancellations": self.cancellations} if self.cancellations else {}),
