@@ -105,7 +105,6 @@ def test_the_console_format_is_for_people_and_an_unknown_format_is_refused():
     assert "plain words" in rendered and not rendered.lstrip().startswith("{")
     with pytest.raises(ValueError, match="TEMS_LOG_FORMAT"):
         logs.formatter("xml")
-    logs.formatter(logs.JSON)  # as the test run configured it: the other tests render JSON
 
 
 def test_a_terminal_leaves_out_idle_relay_passes_and_keeps_the_others():
