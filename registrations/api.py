@@ -5,6 +5,7 @@ from django.http import HttpRequest, HttpResponse
 from registrations import attendees, selectors, services
 from registrations.errors import RegistrationError
 from registrations.forms import EventForm
+from registrations.telemetry import count_registration
 from tems.api import api_view, json_response, parse_form
 from tems.idempotency import key_from_request, request_fingerprint
 from tems.identity import user_key
@@ -48,6 +49,7 @@ def registration_create(request: HttpRequest, event_id: str) -> HttpResponse:
         idempotency_key=key_from_request(request),
         fingerprint=request_fingerprint(request),
     )
+    count_registration(outcome)
     return outcome.response.to_http(replayed=outcome.replayed)
 
 

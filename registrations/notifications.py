@@ -17,7 +17,7 @@ from registrations.errors import RegistrationError
 from registrations.tickets import ticket_url
 from tems.accounts import notification_recipient
 from tems.identity import user_for_key
-from tems.outbox import OutboxMessage, message_id_header
+from tems.outbox import OutboxMessage, mail_headers
 
 
 def _send(message: OutboxMessage, subject: str, body: str, *, ticket: bool = False) -> None:
@@ -36,7 +36,7 @@ def _send(message: OutboxMessage, subject: str, body: str, *, ticket: bool = Fal
     title = event.title if event else "an event that has since been removed"
     body = body.format(title=title, **data) + _details(event, data, ticket=ticket)
     EmailMessage(subject.format(title=title), body, settings.DEFAULT_FROM_EMAIL,
-                 [recipient], headers={"Message-ID": message_id_header(message)}).send()
+                 [recipient], headers=mail_headers(message)).send()
 
 
 def _details(event, data: dict, *, ticket: bool) -> str:

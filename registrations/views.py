@@ -26,6 +26,7 @@ from registrations.errors import RegistrationError
 from registrations.forms import EventEditForm, EventForm
 from registrations.models import WAITLISTED
 from registrations.statuses import card_statuses
+from registrations.telemetry import count_registration
 from tems.clock import utcnow
 from tems.decorators import staff_required
 from tems.errors import DomainError
@@ -159,6 +160,7 @@ def registration_create(request: HttpRequest, event_id: str) -> HttpResponse:
         )
     except DomainError as error:
         return _error_redirect(request, error, event_url)
+    count_registration(outcome)
     event = _event_or_404(event_id)  # fresh seat counts for the page; the registration is already decided
     registration = _shown_registration(outcome, event, request)
     notice = _registration_notice(outcome, event, registration)

@@ -51,6 +51,16 @@ def user_key(user) -> str:
     return cached
 
 
+def known_user_key(user) -> str | None:
+    """``user_key(user)`` when it costs no query (already read in this request, or joined into the user's read),
+    else None: for a log line, which must not read the database."""
+    cached = getattr(user, _CACHE_ATTRIBUTE, None)
+    if cached is not None:
+        return cached
+    identity = _joined_identity(user)
+    return str(identity.key) if identity is not None else None
+
+
 class IdentityModelBackend(ModelBackend):
     """Django's ModelBackend whose user comes with its identity, joined in: ``user_key`` then costs no query.
 

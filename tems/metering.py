@@ -1,4 +1,4 @@
-"""Request metering: what each code path really sends to DynamoDB, and the capacity it consumes.
+"""Request metering: what each code path really sends to DynamoDB, the capacity it consumes, and its throttles.
 
 Counting hooks into botocore's events, so no service code has to know it is being measured.
 """
@@ -20,6 +20,10 @@ _CAPACITY_OPERATIONS = {
     "BatchGetItem", "BatchWriteItem", "TransactGetItems", "TransactWriteItems",
 }
 _READ_OPERATIONS = {"GetItem", "Query", "Scan", "BatchGetItem", "TransactGetItems"}
+# Answers that say "over the table's or a partition's throughput": botocore retries them on its own, so each is
+# counted as it arrives, whether or not a retry then succeeds.
+_THROTTLE_CODES = frozenset({"ProvisionedThroughputExceededException", "ThrottlingException",
+                             "RequestLimitExceeded"})
 
 
 @dataclass
@@ -27,6 +31,11 @@ class DynamoMeter:
     requests: Counter = field(default_factory=Counter)
     read_capacity: float = 0.0
     write_capacity: float = 0.0
+    throttles: int = 0
+    # Whether the requests sent under this meter ask DynamoDB for the capacity they consume when their caller did
+    # not (tems.transactions does not: DynamoDB Local takes measurably longer over a transaction that asks). A
+    # benchmark asks; a request's own meter (tems.telemetry) does only when TEMS_LOG_CAPACITY says so.
+    asks_capacity: bool = True
     # The meter this one was opened inside: counts flow up, so a service may meter its own operation while a
     # benchmark or the lab meters the whole run around it.
     parent: DynamoMeter | None = field(default=None, repr=False)
@@ -41,6 +50,12 @@ class DynamoMeter:
             self.requests[operation] += 1
         if self.parent is not None:
             self.parent._count_request(operation)
+
+    def _count_throttle(self) -> None:
+        with self._lock:
+            self.throttles += 1
+        if self.parent is not None:
+            self.parent._count_throttle()
 
     def _add_capacity(self, operation: str, consumed: Any) -> None:
         entries = consumed if isinstance(consumed, list) else [consumed]
@@ -67,7 +82,8 @@ def _operation_from(event_name: str) -> str:
 
 def _before_parameter_build(params: dict, event_name: str, **_: Any) -> None:
     # Over "NONE" too: a caller that reads no capacity says so (tems.transactions), the meter reads it.
-    if (_active_meter.get() is not None and _operation_from(event_name) in _CAPACITY_OPERATIONS
+    meter = _active_meter.get()
+    if (meter is not None and meter.asks_capacity and _operation_from(event_name) in _CAPACITY_OPERATIONS
             and params.get("ReturnConsumedCapacity", "NONE") == "NONE"):
         params["ReturnConsumedCapacity"] = "TOTAL"
 
@@ -84,6 +100,13 @@ def _after_call(parsed: dict, event_name: str, **_: Any) -> None:
         meter._add_capacity(_operation_from(event_name), parsed["ConsumedCapacity"])
 
 
+def _on_attempt(response: tuple[Any, dict] | None = None, **_: Any) -> None:
+    # botocore asks its retry handlers about every answer; this one only looks, so it returns None (no opinion).
+    meter = _active_meter.get()
+    if meter is not None and response is not None and response[1].get("Error", {}).get("Code") in _THROTTLE_CODES:
+        meter._count_throttle()
+
+
 def meter_client(client) -> None:
     if getattr(client, "_tems_metered", False):
         return
@@ -93,6 +116,7 @@ def meter_client(client) -> None:
     events.register("before-parameter-build.dynamodb", _before_parameter_build, unique_id="tems-meter-params")
     events.register("before-send.dynamodb", _before_send, unique_id="tems-meter-send")
     events.register("after-call.dynamodb", _after_call, unique_id="tems-meter-after")
+    events.register("needs-retry.dynamodb", _on_attempt, unique_id="tems-meter-retry")
     client._tems_metered = True
 
 
@@ -114,14 +138,17 @@ def ready_clients() -> None:
 
 
 @contextmanager
-def metered() -> Iterator[DynamoMeter]:
-    """Count the DynamoDB requests and capacity of the code run inside, in this context only.
+def metered(*, ask_capacity: bool = True) -> Iterator[DynamoMeter]:
+    """Count the DynamoDB requests, capacity and throttled answers of the code run inside, in this context only.
 
     Work handed to threads is counted when it runs under ``contextvars.copy_context()`` of this context.
-    Meters nest: whatever an inner ``metered()`` counts is counted by the enclosing one too.
+    Meters nest: whatever an inner ``metered()`` counts is counted by the enclosing one too, and an inner meter
+    asks for capacity whenever an enclosing one does. With ``ask_capacity`` False, capacity is what the requests
+    asked for anyway (PynamoDB's single-item requests and queries do, transactions do not).
     """
     ready_clients()
-    meter = DynamoMeter(parent=_active_meter.get())
+    parent = _active_meter.get()
+    meter = DynamoMeter(parent=parent, asks_capacity=ask_capacity or (parent is not None and parent.asks_capacity))
     token = _active_meter.set(meter)
     try:
         yield meter

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from http import HTTPStatus
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse
+from django.utils.functional import empty
 
+from tems import telemetry
 from tems.api import PROBLEM_CONTENT_TYPE, problem
+from tems.identity import known_user_key
 
 API_PREFIX = "/api/"
 # Headers of Django's own refusals that a client needs to act on; kept when the body becomes a problem.
@@ -60,3 +65,49 @@ class ApiProblemMiddleware:
             if response.has_header(name):
                 converted[name] = response[name]
         return converted
+
+
+_REQUEST_ID_META = "HTTP_" + telemetry.REQUEST_ID_HEADER.upper().replace("-", "_")
+
+
+class RequestLogMiddleware:
+    """One log line per request, with its metrics (tems.telemetry), and its request id.
+
+    The id is the client's ``X-Request-ID`` when well formed (a proxy's, or a retry's that wants its tries
+    followed), else a new one; it is answered in the same header, and every log line and outbox message written
+    for the request carries it. Outermost but for the health check, so it times and sees every answer,
+    Django's own refusals included.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        started = time.perf_counter()
+        # From META: building request.headers for one header costs more than the rest of the line.
+        request_id = telemetry.request_id_from(request.META.get(_REQUEST_ID_META))
+        with telemetry.scope("request", request_id=request_id, ask_capacity=settings.TEMS_LOG_CAPACITY) as current:
+            current.fields.update(idempotency_key=None, replayed=False)
+            response = self.get_response(request)
+            response[telemetry.REQUEST_ID_HEADER] = request_id
+            status = response.status_code
+            if status in telemetry.ANSWERED_STATUSES:
+                current.count(telemetry.answer_metric(status))
+            if 500 <= status <= 599:
+                current.count(telemetry.ANSWER_5XX)
+            match = request.resolver_match
+            current.fields.update(
+                method=request.method, route=match.route if match is not None else None, path=request.path[:200],
+                status=status, duration_ms=telemetry.elapsed_ms(started), user=_user_key_known(request),
+            )
+        return response
+
+
+def _user_key_known(request: HttpRequest) -> str | None:
+    """The user's immutable key if the request already read the user; reading it only for the log would cost
+    every anonymous or user-less request a session and a user query."""
+    user = getattr(request, "user", None)
+    wrapped = getattr(user, "_wrapped", user)  # AuthenticationMiddleware's lazy object
+    if wrapped is None or wrapped is empty or not wrapped.is_authenticated:
+        return None
+    return known_user_key(wrapped)

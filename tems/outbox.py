@@ -14,6 +14,9 @@ Delivery is at least once (a relay that dies after the side effect but before th
 be handled again after the lease). Exactly one *effect* per message is the receiver's part, keyed by the
 message id: mails carry ``Message-ID`` derived from it (``message_id_header``), so a mail client or list
 drops the repeat, and every other handler is idempotent by the message id or by design.
+A message carries the id of the request that wrote it; its handler runs acting for that request (its log lines,
+the messages it writes and the mail's ``X-Request-ID`` carry the id), so a tap can be followed to the mail.
+Each relay pass writes one line with its metrics: messages delivered and the age of the oldest one due.
 Claim, release and delete are one-item transactions: their ClientRequestToken makes a retry after a lost
 answer a success instead of a refused condition.
 """
@@ -33,6 +36,7 @@ from django.conf import settings
 from django.utils.module_loading import import_string
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute, UTCDateTimeAttribute
 
+from tems import telemetry
 from tems.clock import utcnow
 from tems.dynamo import CollectionIndex, TableModel
 from tems.transactions import LabelledTransaction, TransactionCancelled
@@ -60,6 +64,8 @@ class OutboxMessage(TableModel):
     claimed_by = UnicodeAttribute(null=True)
     lease_until = UTCDateTimeAttribute(null=True)
     attempts = NumberAttribute(default=0)
+    # The request that wrote the message (tems.telemetry); absent on messages written outside a request.
+    request_id = UnicodeAttribute(null=True)
 
     pending = CollectionIndex()
     gsi1pk = UnicodeAttribute(attr_name="GSI1PK", default=COLLECTION)
@@ -107,7 +113,7 @@ def outbox_message(*, message_type: str, payload: dict[str, Any], now: datetime 
         message_id=message_id, message_type=message_type,
         payload=json.dumps(payload, sort_keys=True, default=str),
         created_at=now, gsi1pk=OutboxMessage.collection_for(message_id),
-        gsi1sk=OutboxMessage.listing_key(now, message_id),
+        gsi1sk=OutboxMessage.listing_key(now, message_id), request_id=telemetry.current_request_id(),
     )
 
 
@@ -146,6 +152,14 @@ def message_id_header(message: OutboxMessage) -> str:
     return f"<outbox.{message.message_id}@{domain}>"
 
 
+def mail_headers(message: OutboxMessage) -> dict[str, str]:
+    """The headers of the mail a message produces: its ``Message-ID`` and the id of the request behind it."""
+    headers = {"Message-ID": message_id_header(message)}
+    if message.request_id:
+        headers[telemetry.REQUEST_ID_HEADER] = message.request_id
+    return headers
+
+
 def outbox_pending(*, limit: int = 100, now: datetime | None = None) -> list[OutboxMessage]:
     """The messages due by ``now``, the longest due first (the index is eventually consistent: a message that
     just became due may wait for the next pass)."""
@@ -159,25 +173,43 @@ def configured_handlers() -> dict[str, Handler]:
 
 def outbox_relay(*, handlers: Mapping[str, Handler] | None = None, limit: int = 100, relay_id: str | None = None,
                  now: Callable[[], datetime] = utcnow) -> RelayReport:
-    """One pass over the due messages: claim, handle, delete (or put back with a backoff). Returns the tally."""
+    """One pass over the due messages: claim, handle, delete (or put back with a backoff). Returns the tally.
+
+    Writes one line for the pass, with ``OutboxDelivered`` and ``OutboxLagSeconds``: how long the oldest message
+    found due has waited since it was written (0 when none is due). A message waiting out the backoff of a
+    failed delivery is not listed until it is due again, when its whole age shows.
+    """
     handlers = configured_handlers() if handlers is None else handlers
     relay_id = relay_id or uuid.uuid4().hex
     report = RelayReport()
-    for message in outbox_pending(limit=limit, now=now()):
-        handler = handlers.get(message.message_type)
-        if handler is None or not _claim(message, relay_id=relay_id, now=now()):
-            report.skipped += 1
-            continue
-        try:
-            handler(message)
-        except Exception:  # noqa: BLE001 - one bad message must not stop the others; it is retried after a backoff
-            logger.exception("outbox message %s (%s) failed", message.message_id, message.message_type)
-            report.failed += 1
-            _release(message, relay_id=relay_id, now=now())
-            continue
-        _delete(message, relay_id=relay_id)
-        report.delivered += 1
+    with telemetry.scope("outbox_relay") as current:
+        started = now()
+        pending = outbox_pending(limit=limit, now=started)
+        oldest = min((message.created_at for message in pending), default=started)
+        telemetry.measure(telemetry.OUTBOX_LAG_SECONDS, round(max((started - oldest).total_seconds(), 0.0), 3))
+        for message in pending:
+            with telemetry.acting_for(message.request_id):
+                _deliver(message, handlers, relay_id=relay_id, now=now, report=report)
+        telemetry.count(telemetry.OUTBOX_DELIVERED, n=report.delivered)
+        current.fields.update(delivered=report.delivered, failed=report.failed, skipped=report.skipped)
     return report
+
+
+def _deliver(message: OutboxMessage, handlers: Mapping[str, Handler], *, relay_id: str,
+             now: Callable[[], datetime], report: RelayReport) -> None:
+    handler = handlers.get(message.message_type)
+    if handler is None or not _claim(message, relay_id=relay_id, now=now()):
+        report.skipped += 1
+        return
+    try:
+        handler(message)
+    except Exception:  # noqa: BLE001 - one bad message must not stop the others; it is retried after a backoff
+        logger.exception("outbox message %s (%s) failed", message.message_id, message.message_type)
+        report.failed += 1
+        _release(message, relay_id=relay_id, now=now())
+        return
+    _delete(message, relay_id=relay_id)
+    report.delivered += 1
 
 
 def _mine(relay_id: str):

@@ -121,6 +121,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "tems.health.HealthCheckMiddleware",
+    # Outside everything else: times each request and sees every answer (tems/telemetry.py).
+    "tems.middleware.RequestLogMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -242,13 +244,26 @@ MAILERS = {
 }
 DEFAULT_FROM_EMAIL = os.environ.get("DJANGO_DEFAULT_FROM_EMAIL", "TEMS <events@tems.invalid>")
 
+# Logs (tems/logs.py): one JSON object a line on stdout, CloudWatch's Embedded Metric Format in the lines that
+# carry metrics; "console" for a person at a terminal, the default with DEBUG on.
+TEMS_LOG_FORMAT = os.environ.get("TEMS_LOG_FORMAT", "console" if DEBUG else "json").strip().lower()
+# Each request's line counts its DynamoDB requests and the capacity they report. Transactions do not ask for
+# theirs (DynamoDB Local answers a transaction that asks measurably later); TEMS_LOG_CAPACITY=1 makes every
+# request ask, so the line has the whole capacity.
+TEMS_LOG_CAPACITY = _env_bool("TEMS_LOG_CAPACITY", False)
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"refusals_on_one_line": {"()": "tems.log_filters.RefusalsOnOneLine"}},
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"refusals_on_one_line": {"()": "tems.log_filters.RefusalsOnOneLine"},
+                "idle_relay_passes_left_out": {"()": "tems.log_filters.IdleRelayPassesLeftOut"}},
+    "formatters": {"structured": {"()": "tems.logs.formatter", "log_format": TEMS_LOG_FORMAT}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "stream": "ext://sys.stdout",
+                             "formatter": "structured",
+                             "filters": ["idle_relay_passes_left_out"] if TEMS_LOG_FORMAT == "console" else []}},
     "root": {"handlers": ["console"], "level": os.environ.get("TEMS_LOG_LEVEL", "INFO")},
     "loggers": {"botocore": {"level": "WARNING"}, "pynamodb": {"level": "WARNING"}, "axes": {"level": "WARNING"},
+                # The line per request and per relay pass carries the metrics: never silenced by TEMS_LOG_LEVEL.
+                "tems.telemetry": {"level": "INFO"},
                 # Django's default config gives "django" its own console handler under DEBUG, and the record
                 # then reaches root's too: every line twice. Root's handler is the one.
                 "django": {"handlers": [], "level": "INFO"},

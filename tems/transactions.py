@@ -20,6 +20,7 @@ from pynamodb.expressions.update import Action
 from pynamodb.models import Model
 from pynamodb.transactions import TransactWrite
 
+from tems import telemetry
 from tems.dynamo import transaction_connection
 
 # PynamoDB's send order (pynamodb.connection.base.Connection.transact_write_items).
@@ -152,6 +153,7 @@ class LabelledTransaction:
                 for label, reason in zip(order, error.cancellation_reasons, strict=False)
                 if reason is not None
             }
+            telemetry.note_cancellation(reasons)
             raise TransactionCancelled(reasons, error) from error
 
 
@@ -221,7 +223,9 @@ class RetryPolicy:
         return self.uniform(0, min(self.max_delay, self.base_delay * 2**retry))
 
     def backoff(self, retry: int) -> None:
-        """Pause before retry number ``retry`` (0 for the first)."""
+        """Pause before retry number ``retry`` (0 for the first); every retry loop pauses here, so it is where
+        retries are counted."""
+        telemetry.count(telemetry.RETRY)
         self.sleep(self.delay(retry))
 
     def sleeping(self, sleep: Callable[[float], None]) -> RetryPolicy:
@@ -239,20 +243,21 @@ class RetryPolicy:
         """
         last: TransactionCancelled | None = None
         for retry in range(self.attempts):
+            if retry:
+                # Only before another attempt: a pause after the last one would only delay the "busy" answer.
+                self.backoff(retry - 1)
             try:
                 return attempt()
             except TransactionCancelled as cancelled:
                 if not cancelled.is_conflict:
                     raise
                 last = cancelled
-                self.backoff(retry)
             except TransactWriteError as error:
                 # An error botocore stopped retrying (its retry quota is shared by the client and runs out when
                 # many requests fail at once): the writes retried this way are conditioned, so again is safe.
                 if response_code(error) not in GAVE_UP:
                     raise
                 last = TransactionCancelled({}, error)
-                self.backoff(retry)
         assert last is not None
         raise busy(last) from last
 

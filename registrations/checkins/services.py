@@ -44,6 +44,7 @@ from registrations.services.common import (
 )
 from registrations.services.layout import upgrade_if_refused_for_layout
 from registrations.tickets import Ticket, ticket_read
+from tems import telemetry
 from tems.clock import utcnow
 from tems.idempotency import RECORD_LABEL, StoredResponse, add_completed_record
 from tems.outbox import outbox_message
@@ -150,6 +151,7 @@ def checkin_create(*, event_id: str, ticket_text: str, door: str, staff_id: str,
                 conflicts.pause()
                 continue
             raise
+        telemetry.count(telemetry.CHECK_IN)
         return CheckInOutcome(response, CHECKED_IN)
     raise busy_error("This ticket is changing right now; the scan will be sent again.")
 

@@ -19,6 +19,7 @@ import http_sf
 from django.http import HttpRequest, HttpResponse
 from pynamodb.expressions.condition import Condition
 
+from tems import telemetry
 from tems.api import JSON_CONTENT_TYPE, loads_json, problem_from_error
 from tems.clock import utcnow
 from tems.errors import DomainError
@@ -92,7 +93,9 @@ def parse_key(value: str | None) -> str:
 
 def key_from_request(request: HttpRequest) -> str:
     """The key from the header (API, HTMX) or, for a plain form post without JavaScript, the form field."""
-    return parse_key(request.headers.get(HEADER) or request.POST.get(FORM_FIELD))
+    key = parse_key(request.headers.get(HEADER) or request.POST.get(FORM_FIELD))
+    telemetry.note(idempotency_key=key)
+    return key
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from django.http import HttpResponse
 from pynamodb.attributes import NumberAttribute, TTLAttribute, UnicodeAttribute, UTCDateTimeAttribute
 from pynamodb.expressions.condition import Condition
 
+from tems import telemetry
 from tems.clock import utcnow
 from tems.dynamo import TableModel
 from tems.errors import DomainError
@@ -175,6 +176,7 @@ def replay_from_record(record: IdempotencyRecord, *, fingerprint: str) -> Stored
         )
     if record.status != COMPLETED:
         return None
+    telemetry.note(replayed=True)  # every replay is answered from here: the request's line says so, once
     headers = tuple(tuple(pair) for pair in json.loads(record.response_headers)) if record.response_headers else ()
     return StoredResponse(int(record.response_status), record.response_body,
                           record.response_content_type or JSON_CONTENT_TYPE, headers)
