@@ -219,3 +219,18 @@ def test_an_sso_account_registers_under_its_own_user_key(client, sso, ddb):
     assert response.status_code == 201, response.content
     mine = client.get("/api/me/registrations").json()["registrations"]
     assert [r["registration_id"] for r in mine] == [response.json()["registration_id"]]
+
+
+@pytest.mark.django_db
+def test_failed_sso_log_ins_lock_out_neither_a_local_account_nor_the_next_sso_student(client, sso, student,
+                                                                                       settings):
+    # A campus shares few addresses: failures there must not shut everyone behind them out.
+    settings.TEMS_OIDC_CLIENT_SECRET = "not-the-secret"
+    for _ in range(settings.AXES_FAILURE_LIMIT + 1):
+        assert _sso_log_in(Client(), sso, "u-1001")["Location"] == "/accounts/login/"
+    client.post("/accounts/login/", {"username": "student1", "password": "pw-student-1"})
+    assert _logged_in_as(client) == student
+    settings.TEMS_OIDC_CLIENT_SECRET = sso.client_secret
+    next_student = Client()
+    assert _sso_log_in(next_student, sso, "u-2002")["Location"] == "/events/"
+    assert _logged_in_as(next_student).username == "unproven"
