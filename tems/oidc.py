@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import functools
 import logging
+from urllib.parse import urlencode
 
 import jwt
 import requests
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import get_user_model
+from django.contrib.auth import views as auth_views
 from django.core.exceptions import SuspiciousOperation
 from django.http import Http404, HttpResponseRedirect
-from django.shortcuts import redirect
+from django.shortcuts import redirect, render, resolve_url
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
 
@@ -63,6 +65,28 @@ def _discover(issuer: str) -> dict:
     if missing:
         raise ProviderUnavailable(f"discovery at {issuer} lacks {', '.join(missing)}")
     return metadata
+
+
+def provider_logout_url(request) -> str | None:
+    """Where to send a single sign-on session's browser after TEMS logs it out: the provider's RP-initiated
+    log-out, so the next person at a shared computer is not logged straight back in. None for a local session,
+    while SSO is off, or if the provider offers no log-out (or cannot be asked): the TEMS session ends anyway.
+    Call it before the session ends, as it reads the ID token the log-in kept there.
+    """
+    id_token = request.session.get("oidc_id_token")
+    if not enabled() or not id_token:
+        return None
+    try:
+        endpoint = provider_metadata().get("end_session_endpoint")
+    except ProviderUnavailable:
+        logger.warning("single sign-on log-out: provider unavailable, only the TEMS session ended")
+        return None
+    if not endpoint:
+        return None
+    back = request.build_absolute_uri(resolve_url(settings.LOGOUT_REDIRECT_URL))
+    query = urlencode({"id_token_hint": id_token, "client_id": settings.TEMS_OIDC_CLIENT_ID,
+                       "post_logout_redirect_uri": back})
+    return f"{endpoint}{'&' if '?' in endpoint else '?'}{query}"
 
 
 class OidcBackend(OIDCAuthenticationBackend):
@@ -157,3 +181,15 @@ class OidcCallbackView(OIDCAuthenticationCallbackView):
     def login_failure(self):
         return _failed(self.request, f"Log-in with {settings.TEMS_OIDC_NAME} did not succeed. Please try again; "
                                      "if it keeps failing, ask the events team.")
+
+
+class LogoutView(auth_views.LogoutView):
+    """Django's log-out, which deletes the TEMS session on the server; then, for a single sign-on session, a page
+    that takes the browser on to the provider's log-out, which sends it back to the log-in page."""
+
+    def post(self, request, *args, **kwargs):
+        at_provider = provider_logout_url(request)
+        response = super().post(request, *args, **kwargs)
+        if at_provider is None:
+            return response
+        return render(request, "registration/logged_out_sso.html", {"provider_logout_url": at_provider})

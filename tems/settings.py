@@ -114,6 +114,8 @@ OIDC_RP_SCOPES = "openid email profile"
 OIDC_USE_PKCE = True
 OIDC_TIMEOUT = 10
 OIDC_AUTHENTICATION_CALLBACK_URL = "oidc_callback"
+# Kept in the session for the provider's log-out (tems.oidc.provider_logout_url), and gone with the session.
+OIDC_STORE_ID_TOKEN = True
 
 # E-mail verification and per-user mail budgets. Counters live in the database, so they hold across servers.
 TEMS_EMAIL_VERIFICATION_MAX_AGE = timedelta(days=int(os.environ.get("TEMS_EMAIL_VERIFICATION_DAYS", "3")))

@@ -9,7 +9,7 @@ urlpatterns = [
     path("", RedirectView.as_view(pattern_name="registrations:event_list"), name="home"),
     path("favicon.ico", views.favicon, name="favicon"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
-    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/logout/", oidc.LogoutView.as_view(), name="logout"),
     path("accounts/signup/", views.signup, name="signup"),
     path("accounts/sso/", oidc.OidcStartView.as_view(), name="oidc_start"),
     path("accounts/sso/callback/", oidc.OidcCallbackView.as_view(), name="oidc_callback"),

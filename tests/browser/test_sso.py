@@ -1,5 +1,6 @@
 """A student logs in with the university's account in Chromium: through the real test provider's log-in form and
-back, with the SSO log-in and sign-up pages axe-clean on a desktop and on a phone."""
+back, and out of TEMS and the provider both, with the SSO log-in and sign-up pages axe-clean on a desktop and on a
+phone."""
 
 import pytest
 from playwright.sync_api import expect
@@ -13,6 +14,7 @@ pytestmark = pytest.mark.browser
 @pytest.fixture
 def university(app_server, settings):
     with LocalIdP(redirect_uris=[f"{app_server}/accounts/sso/callback/"],
+                  post_logout_redirect_uris=[f"{app_server}/accounts/login/"],
                   accounts={"u-42": {"email": "grace@uni.test", "email_verified": True,
                                      "preferred_username": "grace"}}) as idp:
         settings.TEMS_OIDC_ISSUER = idp.issuer
@@ -39,7 +41,11 @@ def test_a_student_logs_in_with_the_university_and_out_again(app_server, univers
     page.wait_for_url(f"{app_server}/events/")
     expect(page.locator(".who")).to_contain_text("Signed in as grace")
     page.get_by_role("button", name="Log out").click()
-    page.wait_for_url(f"{app_server}/accounts/login/**")
+    # On through the provider's log-out, which asks, and back to TEMS's log-in page, logged out of both.
+    page.get_by_role("button", name="Yes, sign me out").click()
+    page.wait_for_url(f"{app_server}/accounts/login/")
     expect(page.get_by_role("navigation", name="Main").get_by_role("link", name="Log in")).to_be_visible()
     page.goto(f"{app_server}/me/registrations/")
     page.wait_for_url(f"{app_server}/accounts/login/?next=/me/registrations/")
+    page.get_by_role("link", name="Log in with Test University").click()
+    expect(page.get_by_placeholder("Enter any login")).to_be_visible()  # the provider asks again

@@ -11,6 +11,7 @@ import Provider from 'oidc-provider';
 const clientId = process.env.OIDC_TEST_CLIENT_ID;
 const clientSecret = process.env.OIDC_TEST_CLIENT_SECRET;
 const redirectUris = JSON.parse(process.env.OIDC_TEST_REDIRECT_URIS);
+const postLogoutRedirectUris = JSON.parse(process.env.OIDC_TEST_POST_LOGOUT_REDIRECT_URIS || '[]');
 const accounts = JSON.parse(process.env.OIDC_TEST_ACCOUNTS || '{}');
 
 const server = http.createServer();
@@ -21,7 +22,7 @@ server.listen(0, '127.0.0.1', () => {
       client_id: clientId,
       client_secret: clientSecret,
       redirect_uris: redirectUris,
-      post_logout_redirect_uris: redirectUris,
+      post_logout_redirect_uris: postLogoutRedirectUris,
     }],
     claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name', 'preferred_username'] },
     async findAccount(ctx, sub) {

@@ -30,9 +30,11 @@ class LocalIdP:
     login name is a subject with a verified ``<sub>@idp.test``.
     """
 
-    def __init__(self, *, redirect_uris: list[str], accounts: dict[str, dict] | None = None,
-                 client_id: str = "tems-test", client_secret: str = "tems-test-secret"):
+    def __init__(self, *, redirect_uris: list[str], post_logout_redirect_uris: list[str] = (),
+                 accounts: dict[str, dict] | None = None, client_id: str = "tems-test",
+                 client_secret: str = "tems-test-secret"):
         self.redirect_uris = redirect_uris
+        self.post_logout_redirect_uris = list(post_logout_redirect_uris)
         self.accounts = accounts or {}
         self.client_id = client_id
         self.client_secret = client_secret
@@ -45,6 +47,7 @@ class LocalIdP:
             raise RuntimeError("The OIDC tests need Node.js and the npm package oidc-provider: run `npm ci`.")
         env = {**os.environ, "OIDC_TEST_CLIENT_ID": self.client_id, "OIDC_TEST_CLIENT_SECRET": self.client_secret,
                "OIDC_TEST_REDIRECT_URIS": json.dumps(self.redirect_uris),
+               "OIDC_TEST_POST_LOGOUT_REDIRECT_URIS": json.dumps(self.post_logout_redirect_uris),
                "OIDC_TEST_ACCOUNTS": json.dumps(self.accounts)}
         self._process = subprocess.Popen([node, str(SCRIPT)], env=env, stdout=subprocess.PIPE,
                                          stderr=subprocess.DEVNULL, text=True)
@@ -90,12 +93,38 @@ class LocalIdP:
             raise AssertionError(f"the provider did not redirect back: {response.status_code} {response.text[:300]}")
         return response.headers["Location"]
 
+    def log_out(self, end_session_url: str) -> str:
+        """Open the relying party's log-out URL at the provider and submit its confirmation form (which a
+        browser submits by script); returns where the provider sends the browser back to."""
+        browser = requests.Session()
+        response = browser.get(end_session_url, allow_redirects=False, timeout=10)
+        if response.status_code != 200:
+            raise AssertionError(f"the provider refused the log-out: {response.status_code} {response.text[:300]}")
+        form = _LoginForm()
+        form.feed(response.text)
+        response = browser.post(urljoin(response.url, form.action), data=form.fields, allow_redirects=False,
+                                timeout=10)
+        if not response.is_redirect:
+            raise AssertionError(f"the provider did not redirect back: {response.status_code} {response.text[:300]}")
+        return response.headers["Location"]
+
 
 class _LoginForm(HTMLParser):
+    """The first form's action and its hidden fields."""
+
     def __init__(self):
         super().__init__()
         self.action = ""
+        self.fields: dict[str, str] = {}
+        self._done = False
 
     def handle_starttag(self, tag, attrs):
+        attributes = dict(attrs)
         if tag == "form" and not self.action:
-            self.action = dict(attrs).get("action", "")
+            self.action = attributes.get("action", "")
+        elif tag == "input" and not self._done and attributes.get("type") == "hidden":
+            self.fields[attributes.get("name", "")] = attributes.get("value", "")
+
+    def handle_endtag(self, tag):
+        if tag == "form":
+            self._done = True

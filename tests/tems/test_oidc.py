@@ -3,12 +3,13 @@ the account is found by the provider's subject, never by its e-mail; a disabled 
 ends the TEMS session; and every failure is a message on the log-in page, never a 5xx."""
 
 import uuid
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from django.contrib.auth.models import User
 from django.contrib.sessions.models import Session
 from django.test import Client
+from django.utils.html import escape
 
 from tems import accounts, oidc
 from tems.accounts import email_address_verified, sso_account_for
@@ -18,6 +19,7 @@ from tests.oidc.provider import LocalIdP
 from tests.registrations.helpers import make_event
 
 CALLBACK = "http://testserver/accounts/sso/callback/"
+LOGIN_PAGE = "http://testserver/accounts/login/"
 IDP_ACCOUNTS = {
     "u-1001": {"email": "ada@uni.test", "email_verified": True, "preferred_username": "ada"},
     # Someone at the provider whose address is a local account's: must not get that account.
@@ -28,7 +30,7 @@ IDP_ACCOUNTS = {
 
 @pytest.fixture(scope="module")
 def idp():
-    with LocalIdP(redirect_uris=[CALLBACK], accounts=IDP_ACCOUNTS) as provider:
+    with LocalIdP(redirect_uris=[CALLBACK], post_logout_redirect_uris=[LOGIN_PAGE], accounts=IDP_ACCOUNTS) as provider:
         yield provider
 
 
@@ -138,15 +140,37 @@ def test_a_disabled_account_stays_disabled(client, sso):
 
 
 @pytest.mark.django_db
-def test_logging_out_ends_the_tems_session(client, sso):
+def test_logging_out_ends_the_tems_session_and_then_the_one_at_the_provider(client, sso):
     _sso_log_in(client, sso, "u-1001")
     session_key = client.session.session_key
+    id_token = client.session["oidc_id_token"]
     assert client.get("/accounts/verify-email/").status_code == 200
-    assert client.post("/accounts/logout/").status_code == 302
+    response = client.post("/accounts/logout/")
     assert not Session.objects.filter(session_key=session_key).exists()
     stale = Client()
     stale.cookies["sessionid"] = session_key
     assert stale.get("/accounts/verify-email/").status_code == 302
+
+    # The page that says so takes the browser on to the provider's log-out.
+    assert response.status_code == 200 and "You are logged out of TEMS" in response.content.decode()
+    onward = response.context["provider_logout_url"]
+    assert f'content="0;url={escape(onward)}"' in response.content.decode()
+    at_provider = urlsplit(onward)
+    assert f"{at_provider.scheme}://{at_provider.netloc}{at_provider.path}" == \
+        oidc.provider_metadata()["end_session_endpoint"]
+    assert parse_qs(at_provider.query) == {"id_token_hint": [id_token], "client_id": [sso.client_id],
+                                           "post_logout_redirect_uri": [LOGIN_PAGE]}
+    # The provider takes the hint and the way back, and sends the browser to the log-in page.
+    assert sso.log_out(onward) == LOGIN_PAGE
+
+
+@pytest.mark.django_db
+def test_a_local_session_logs_out_without_asking_the_provider(client, sso, student):
+    client.post("/accounts/login/", {"username": "student1", "password": "pw-student-1"})
+    oidc._discover.cache_clear()
+    response = client.post("/accounts/logout/")
+    assert response.status_code == 302 and response["Location"] == "/accounts/login/"
+    assert _logged_in_as(client) is None and oidc._discover.cache_info().misses == 0
 
 
 @pytest.mark.django_db
