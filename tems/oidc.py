@@ -102,7 +102,6 @@ class OidcBackend(OIDCAuthenticationBackend):
         # neither may wait on the provider, so the endpoints are read from discovery only when used.
         self.UserModel = get_user_model()
 
-    OIDC_OP_AUTHORIZATION_ENDPOINT = property(lambda self: provider_metadata()["authorization_endpoint"])
     OIDC_OP_TOKEN_ENDPOINT = property(lambda self: provider_metadata()["token_endpoint"])
     OIDC_OP_USER_ENDPOINT = property(lambda self: provider_metadata()["userinfo_endpoint"])
     OIDC_OP_JWKS_ENDPOINT = property(lambda self: provider_metadata()["jwks_uri"])

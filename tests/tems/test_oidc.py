@@ -5,9 +5,11 @@ ends the TEMS session; and every failure is a message on the log-in page, never 
 import uuid
 from urllib.parse import parse_qs, urlsplit
 
+import jwt
 import pytest
 from django.contrib.auth.models import User
 from django.contrib.sessions.models import Session
+from django.core.exceptions import SuspiciousOperation
 from django.test import Client
 from django.utils.html import escape
 
@@ -185,6 +187,23 @@ def test_a_replayed_or_forged_callback_is_a_message_not_a_session(client, sso):
     assert _logged_in_as(client) is None
     forged = Client().get("/accounts/sso/callback/?code=made-up&state=made-up")
     assert forged.status_code == 302 and forged["Location"] == "/accounts/login/"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("setting, value", [("TEMS_OIDC_CLIENT_ID", "another-client"),
+                                            ("TEMS_OIDC_ISSUER", "https://another-issuer.test")])
+def test_an_id_token_for_another_client_or_from_another_issuer_is_refused(client, sso, settings, monkeypatch,
+                                                                          setting, value):
+    _sso_log_in(client, sso, "u-1001")
+    id_token = client.session["oidc_id_token"]
+    nonce = jwt.decode(id_token, options={"verify_signature": False})["nonce"]
+    backend = oidc.OidcBackend()
+    assert backend.verify_token(id_token, nonce=nonce)["sub"] == "u-1001"  # signed, fresh, ours
+    # The same provider's keys still check the signature; only whom TEMS expects changes.
+    monkeypatch.setattr(oidc, "provider_metadata", lambda: oidc._discover(sso.issuer))
+    setattr(settings, setting, value)
+    with pytest.raises(SuspiciousOperation, match="another provider or for another client"):
+        backend.verify_token(id_token, nonce=nonce)
 
 
 @pytest.mark.django_db
