@@ -165,7 +165,9 @@ def sso_account_for(*, issuer: str, subject: str, claims: dict) -> AbstractBaseU
     link = SingleSignOnIdentity.objects.select_related("user").filter(issuer=issuer, subject=subject).first()
     if link is not None:
         return link.user
-    email = claims.get("email") or ""
+    email = claims.get("email")
+    # Only something shaped like an address fits the column (254 characters, RFC 5321's limit) and can be mailed.
+    email = email if isinstance(email, str) and "@" in email and len(email) <= 254 else ""
     for attempt in range(5):
         username = _sso_username(claims, suffixed=attempt > 0)
         try:
@@ -177,7 +179,8 @@ def sso_account_for(*, issuer: str, subject: str, claims: dict) -> AbstractBaseU
             if link is not None:
                 return link.user
             continue  # the name was taken between the look and the insert: another name
-        if email and claims.get("email_verified") is True:
+        # Some providers send the boolean as a string.
+        if email and claims.get("email_verified") in (True, "true"):
             email_address_mark_verified(user=user)
         return user
     raise AccountError("busy", "We could not create your account just now; please try again.")

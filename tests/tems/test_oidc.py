@@ -277,3 +277,16 @@ def test_failed_sso_log_ins_lock_out_neither_a_local_account_nor_the_next_sso_st
     next_student = Client()
     assert _sso_log_in(next_student, sso, "u-2002")["Location"] == "/events/"
     assert _logged_in_as(next_student).username == "unproven"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("claims, email, proven", [
+    ({"email": "kim@uni.test", "email_verified": "true"}, "kim@uni.test", True),
+    ({"email": "kim@uni.test", "email_verified": "false"}, "kim@uni.test", False),
+    ({"email": "kim@uni.test"}, "kim@uni.test", False),
+    ({"email": "not an address", "email_verified": True}, "", False),
+    ({"email": "k" * 250 + "@uni.test", "email_verified": True}, "", False),
+])
+def test_only_a_plausible_address_is_kept_and_only_a_verified_one_is_proven(claims, email, proven):
+    user = sso_account_for(issuer="https://idp.test", subject="s-9", claims=claims)
+    assert user.email == email and email_address_verified(user=user) is proven
