@@ -290,3 +290,14 @@ def test_failed_sso_log_ins_lock_out_neither_a_local_account_nor_the_next_sso_st
 def test_only_a_plausible_address_is_kept_and_only_a_verified_one_is_proven(claims, email, proven):
     user = sso_account_for(issuer="https://idp.test", subject="s-9", claims=claims)
     assert user.email == email and email_address_verified(user=user) is proven
+
+
+@pytest.mark.django_db
+def test_staff_see_the_links_in_the_admin(staff_user, client, sso):
+    _sso_log_in(client, sso, "u-1001")
+    staff_user.is_superuser = True
+    staff_user.save()
+    admin = Client()
+    admin.force_login(staff_user)
+    page = admin.get("/admin/tems/singlesignonidentity/")
+    assert page.status_code == 200 and "u-1001" in page.content.decode()
