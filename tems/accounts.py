@@ -1,5 +1,5 @@
-"""Accounts: proving an e-mail address before TEMS mails it, per-account mail budgets, and log-in throttling's
-view of the client address.
+"""Accounts: proving an e-mail address before TEMS mails it, per-account mail budgets, the accounts of people who
+log in through the university's single sign-on, and log-in throttling's view of the client address.
 
 Anyone can sign up with anyone's address, so an unproven address gets exactly one kind of mail: the link that
 proves it (and that one is bounded per hour). Every other mail (the outbox relay's notifications) goes only to a
@@ -10,6 +10,8 @@ the verification mail is sent directly from the request because no DynamoDB chan
 from __future__ import annotations
 
 import logging
+import re
+import secrets
 from datetime import datetime
 
 from django.conf import settings
@@ -17,13 +19,14 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.core import signing
 from django.core.mail import send_mail
+from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.http import HttpRequest
 from django.urls import reverse
 from django.utils import timezone
 
 from tems.errors import DomainError
-from tems.models import EmailAddress, MailQuota
+from tems.models import EmailAddress, MailQuota, SingleSignOnIdentity
 
 logger = logging.getLogger(__name__)
 
@@ -141,6 +144,57 @@ def notification_recipient(*, user: AbstractBaseUser) -> str | None:
                        settings.TEMS_NOTIFICATION_MAILS_PER_HOUR)
         return None
     return user.email
+
+
+# --- single sign-on ---------------------------------------------------------------------------------------
+
+# What Django's username validator accepts; anything else in a provider's name becomes a hyphen.
+_USERNAME_UNSAFE = re.compile(r"[^\w.@+-]+")
+
+
+def sso_account_for(*, issuer: str, subject: str, claims: dict) -> AbstractBaseUser:
+    """The account of ``subject`` at ``issuer``: the one linked on its first log-in, or a new one linked now.
+
+    Found by the subject alone. The provider's e-mail never finds an account, so a local account with the same
+    address is not taken over: the new account is a separate one with no usable password (nothing to reset,
+    nothing to guess). Its address counts as proven only if the provider says it verified it. An account found
+    here is returned as it is; whether it may log in (a disabled one may not) is the caller's decision.
+    Two first log-ins of one subject at once end with one account: the (issuer, subject) pair is unique, and
+    the loser returns the winner's account.
+    """
+    link = SingleSignOnIdentity.objects.select_related("user").filter(issuer=issuer, subject=subject).first()
+    if link is not None:
+        return link.user
+    email = claims.get("email")
+    # Only something shaped like an address fits the column (254 characters, RFC 5321's limit) and can be mailed.
+    email = email if isinstance(email, str) and "@" in email and len(email) <= 254 else ""
+    for attempt in range(5):
+        username = _sso_username(claims, suffixed=attempt > 0)
+        try:
+            with transaction.atomic():
+                user = get_user_model().objects.create_user(username, email=email, password=None)
+                SingleSignOnIdentity.objects.create(user=user, issuer=issuer, subject=subject)
+        except IntegrityError:
+            link = SingleSignOnIdentity.objects.select_related("user").filter(issuer=issuer, subject=subject).first()
+            if link is not None:
+                return link.user
+            continue  # the name was taken between the look and the insert: another name
+        # Some providers send the boolean as a string.
+        if email and claims.get("email_verified") in (True, "true"):
+            email_address_mark_verified(user=user)
+        return user
+    raise AccountError("busy", "We could not create your account just now; please try again.")
+
+
+def _sso_username(claims: dict, *, suffixed: bool) -> str:
+    # The name people see ("Signed in as ..."): the provider's preferred name or the address's local part, else a
+    # neutral one. A name a local account already has (in any case) gets a random suffix rather than a lookalike.
+    wanted = claims.get("preferred_username") or (claims.get("email") or "").partition("@")[0] or "student"
+    base = _USERNAME_UNSAFE.sub("-", str(wanted)).strip("-")[:120] or "student"
+    users = get_user_model().objects
+    if suffixed or users.filter(username__iexact=base).exists():
+        return f"{base}-{secrets.token_hex(3)}"
+    return base
 
 
 # --- log-in throttling -------------------------------------------------------------------------------------

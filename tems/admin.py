@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from tems.models import EmailAddress
+from tems.models import EmailAddress, SingleSignOnIdentity
 
 
 @admin.register(EmailAddress)
@@ -10,3 +10,14 @@ class EmailAddressAdmin(admin.ModelAdmin):
     list_display = ("user", "email", "verified_at")
     search_fields = ("user__username", "email")
     raw_id_fields = ("user",)
+
+
+@admin.register(SingleSignOnIdentity)
+class SingleSignOnIdentityAdmin(admin.ModelAdmin):
+    """Staff can see which provider subject logs in to which account, and unlink one (the next log-in of that
+    subject then makes a new account)."""
+
+    list_display = ("user", "issuer", "subject", "created_at")
+    search_fields = ("user__username", "subject")
+    raw_id_fields = ("user",)
+    readonly_fields = ("created_at",)

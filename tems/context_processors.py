@@ -7,6 +7,11 @@ def demo(request: HttpRequest) -> dict:
     return {"TEMS_DEMO": settings.TEMS_DEMO}
 
 
+def single_sign_on(request: HttpRequest) -> dict:
+    """The name on the "Log in with ..." button, or None while single sign-on is off."""
+    return {"sso_name": settings.TEMS_OIDC_NAME if settings.TEMS_OIDC_ISSUER else None}
+
+
 def email_unverified(request: HttpRequest) -> dict:
     """True for a signed-in account whose address is not proven yet (asked only if a template looks)."""
     from tems.accounts import email_address_verified

@@ -15,7 +15,8 @@ from tems.identity import UserIdentity
 from tems.outbox import OutboxMessage
 from tems.ratelimit import WriteRateCounter
 
-__all__ = ["EmailAddress", "IdempotencyRecord", "MailQuota", "OutboxMessage", "UserIdentity", "WriteRateCounter"]
+__all__ = ["EmailAddress", "IdempotencyRecord", "MailQuota", "OutboxMessage", "SingleSignOnIdentity",
+           "UserIdentity", "WriteRateCounter"]
 
 
 # --- Accounts (Django's own database, beside the users they belong to) --------------------------------------
@@ -46,3 +47,24 @@ class MailQuota(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} mails to user {self.user_id} from {self.window_start:%Y-%m-%d %H:00}: {self.sent}"
+
+
+class SingleSignOnIdentity(models.Model):
+    """The account a person at an OpenID Connect provider logs in to: found by the provider's stable subject.
+
+    Never by e-mail: a provider's address may be unverified, reassigned or simply the same as a local account's,
+    and none of those may hand that account over. The pair is unique, so one person at one provider has exactly
+    one account however many first log-ins race.
+    """
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sso_identities")
+    issuer = models.CharField(max_length=255)
+    # OpenID Connect caps a subject at 255 ASCII characters.
+    subject = models.CharField(max_length=255)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["issuer", "subject"], name="sso_identity_one_per_subject")]
+
+    def __str__(self) -> str:
+        return f"{self.subject} at {self.issuer} -> user {self.user_id}"

@@ -81,6 +81,8 @@ AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     # ModelBackend with the user's identity joined into the per-request user read (tems.identity).
     "tems.identity.IdentityModelBackend",
+    # The university's single sign-on; answers only the SSO callback's call, and only when configured.
+    "tems.oidc.OidcBackend",
     # Still listed so that sessions logged in before the backend above existed stay valid (a session names the
     # backend that logged it in); it authenticates nobody new, as the one above answers first.
     "django.contrib.auth.backends.ModelBackend",
@@ -93,6 +95,27 @@ AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "tems.views.login_locked_out"
 AXES_CLIENT_IP_CALLABLE = "tems.accounts.client_ip"
 AXES_VERBOSE = False
+
+# Single sign-on (tems/oidc.py): the university's OpenID Connect provider, off while TEMS_OIDC_ISSUER is unset, and
+# local accounts work either way. Only the issuer is configured: its endpoints and keys come from its discovery
+# document, read on the first SSO log-in, never at start-up.
+TEMS_OIDC_ISSUER = os.environ.get("TEMS_OIDC_ISSUER", "").strip()
+TEMS_OIDC_CLIENT_ID = os.environ.get("TEMS_OIDC_CLIENT_ID", "").strip()
+TEMS_OIDC_CLIENT_SECRET = os.environ.get("TEMS_OIDC_CLIENT_SECRET", "")
+if TEMS_OIDC_ISSUER and not (TEMS_OIDC_CLIENT_ID and TEMS_OIDC_CLIENT_SECRET):
+    raise ImproperlyConfigured("TEMS_OIDC_ISSUER is set: set TEMS_OIDC_CLIENT_ID and TEMS_OIDC_CLIENT_SECRET too, "
+                               "as the university registered TEMS with its provider.")
+# What the log-in button says: "Log in with <this>".
+TEMS_OIDC_NAME = os.environ.get("TEMS_OIDC_NAME", "your university").strip()
+# mozilla-django-oidc's own knobs. RS256 is what providers sign ID tokens with unless told otherwise; PKCE and a
+# nonce bind the code and the token to the browser that started the log-in.
+OIDC_RP_SIGN_ALGO = os.environ.get("TEMS_OIDC_SIGN_ALGO", "RS256")
+OIDC_RP_SCOPES = "openid email profile"
+OIDC_USE_PKCE = True
+OIDC_TIMEOUT = 10
+OIDC_AUTHENTICATION_CALLBACK_URL = "oidc_callback"
+# Kept in the session for the provider's log-out (tems.oidc.provider_logout_url), and gone with the session.
+OIDC_STORE_ID_TOKEN = True
 
 # E-mail verification and per-user mail budgets. Counters live in the database, so they hold across servers.
 TEMS_EMAIL_VERIFICATION_MAX_AGE = timedelta(days=int(os.environ.get("TEMS_EMAIL_VERIFICATION_DAYS", "3")))
@@ -169,6 +192,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "tems.context_processors.demo",
+                "tems.context_processors.single_sign_on",
                 "tems.context_processors.email_unverified",
             ],
         },

@@ -3,7 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from django.views.generic import RedirectView
 
-from tems import views
+from tems import oidc, views
 
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="registrations:event_list"), name="home"),
@@ -11,8 +11,10 @@ urlpatterns = [
     # Linked from every idempotency error (tems.idempotency.POLICY_PATH): a stable address.
     path("idempotency-key/", views.idempotency_policy, name="idempotency_policy"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
-    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/logout/", oidc.LogoutView.as_view(), name="logout"),
     path("accounts/signup/", views.signup, name="signup"),
+    path("accounts/sso/", oidc.OidcStartView.as_view(), name="oidc_start"),
+    path("accounts/sso/callback/", oidc.OidcCallbackView.as_view(), name="oidc_callback"),
     path("accounts/verify-email/", views.verify_email, name="verify_email"),
     path("accounts/verify-email/<str:token>/", views.verify_email_confirm, name="verify_email_confirm"),
     path("admin/", admin.site.urls),

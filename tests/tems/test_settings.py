@@ -87,3 +87,13 @@ def test_health_check_answers_any_host_without_redirect(client, settings):
     response = client.get("/healthz", HTTP_HOST="10.0.3.17")
     assert response.status_code == 200 and response.content == b"ok"
     assert client.get("/accounts/login/", HTTP_HOST="10.0.3.17").status_code == 400
+
+
+def test_single_sign_on_needs_its_client_and_never_reaches_the_provider_at_start_up():
+    issuer = {"TEMS_OIDC_ISSUER": "https://login.uni.invalid"}
+    refused = run(["manage.py", "check"], {**PRODUCTION, **issuer, "TEMS_OIDC_CLIENT_ID": "tems"})
+    assert refused.returncode != 0 and "TEMS_OIDC_CLIENT_SECRET" in refused.stderr
+    # An issuer that resolves nowhere: start-up, URL loading and the deploy checks must not ask it anything.
+    started = run(["manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+                  {**PRODUCTION, **issuer, "TEMS_OIDC_CLIENT_ID": "tems", "TEMS_OIDC_CLIENT_SECRET": "s3cret"})
+    assert started.returncode == 0, started.stdout + started.stderr
