@@ -4,9 +4,9 @@ exact as of the read; answers stored before the label replay as they were stored
 import json
 from datetime import UTC, datetime
 
+from lab.techniques.registration import registration_fingerprint
 from registrations import notifications, seats, selectors
 from tems.idempotency import StoredResponse, completed_record
-from tems.lab.techniques.registration import registration_fingerprint
 from tems.outbox import OutboxMessage
 from tests.registrations.helpers import make_event, new_key, register
 
