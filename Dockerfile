@@ -22,6 +22,7 @@ COPY manage.py ./
 COPY tems ./tems
 COPY registrations ./registrations
 COPY inventory ./inventory
+COPY lab ./lab
 COPY templates ./templates
 COPY static ./static
 # WhiteNoise serves the collected files; the key exists only for this command (settings refuse to start without).
@@ -54,6 +55,6 @@ HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
   CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/livez', timeout=3)"]
 
 # gthread workers with a keep-alive longer than the balancer's idle timeout (docs/DEPLOY.md, section 6);
-# WEB_CONCURRENCY sets the number of workers.
+# WEB_CONCURRENCY sets the number of workers. No access log: the app writes one structured line per request.
 CMD ["gunicorn", "tems.wsgi", "--bind", "0.0.0.0:8000", "--threads", "4", "--keep-alive", "75", \
-     "--timeout", "30", "--access-logfile", "-"]
+     "--timeout", "30"]

@@ -105,12 +105,34 @@ def test_a_root_user_would_be_caught():
     assert not PINNED_PYTHON.fullmatch("python:3.13-slim") and not PINNED_PYTHON.fullmatch("python:latest")
 
 
+def first_party_packages() -> list[str]:
+    """The project's own top-level packages, as pyproject.toml names them for setuptools."""
+    import tomllib
+
+    patterns = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]["include"]
+    return sorted(pattern.rstrip("*") for pattern in patterns)
+
+
+def test_the_image_copies_every_package_of_the_app(dockerfile):
+    # A package left out builds fine and fails only when Django loads INSTALLED_APPS in the container.
+    build = stages(dockerfile)[0]
+    copied = {arguments.split()[0] for keyword, arguments in build if keyword == "COPY"}
+    missing = [package for package in first_party_packages() if package not in copied]
+    assert not missing, f"the image does not COPY {missing}"
+
+
+def test_the_image_leaves_the_request_line_to_the_app(dockerfile):
+    # gunicorn's access log would repeat, unstructured, the line the app already writes for every request.
+    command = [arguments for keyword, arguments in stages(dockerfile)[-1] if keyword == "CMD"]
+    assert "--access-logfile" not in command[-1]
+
+
 def test_the_image_holds_only_what_it_runs():
     ignored = [line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
                if line.strip() and not line.startswith("#")]
     assert ignored[0] == "*"  # everything is left out unless named after it
     assert all(pattern in ignored for pattern in ("**/__pycache__", "**/*.pyc"))
-    for needed in ("tems/", "registrations/", "inventory/", "templates/", "static/", "manage.py",
+    for needed in (*(f"{package}/" for package in first_party_packages()), "templates/", "static/", "manage.py",
                    "requirements.lock", "pyproject.toml"):
         assert f"!{needed}" in ignored, needed
 
