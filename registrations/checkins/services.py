@@ -16,7 +16,7 @@ Whoever loses learns why from the cancellation reasons, in this precedence:
   checkin       another scan admitted the ticket: answer 200 "already checked in" with the FIRST check-in's
                 details from the ALL_OLD image (no read), and store that answer under this scan's key
   counter       no image: no such event; an image in the legacy layout: the registration condition looked where
-                the copy is not yet, so upgrade the event (registrations.services.layout) and try again
+                the copy is not yet, so upgrade the event (registrations.services.upgrade) and try again
   registration  not admissible: one read of the registration explains why (waitlisted, cancelled); it decides
                 nothing, the condition already did
   conflict      another transaction held an item: jittered pause, bounded, then "busy"
@@ -36,8 +36,8 @@ from registrations.checkins.tickets import Ticket, ticket_read
 from registrations.errors import RegistrationError
 from registrations.models import CONFIRMED, CURRENT_LAYOUT, CheckIn, CheckInLogEntry, EventCheckins, Registration
 from registrations.services import RegistrationOutcome
-from registrations.services.common import MAX_CONFLICTS, _busy, _replay_raw, conflict_backoff, remember_answer
-from registrations.services.layout import upgrade_if_refused_for_layout
+from registrations.services.common import MAX_CONFLICTS, busy, conflict_backoff, remember_answer, replay_raw
+from registrations.services.upgrade import upgrade_if_refused_for_layout
 from tems.clock import utcnow
 from tems.idempotency import StoredResponse, completed_record, record_is_absent_or_expired
 from tems.outbox import outbox_message
@@ -145,7 +145,7 @@ def checkin_create(*, event_id: str, ticket_text: str, door: str, staff_id: str,
                 continue
             raise
         return CheckInOutcome(response, CHECKED_IN)
-    raise _busy("This ticket is changing right now; the scan will be sent again.")
+    raise busy("This ticket is changing right now; the scan will be sent again.")
 
 
 def _checkin_transaction(scan: _Scan) -> tuple[LabelledTransaction, StoredResponse]:
@@ -208,7 +208,7 @@ def _explain_not_admissible(ticket: Ticket) -> None:
 
 
 def _replay(raw_item: dict[str, Any], scan: _Scan) -> CheckInOutcome:
-    return CheckInOutcome(_replay_raw(raw_item, scan.fingerprint,
+    return CheckInOutcome(replay_raw(raw_item, scan.fingerprint,
                                       busy_detail="This scan is still being processed; it will be sent again."),
                           "replayed")
 
@@ -252,7 +252,7 @@ def checkin_undo(*, event_id: str, registration_id: str, undone_by: str, now: da
         transaction.commit()
 
     try:
-        UNDO_POLICY.sleeping(sleep).run(attempt, busy=lambda _: _busy(
+        UNDO_POLICY.sleeping(sleep).run(attempt, busy=lambda _: busy(
             "The door is busy; try the undo again in a moment."))
     except TransactionCancelled as cancelled:
         if not cancelled.failed(CHECKIN):

@@ -21,6 +21,14 @@ from registrations.models import (
     SeatShard,
     WaitlistEntry,
 )
+from registrations.seating.gate import (
+    GateBusy,
+    add_freed,
+    add_gate,
+    nobody_in_lane,
+    reopened_gate,
+    reopened_lane,
+)
 from registrations.services.common import (
     CLAIM,
     EVENT_REGISTRATION,
@@ -30,22 +38,13 @@ from registrations.services.common import (
     USER_REGISTRATION,
     WAITLIST_ENTRY,
     StoredOutcome,
-    _busy,
-    _replay_raw,
+    busy,
     conflict_backoff,
     remember_answer,
+    replay_raw,
 )
-from registrations.services.gate import (
-    GateBusy,
-    add_freed,
-    add_gate,
-    nobody_in_lane,
-    reopened_gate,
-    reopened_lane,
-)
-from registrations.services.layout import upgrade_if_refused_for_layout
-from registrations.services.shards import freeable_shard, gate_of
-from registrations.services.waitlist import SeatWrites, _add_promotion, _nobody_before_lanes
+from registrations.services.promotion import SeatWrites, add_promotion, nobody_before_lanes
+from registrations.services.upgrade import freeable_shard, gate_of, upgrade_if_refused_for_layout
 from tems.clock import utcnow
 from tems.errors import DomainError
 from tems.idempotency import (
@@ -138,7 +137,7 @@ def _cancel(*, user_id: str, registration_id: str, now: datetime, sleep: Callabl
             transaction.commit()
         except TransactionCancelled as cancelled:
             if cancelled.failed(IDEMPOTENCY):
-                return StoredOutcome(_replay_raw(cancelled.reasons[IDEMPOTENCY].raw_item, key[1]), replayed=True)
+                return StoredOutcome(replay_raw(cancelled.reasons[IDEMPOTENCY].raw_item, key[1]), replayed=True)
             if cancelled.only_conflicts:
                 conflicts.pause()
             elif upgrade_if_refused_for_layout(cancelled, EVENT_SEATS, event_id=registration.event_id):
@@ -147,7 +146,7 @@ def _cancel(*, user_id: str, registration_id: str, now: datetime, sleep: Callabl
             # read again and rebuild; the loop is bounded.
             continue
         return StoredOutcome(response)
-    raise _busy("This registration is changing right now; please try again in a moment.")
+    raise busy("This registration is changing right now; please try again in a moment.")
 
 
 def _stored_outcome(*, user_id: str, key: tuple[str, str]) -> StoredOutcome | None:
@@ -171,7 +170,7 @@ def _remember(*, user_id: str, key: tuple[str, str] | None, response: StoredResp
         return StoredOutcome(response)
     first = remember_answer(user_id=user_id, key=key[0], fingerprint=key[1], response=response, now=now, sleep=sleep)
     if first is not None:
-        return StoredOutcome(_replay_raw(first, key[1]), replayed=True)
+        return StoredOutcome(replay_raw(first, key[1]), replayed=True)
     return StoredOutcome(response)
 
 
@@ -197,7 +196,7 @@ def _cancel_transaction(registration: Registration, head: WaitlistEntry | None, 
     }))
     writes = SeatWrites(event_id)
     # Every branch writes or checks the event's item: there, that the registration's items are where this
-    # transaction looks for them (services/layout.py); a refusal's image says whether to upgrade the event first.
+    # transaction looks for them (services/upgrade.py); a refusal's image says whether to upgrade the event first.
     writes.event(condition=EventSeats.layout == CURRENT_LAYOUT)
     if registration.status == WAITLISTED:
         entry = WaitlistEntry(*WaitlistEntry.key_for(event_id, int(registration.ticket), registration.lane),
@@ -206,7 +205,7 @@ def _cancel_transaction(registration: Registration, head: WaitlistEntry | None, 
         writes.depart(transaction, [entry])
     elif head is not None:
         # The freed seat passes straight to the head, in the same shard: the shard stays full, the list shrinks.
-        _add_promotion(transaction, head, now=now, shard=shard)
+        add_promotion(transaction, head, now=now, shard=shard)
         writes.depart(transaction, [head])
     elif gate.closed:
         # Nobody was waiting when we looked, and the event was full: the seat goes back to its shard and the
@@ -218,13 +217,13 @@ def _cancel_transaction(registration: Registration, head: WaitlistEntry | None, 
         for lane in lanes:
             writes.shard(int(lane.shard), actions=reopened_lane(gate), condition=nobody_in_lane())
         writes.shard(shard, actions=[SeatShard.taken.add(-1)], condition=SeatShard.taken > 0)
-        writes.event(condition=_nobody_before_lanes())
+        writes.event(condition=nobody_before_lanes())
     else:
         # Nobody was waiting and the gate is open: the seat goes back to the shard it came from, under the
         # condition that the gate is still open, and the gate's epoch moves, so a close that read this shard
         # full before now fails its own condition: of the two only one takes effect.
         add_freed(transaction, event_id=event_id)
         writes.shard(shard, actions=[SeatShard.taken.add(-1)], condition=SeatShard.taken > 0)
-        writes.event(condition=_nobody_before_lanes())
+        writes.event(condition=nobody_before_lanes())
     writes.add_to(transaction)
     return transaction

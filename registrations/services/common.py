@@ -21,11 +21,11 @@ USER_REGISTRATION = "user_registration"
 EVENT_REGISTRATION = "event_registration"
 WAITLIST_ENTRY = "waitlist_entry"
 EVENT_SEATS = "event"
-SEAT = "seat"  # one seat shard (see registrations.seats); the waitlist join checks each as "seat_<k>"
-LANE = "lane"  # the seat shard a waitlist join takes its ticket from (registrations.waitlist, "lanes")
+SEAT = "seat"  # one seat shard (registrations.seating.shards); the waitlist join checks each as "seat_<k>"
+LANE = "lane"  # the seat shard a waitlist join takes its ticket from (registrations.seating.tickets, "Lanes")
 EVENT = EVENT_SEATS  # the event item, in an edit's or a creation's transaction
 OUTBOX = "outbox"
-QUEUE = "queue"  # the event's waitlist queue item (registrations.waitlist, "claims")
+QUEUE = "queue"  # the event's waitlist queue item (registrations.seating.tickets, "Claims")
 
 # Each round is one request. Losing the waitlist ticket to another joiner costs a round, so a burst of N
 # waitlisters needs up to N rounds for the last of them; 64 covers a burst far above a real event's and still
@@ -53,7 +53,7 @@ class StoredOutcome:
         return json.loads(self.response.body)
 
 
-def _replay_raw(raw_item: dict[str, Any], fingerprint: str, *,
+def replay_raw(raw_item: dict[str, Any], fingerprint: str, *,
                 busy_detail: str = "This request is still being processed; try again in a moment.") -> StoredResponse:
     """The first answer stored under the key (its record's raw image), to send again byte for byte."""
     try:
@@ -62,7 +62,7 @@ def _replay_raw(raw_item: dict[str, Any], fingerprint: str, *,
         raise RegistrationError(error.code, error.detail) from None  # the key was used for another request
     if stored is None:
         # The key's first request is still running (only the generic @idempotent writes INPROGRESS records).
-        raise _busy(busy_detail)
+        raise busy(busy_detail)
     return stored
 
 
@@ -76,7 +76,7 @@ def layout_as_read(attribute, layout: Any):
 CROWDED = "Many people are registering for this event right now; please try again in a moment."
 
 
-def _busy(detail: str) -> RegistrationError:
+def busy(detail: str) -> RegistrationError:
     return RegistrationError("busy", detail, retry_after=BUSY_RETRY_AFTER_SECONDS)
 
 
@@ -86,7 +86,7 @@ def conflict_backoff(sleep: Callable[[float], None], *, detail: str = CROWDED) -
     # twice the base delay: a round already cost one request before it conflicted.
     policy = RetryPolicy(attempts=MAX_CONFLICTS, base_delay=2 * CONFLICT_BASE_DELAY, max_delay=CONFLICT_MAX_DELAY,
                          sleep=sleep)
-    return policy.pauses(lambda: _busy(detail))
+    return policy.pauses(lambda: busy(detail))
 
 
 def ticket_pause(sleep: Callable[[float], None]) -> None:
@@ -115,7 +115,7 @@ def remember_answer(*, user_id: str, key: str, fingerprint: str, response: Store
         transaction.commit()
 
     try:
-        WRITE_POLICY.sleeping(sleep).run(store, busy=lambda _: _busy(busy_detail))
+        WRITE_POLICY.sleeping(sleep).run(store, busy=lambda _: busy(busy_detail))
     except TransactionCancelled as cancelled:
         if not cancelled.failed(IDEMPOTENCY):
             raise

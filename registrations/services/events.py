@@ -7,9 +7,11 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 
-from registrations import seats
 from registrations.errors import RegistrationError
 from registrations.models import CURRENT_LAYOUT, Event, EventSeats, SeatGate, SeatShard, WaitlistQueue
+from registrations.seating import shards
+from registrations.seating.gate import GATE, GateBusy, new_gate
+from registrations.seating.shards import add_reslice, planned_sizes
 from registrations.selectors import event_to_dict
 from registrations.services.common import (
     EVENT,
@@ -18,13 +20,12 @@ from registrations.services.common import (
     QUEUE,
     WRITE_POLICY,
     StoredOutcome,
-    _busy,
-    _replay_raw,
+    busy,
     layout_as_read,
+    replay_raw,
 )
-from registrations.services.gate import GATE, GateBusy, new_gate
-from registrations.services.shards import _counter_is, add_reslice, gate_of, planned_sizes, shard_event
-from registrations.services.waitlist import waitlist_promote
+from registrations.services.promotion import waitlist_promote
+from registrations.services.upgrade import counter_is, gate_of, shard_event
 from tems.clock import utcnow
 from tems.idempotency import IdempotencyRecord, StoredResponse, completed_record, record_is_absent_or_expired
 from tems.outbox import OutboxMessage, outbox_message
@@ -56,7 +57,7 @@ def _new_event(*, event_id: str | None, title: str, description: str, location: 
         event_id=event_id, title=title, description=description, location=location, starts_at=starts_at,
         capacity=capacity, created_at=now, created_by=created_by, updated_at=now, updated_by=created_by,
         gsi1pk=collection, gsi1sk=Event.listing_key(starts_at, event_id), expires_at=expires_at,
-        seat_shards=seats.shard_count(capacity), sliced=capacity, layout=CURRENT_LAYOUT,
+        seat_shards=shards.shard_count(capacity), sliced=capacity, layout=CURRENT_LAYOUT,
     )
 
 
@@ -71,11 +72,11 @@ def _commit_event_create(event: Event, *, record: IdempotencyRecord | None = Non
         transaction = LabelledTransaction()
         transaction.save(EVENT, event, condition=Event.pk.does_not_exist())
         # The seat shards are born with the event, so a registration never meets an event without them.
-        for shard in seats.new_shards(event_id=event.event_id, capacity=int(event.capacity),
+        for shard in shards.new_shards(event_id=event.event_id, capacity=int(event.capacity),
                                       starts_at=event.starts_at, layout=CURRENT_LAYOUT):
             transaction.save(f"shard_{int(shard.shard)}", shard, condition=SeatShard.pk.does_not_exist())
-        # And the queue the waiting list's lanes take their tickets from (registrations.waitlist, "claims"), and
-        # its gate (services/gate.py).
+        # And the queue the waiting list's lanes take their tickets from (registrations.seating.tickets, "Claims"),
+        # and its gate (registrations.seating.gate).
         transaction.save(QUEUE, WaitlistQueue.new(event.event_id), condition=WaitlistQueue.pk.does_not_exist())
         transaction.save(GATE, new_gate(event_id=event.event_id, shards=int(event.seat_shards)),
                          condition=SeatGate.pk.does_not_exist())
@@ -85,7 +86,7 @@ def _commit_event_create(event: Event, *, record: IdempotencyRecord | None = Non
         transaction.commit()
 
     try:
-        WRITE_POLICY.run(attempt, busy=lambda _: _busy("Events are being changed right now; try again."))
+        WRITE_POLICY.run(attempt, busy=lambda _: busy("Events are being changed right now; try again."))
     except TransactionCancelled as cancelled:
         if cancelled.failed(EVENT) and not cancelled.failed(IDEMPOTENCY):
             raise RegistrationError("conflict", f"An event with id {event.event_id!r} already exists.") from None
@@ -150,7 +151,7 @@ def event_create_once(*, user_id: str, idempotency_key: str, fingerprint: str, t
     except TransactionCancelled as cancelled:
         if not cancelled.failed(IDEMPOTENCY):
             raise
-        return StoredOutcome(_replay_raw(cancelled.reasons[IDEMPOTENCY].raw_item, fingerprint), replayed=True)
+        return StoredOutcome(replay_raw(cancelled.reasons[IDEMPOTENCY].raw_item, fingerprint), replayed=True)
     return StoredOutcome(response)
 
 
@@ -218,8 +219,8 @@ def event_update(
             try:
                 gate = gate_of(event_id=event_id)
             except GateBusy:
-                raise _busy("This event's seats are changing right now; nothing was saved. Try again.") from None
-            shards_read = seats.shards_get(event_id=event_id, count=count)
+                raise busy("This event's seats are changing right now; nothing was saved. Try again.") from None
+            shards_read = shards.shards_get(event_id=event_id, count=count)
             waiting = before_lanes + sum(int(shard.waiting or 0) for shard in shards_read)
             # A raise while people wait stays unsliced: waitlist_promote hands it to them before any newcomer.
             # With nobody waiting the new slices are for newcomers: the waiting list's gate opens (under the
@@ -230,7 +231,7 @@ def event_update(
                         reopen=not waiting, raised=bool(waiting) and capacity > target, layout=counters.layout,
                         gate=gate)
             actions += [Event.sliced.set(target), Event.seat_shards.set(len(sizes))]
-            condition &= ((_counter_is(Event.waitlist_count, before_lanes)) & (Event.sliced == sliced)
+            condition &= ((counter_is(Event.waitlist_count, before_lanes)) & (Event.sliced == sliced)
                           & (Event.seat_shards == count) & layout_as_read(Event.layout, counters.layout))
         # PynamoDB adds "version = :expected" and "ADD version 1": the check and the change are one write.
         transaction.update(EVENT, Event(*Event.key_for(event_id), version=expected_version), actions=actions,
@@ -241,7 +242,7 @@ def event_update(
 
     for _ in range(EDIT_MAX_ROUNDS):
         try:
-            WRITE_POLICY.run(attempt, busy=lambda _: _busy(
+            WRITE_POLICY.run(attempt, busy=lambda _: busy(
                 "This event is being changed right now; nothing was saved. Try again."))
         except TransactionCancelled as cancelled:
             if cancelled.failed(EVENT):
@@ -259,7 +260,7 @@ def event_update(
                     ) from None
             # A slice below its shard's taken seats, or the counters moved since the read. The images say how
             # many seats the refused shards hold; a read explains the rest: too few seats, or try again.
-            taken = seats.event_seats(event_id)
+            taken = shards.event_seats(event_id)
             if int(taken.registered_count) > capacity:
                 raise RegistrationError(
                     "invalid",
@@ -269,7 +270,7 @@ def event_update(
             continue
         break
     else:
-        raise _busy("This event's seats are changing fast; nothing was saved. Try again.")
+        raise busy("This event's seats are changing fast; nothing was saved. Try again.")
     try:
         promoted = waitlist_promote(event_id=event_id)
     except Exception:  # noqa: BLE001 - the edit is saved; the outbox message finishes the promotion

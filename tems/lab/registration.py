@@ -26,7 +26,7 @@ from registrations.models import (
     SeatShard,
     WaitlistQueue,
 )
-from registrations.seats import event_seats, max_shards
+from registrations.seating.shards import event_seats, max_shards
 from tems.clock import utcnow
 from tems.dynamo import metered
 from tems.idempotency import IdempotencyRecord

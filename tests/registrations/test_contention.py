@@ -25,13 +25,15 @@ from typing import Any
 
 import pytest
 
-from registrations import seats, selectors, services, waitlist
+from registrations import selectors, services
 from registrations.models import CONFIRMED, WAITLISTED, EventSeats, SeatGate, SeatShard
+from registrations.seating import gate as gate_service
+from registrations.seating import positions, shards, tickets
+from registrations.seating.hints import hints
 from registrations.services import cancel as cancel_service
 from registrations.services import events as events_service
-from registrations.services import gate as gate_service
+from registrations.services import promotion as promotion_service
 from registrations.services import registration as registration_service
-from registrations.services import waitlist as waitlist_service
 from registrations.services.common import LANE, SEAT
 from tems.capacity_model import CapacityModel
 from tems.clock import utcnow
@@ -213,7 +215,7 @@ def fill(event_id: str, users: list[str]) -> None:
 
 def shards_of(event_id: str) -> list[SeatShard]:
     count = int(EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True).seat_shards)
-    return seats.shards_get(event_id=event_id, count=count)
+    return shards.shards_get(event_id=event_id, count=count)
 
 
 # --- 1. seat shards: a burst on a sharded event ---------------------------------------------------------------
@@ -222,7 +224,7 @@ def shards_of(event_id: str) -> list[SeatShard]:
 def burst_on_shards(through_model, settings) -> tuple[str, People]:
     settings.SEATS_PER_SHARD = 6  # 24 seats: 4 shards
     event = make_event(capacity=24)
-    seats.remember_shards(event.event_id, 4)  # a warm process: the burst spreads over the shards at once
+    hints.remember_shards(event.event_id, 4)  # a warm process: the burst spreads over the shards at once
     people, started = People(), time.monotonic()
     with through_model() as model:
         race([people.registering(event.event_id, f"s{n:02d}") for n in range(36)])
@@ -256,9 +258,9 @@ def assert_queue_exact(event_id: str, waiting: list[str]) -> None:
     entries = selectors.waitlist_entries(event_id=event_id)
     tickets = [int(entry.ticket) for entry in entries]
     assert len(set(tickets)) == len(tickets), f"two entries hold one ticket: {tickets}"
-    positions = waitlist.positions(tickets=[(event_id, ticket) for ticket in tickets])
-    assert [positions[(event_id, ticket)] for ticket in tickets] == list(range(1, len(tickets) + 1)), (
-        f"positions drifted from the entries: {positions}")
+    places = positions.positions(tickets=[(event_id, ticket) for ticket in tickets])
+    assert [places[(event_id, ticket)] for ticket in tickets] == list(range(1, len(tickets) + 1)), (
+        f"positions drifted from the entries: {places}")
     assert sorted(entry.user_id for entry in entries) == sorted(waiting)
 
 
@@ -285,16 +287,16 @@ def test_a_burst_of_joiners_keeps_tickets_unique_and_positions_exact(through_mod
 def test_a_lane_count_moved_outside_the_join_is_caught(through_model, settings, monkeypatch):
     """The join counts its lane's ``waiting`` in its own transaction. Counted by a write of its own before the
     commit, every attempt that then loses to a conflict or a stale ticket counts a joiner who never joined."""
-    original = registration_service._Join.transaction
+    original = registration_service.join_transaction
 
-    def waiting_counted_outside(self):
-        transaction, response = original(self)
+    def waiting_counted_outside(attempt, join):
+        transaction, response = original(attempt, join)
         for label, apply in transaction._ops["update"]:
-            if label in (LANE, f"{SEAT}_{self.lane}"):
+            if label in (LANE, f"{SEAT}_{join.lane}"):
                 actions = _closure(apply)["actions"]
                 actions[:] = [action for action in actions if action.values[0].path != ["waiting"]]
         outside = LabelledTransaction()
-        outside.update("waiting", SeatShard(*SeatShard.key_for(self.attempt.event_id, self.lane)),
+        outside.update("waiting", SeatShard(*SeatShard.key_for(attempt.event_id, join.lane)),
                        actions=[SeatShard.waiting.add(1)])
         # Retried until it lands (conflicts and throttles are the model's everyday answers): the bug is where the
         # count is written, not whether it gets written.
@@ -302,7 +304,7 @@ def test_a_lane_count_moved_outside_the_join_is_caught(through_model, settings, 
             outside.commit, busy=lambda last: AssertionError(f"could not count outside: {last}"))
         return transaction, response
 
-    monkeypatch.setattr(registration_service._Join, "transaction", waiting_counted_outside)
+    monkeypatch.setattr(registration_service, "join_transaction", waiting_counted_outside)
     joiners_on_a_full_event(through_model, settings)
     found = problems()["the waiting list's lanes count their entries and its gate is closed only on a full event"]
     assert any("entries in the lane" in p for p in found), found
@@ -447,7 +449,7 @@ def staff_editing(event_id: str, people: People, outcomes: list[str], oversold: 
 
     def edit(change: Callable[[int], int]) -> Callable[[], str]:
         def once() -> str:
-            taken = int(seats.event_seats(event_id).registered_count)
+            taken = int(shards.event_seats(event_id).registered_count)
             try:
                 edit_capacity(event_id, change(taken))
             except services.RegistrationError as error:
@@ -476,7 +478,7 @@ def edits_racing_registrations(through_model, settings, monkeypatch) -> tuple[st
     settings.MAX_SEAT_SHARDS = 4
     event = make_event(capacity=12)
     event_id = event.event_id
-    seats.remember_shards(event_id, 4)
+    hints.remember_shards(event_id, 4)
     people, edits, oversold = People(), [], []
     planned_sizes = events_service.planned_sizes
 
@@ -566,7 +568,7 @@ def raise_while_many_wait(through_model, settings) -> tuple[str, People, list[st
 
 def wait_out_blocks(event_id: str) -> None:
     """Sleep until no lane's block hands out a ticket any more: every join after this takes a fresh block."""
-    ends = [shard.lane_at + timedelta(seconds=waitlist.block_seconds())
+    ends = [shard.lane_at + timedelta(seconds=tickets.block_seconds())
             for shard in shards_of(event_id) if shard.lane_at is not None]
     if ends:
         time.sleep(max(0.0, (max(ends) - utcnow()).total_seconds()) + 0.05)
@@ -610,7 +612,7 @@ def test_a_promotion_that_stops_after_one_round_is_caught(through_model, setting
             self.rounds += 1
             return selectors.waitlist_heads(**kwargs) if self.rounds == 1 else []
 
-    monkeypatch.setattr(waitlist_service, "selectors", OneRoundOnly())
+    monkeypatch.setattr(promotion_service, "selectors", OneRoundOnly())
     raise_while_many_wait(through_model, settings)
     assert "nobody waits while a seat is free" in problems()
 

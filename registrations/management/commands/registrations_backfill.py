@@ -1,7 +1,8 @@
 from django.core.management.base import BaseCommand
 
-from registrations import attendees, waitlist
+from registrations import attendees
 from registrations.models import Event
+from registrations.seating import positions
 
 
 class Command(BaseCommand):
@@ -14,6 +15,6 @@ class Command(BaseCommand):
     def handle(self, *args, events: list[str] | None = None, **options) -> None:
         event_ids = events or [event.event_id for event in Event.by_start.query(Event.COLLECTION)]
         for event_id in event_ids:
-            nodes = waitlist.rebuild_departures(event_id=event_id)
+            nodes = positions.rebuild_departures(event_id=event_id)
             indexed = attendees.backfill_index(event_id=event_id)
             self.stdout.write(f"{event_id}: {nodes} departure node(s), {indexed} registration(s) indexed")

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand
 
 from registrations.models import Event
-from registrations.services.shards import shard_event
+from registrations.services.upgrade import shard_event
 
 
 class Command(BaseCommand):

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand
 
 from registrations.models import Event
-from registrations.services.layout import layout_upgrade
+from registrations.services.upgrade import layout_upgrade
 
 
 class Command(BaseCommand):

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from pynamodb.exceptions import PynamoDBException, UpdateError
 
 from registrations.models import SeatGate, SeatShard
-from registrations.waitlist import TRANSIENT
+from registrations.seating.tickets import TRANSIENT
 from tems.transactions import LabelledTransaction, is_conditional_check_failed, response_code
 
 # SeatGate.state (and each lane's copy, SeatShard.gate): absent or 0 open; CLOSED while the event is full;
@@ -29,7 +29,7 @@ GATE = "gate"  # the gate item's label in a transaction
 
 
 class GateBusy(Exception):
-    """The gate or a lane could not be read or written just now (``registrations.waitlist.TRANSIENT``)."""
+    """The gate or a lane could not be read or written just now (``tickets.TRANSIENT``)."""
 
 
 def gate_get(*, event_id: str) -> SeatGate | None:

@@ -32,26 +32,33 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
+from pynamodb.exceptions import PutError
+
 from registrations import attendees
+from registrations.errors import RegistrationError
 from registrations.models import (
     CURRENT_LAYOUT,
     Event,
     EventSeats,
     Registration,
     RegistrationClaim,
+    SeatGate,
     SeatShard,
     layout_of,
 )
+from registrations.seating import shards
+from registrations.seating.gate import GATE, OPEN, RAISED, GateBusy, gate_get, new_gate
+from registrations.seating.tickets import TRANSIENT
 from registrations.services.common import (
     CLAIM,
     EVENT_REGISTRATION,
     EVENT_SEATS,
     USER_REGISTRATION,
     WRITE_POLICY,
-    _busy,
+    busy,
+    layout_as_read,
 )
-from registrations.services.shards import shard_event
-from tems.transactions import LabelledTransaction, TransactionCancelled
+from tems.transactions import LabelledTransaction, TransactionCancelled, is_conditional_check_failed, response_code
 
 logger = logging.getLogger(__name__)
 
@@ -108,7 +115,22 @@ def layout_upgrade(*, event_id: str, sleep: Callable[[float], None] = time.sleep
                 logger.error("event %s: %s holds registration %s under the legacy key and another under the current "
                              "one; left in place", event_id, user_id, registration_id)
             return result
-    raise _busy("This event's registrations are being moved right now; try again in a moment.")
+    raise busy("This event's registrations are being moved right now; try again in a moment.")
+
+
+def event_upgrade(*, event_id: str, sleep: Callable[[float], None] = time.sleep) -> LayoutUpgrade:
+    """Bring the event to the current shape: its seat counter moved into seat shards (``shard_event``), its
+    claims moved into the current layout (``layout_upgrade``) and its gate item made (``gate_of``). Idempotent:
+    an event already current costs three reads. The request paths call it when a write's refusal shows an older
+    shape; ``manage.py upgrade_events`` calls it for every event at deploy.
+    """
+    shard_event(event_id=event_id)
+    upgraded = layout_upgrade(event_id=event_id, sleep=sleep)
+    try:
+        gate_of(event_id=event_id)
+    except GateBusy:
+        pass  # DynamoDB did not take it just then: the next write that needs the gate makes it
+    return upgraded
 
 
 def upgrade_if_legacy(*, event_id: str, layout: Any) -> bool:
@@ -190,7 +212,7 @@ def _move(claim: RegistrationClaim, event_copy: Registration | None, user_copy: 
                            actions=[Registration.layout.set(CURRENT_LAYOUT)],
                            condition=Registration.status == user_copy.status)
     try:
-        WRITE_POLICY.sleeping(sleep).run(transaction.commit, busy=lambda _: _busy(
+        WRITE_POLICY.sleeping(sleep).run(transaction.commit, busy=lambda _: busy(
             "This event's registrations are being moved right now; try again in a moment."))
     except TransactionCancelled as cancelled:
         if cancelled.failed(CLAIM) and not cancelled.failed(LEGACY_CLAIM):
@@ -211,8 +233,113 @@ def _mark(event_id: str, *, shards: int, sleep: Callable[[float], None]) -> bool
         transaction.update(f"shard_{shard}", SeatShard(*SeatShard.key_for(event_id, shard)),
                            actions=[SeatShard.layout.set(CURRENT_LAYOUT)], condition=SeatShard.pk.exists())
     try:
-        WRITE_POLICY.sleeping(sleep).run(transaction.commit, busy=lambda _: _busy(
+        WRITE_POLICY.sleeping(sleep).run(transaction.commit, busy=lambda _: busy(
             "This event's registrations are being moved right now; try again in a moment."))
     except TransactionCancelled:
         return False  # a shard was added (an edit) or the event is gone: the caller reads again
     return True
+
+
+# --- events from before the seat shards and the gate item ---------------------------------------------------
+
+
+def shard_event(*, event_id: str) -> bool:
+    """Move an old event's ``registered_count`` into seat shards, in one transaction; True if this call did it.
+
+    The counters are read, then written under the condition that they are still what was read and that the
+    event has no shards yet, so a registration or cancel in between (or another migration) fails it and it
+    reads again; an event that already has shards is left alone. Taken seats fill the slices in shard order.
+    With people waiting behind free seats (a promotion that never finished) only the taken seats are sliced and
+    the rest is left for the promotion to hand to the waiting list first (the gate RAISED until it has).
+    """
+    for _ in range(16):
+        try:
+            event = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
+        except EventSeats.DoesNotExist:
+            return False
+        if event.seat_shards:
+            return False
+        capacity, taken = int(event.capacity), int(event.registered_count or 0)
+        waiting = int(event.waitlist_count or 0)
+        sliced = taken if waiting and taken < capacity else max(capacity, taken)
+        # Seats left for the promotion: the gate says RAISED, so no newcomer closes it and joins (or takes one)
+        # before the people already waiting have them.
+        gate = RAISED if sliced < capacity else None
+        count = shards.shard_count(sliced)
+        slice_sizes = shards.slices(sliced, count)
+        transaction = LabelledTransaction()
+        left = taken
+        for shard, size in enumerate(slice_sizes):
+            held = min(left, size)
+            left -= held
+            transaction.save(f"shard_{shard}", SeatShard(
+                *SeatShard.key_for(event_id, shard), event_id=event_id, shard=shard, shards=count, capacity=size,
+                taken=held, starts_at=event.starts_at, layout=event.layout, gate=gate),
+                condition=SeatShard.pk.does_not_exist())
+        transaction.save(GATE, new_gate(event_id=event_id, shards=count, state=gate or OPEN),
+                         condition=SeatGate.pk.does_not_exist())
+        transaction.update(
+            EVENT_SEATS, EventSeats(*EventSeats.key_for(event_id)),
+            actions=[EventSeats.seat_shards.set(count), EventSeats.sliced.set(sliced),
+                     EventSeats.registered_count.remove()],
+            condition=(EventSeats.seat_shards.does_not_exist() & (EventSeats.capacity == capacity)
+                       & counter_is(EventSeats.registered_count, taken)
+                       & counter_is(EventSeats.waitlist_count, waiting)
+                       & layout_as_read(EventSeats.layout, event.layout)),
+        )
+        try:
+            WRITE_POLICY.run(transaction.commit, busy=lambda _: busy("This event is busy; try again."))
+        except TransactionCancelled:
+            continue  # the counters moved, or someone else gave it shards: look again
+        return True
+    raise busy("This event's seats are changing too fast to move them into shards now; try again.")
+
+
+def gate_of(*, event_id: str) -> SeatGate:
+    """The event's gate (``SeatGate``), strongly consistent; made first for an event from before the gate item.
+
+    Such an event's shards all carry the same gate (it was closed and opened on every shard in one
+    transaction), and nothing changes it while the event has no gate item, since every write that closes, copies
+    or opens a gate, or frees a seat, writes the gate item too: so the gate made from them is put under
+    ``attribute_not_exists`` and never contradicts them. Raises RegistrationError('not_found') for no such event,
+    GateBusy when DynamoDB does not answer in time.
+    """
+    for _ in range(4):
+        gate = gate_get(event_id=event_id)
+        if gate is not None:
+            return gate
+        try:
+            event = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
+        except EventSeats.DoesNotExist:
+            raise RegistrationError("not_found", f"There is no event with id {event_id!r}.") from None
+        if not event.seat_shards:
+            shard_event(event_id=event_id)  # makes the gate with the shards
+            continue
+        count = int(event.seat_shards)
+        state = max((int(lane.gate or 0) for lane in shards.shards_get(event_id=event_id, count=count)), default=OPEN)
+        try:
+            new_gate(event_id=event_id, shards=count, state=state).save(condition=SeatGate.pk.does_not_exist())
+        except PutError as error:
+            if response_code(error) in TRANSIENT:
+                raise GateBusy() from error
+            if not is_conditional_check_failed(error):
+                raise
+    raise busy("This event's seats are changing right now; try again.")
+
+
+def counter_is(counter, value: int):
+    # A counter never written reads as 0 (the model's default), so 0 also matches an absent attribute.
+    return (counter == value) | counter.does_not_exist() if value == 0 else counter == value
+
+
+def freeable_shard(*, event_id: str, registration_shard: int | None) -> int:
+    """The shard a confirmed registration's cancel frees: its own, or for one confirmed before the shards (no
+    ``shard``), the shard with the most seats taken (the cancel's ``taken > 0`` condition decides)."""
+    if registration_shard is not None:
+        return int(registration_shard)
+    event = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
+    if not event.seat_shards:
+        shard_event(event_id=event_id)
+        event = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
+    read = shards.shards_get(event_id=event_id, count=int(event.seat_shards))
+    return int(max(read, key=lambda shard: int(shard.taken)).shard) if read else 0
