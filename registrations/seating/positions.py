@@ -22,11 +22,10 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from registrations.errors import RegistrationError
-from registrations.models import Event, EventSeats, SeatShard, WaitlistDepartures, WaitlistEntry, WaitlistQueue
+from registrations.models import Event, EventSeats, SeatShard, WaitlistDepartures, WaitlistQueue
 from registrations.seating.hints import hints
 from tems.dynamo import batch_get_models
-from tems.transactions import LabelledTransaction, TransactionCancelled
+from tems.transactions import LabelledTransaction
 
 FANOUT = WaitlistDepartures.FANOUT
 LEVELS = WaitlistDepartures.LEVELS
@@ -215,84 +214,3 @@ def positions(*, tickets: Iterable[tuple[str, int]],
 def position(*, event_id: str, ticket: int) -> int:
     """The position of one waiting ticket (see ``positions``): one BatchGetItem of at most ``LEVELS`` nodes."""
     return positions(tickets=[(event_id, ticket)])[(event_id, int(ticket))]
-
-
-# --- existing events: the departures made before the tree existed ------------------------------------------
-
-# Nodes per transaction next to the condition checks on the event and its lanes (DynamoDB allows 100 items).
-REBUILD_ITEMS = 100
-REBUILD_ROUNDS = 20
-
-
-def rebuild_departures(*, event_id: str) -> int:
-    """Set the event's departure nodes to what its entries say (tickets neither waiting nor unused in a lane's
-    current block are the departures).
-
-    For events whose waiting list predates the tree. Each chunk of nodes is written with absolute values in one
-    transaction that also checks the event's ``waitlist_seq`` and ``waitlist_count``, the queue's ``seq``, and every
-    lane's block and
-    ``waiting`` are still what was read with the entries, so a join or a departure in between makes it read
-    again instead of writing a stale count (a departure that lands between two chunks ADDs to a node already
-    exact, and the next chunk rereads). Returns the number of nodes written. Raises RegistrationError('busy')
-    if the list never held still.
-    """
-    for _ in range(REBUILD_ROUNDS):
-        try:
-            seats = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
-        except EventSeats.DoesNotExist:
-            return 0
-        seq, count = int(seats.waitlist_seq or 0), int(seats.waitlist_count or 0)
-        lanes = [] if not seats.seat_shards else sorted(
-            SeatShard.batch_get([SeatShard.key_for(event_id, k) for k in range(int(seats.seat_shards))],
-                                consistent_read=True), key=lambda lane: int(lane.shard))
-        try:
-            queue = WaitlistQueue.get(*WaitlistQueue.key_for(event_id), consistent_read=True)
-        except WaitlistQueue.DoesNotExist:
-            queue = None
-        queue_seq = None if queue is None else queue.seq
-        partitions = [WaitlistEntry.lane_pk_for(event_id, None),
-                      *(WaitlistEntry.lane_pk_for(event_id, int(lane.shard)) for lane in lanes)]
-        live = {int(entry.ticket) for pk in partitions for entry in WaitlistEntry.query(
-            pk, WaitlistEntry.sk.startswith(WaitlistEntry.SK_PREFIX), consistent_read=True)}
-        unused = {ticket for lane in lanes for ticket in range(*lane.unissued)}
-        if queue is not None and queue.claim_last is not None:
-            ends = {int(lane.shard): lane.lane_end for lane in lanes}
-            unused |= {ticket for shard in queue.lanes_claimed()
-                       for ticket in range(*(queue.pending(shard, ends.get(shard)) or (0, 0)))}
-        last = max(seq, int(queue_seq or 0))
-        nodes: dict[Node, dict[int, int]] = {}
-        gone = (t for t in range(1, last + 1) if t not in live and t not in unused)
-        for (level, block, digit), amount in departure_nodes(gone).items():
-            nodes.setdefault((level, block), {})[digit] = amount
-        per_chunk = REBUILD_ITEMS - 2 - len(lanes)
-        chunks = [sorted(nodes.items())[start:start + per_chunk] for start in range(0, len(nodes), per_chunk)]
-        try:
-            for chunk in chunks:
-                transaction = LabelledTransaction()
-                unchanged = (EventSeats.waitlist_count == count) & (
-                    EventSeats.waitlist_seq == seq if seats.waitlist_seq is not None
-                    else EventSeats.waitlist_seq.does_not_exist())
-                transaction.condition_check("event", EventSeats, *EventSeats.key_for(event_id), condition=unchanged)
-                # Since the queue item, blocks are claimed there: no claim in between either.
-                transaction.condition_check("queue", WaitlistQueue, *WaitlistQueue.key_for(event_id),
-                                            condition=_same(WaitlistQueue.seq, queue_seq))
-                for lane in lanes:
-                    transaction.condition_check(f"lane_{lane.shard}", SeatShard, *SeatShard.key_for(
-                        event_id, int(lane.shard)), condition=_same(SeatShard.lane_next, lane.lane_next)
-                        & _same(SeatShard.waiting, lane.waiting))
-                for (level, block), digits in chunk:
-                    node = WaitlistDepartures(*WaitlistDepartures.key_for(event_id, level, block))
-                    transaction.update(f"{LABEL_PREFIX}_{level}_{block:010d}", node, actions=[
-                        *(getattr(WaitlistDepartures, WaitlistDepartures.digit_name(digit)).set(amount)
-                          for digit, amount in sorted(digits.items())),
-                        WaitlistDepartures.entity.set("WaitlistDepartures"),
-                    ])
-                transaction.commit()
-        except TransactionCancelled:
-            continue  # the list moved: read it again
-        return len(nodes)
-    raise RegistrationError("busy", f"The waiting list of event {event_id} kept changing; run the backfill again.")
-
-
-def _same(attribute, value):
-    return attribute.does_not_exist() if value is None else attribute == value

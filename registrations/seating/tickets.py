@@ -1,6 +1,6 @@
 """The waiting list's tickets: lanes that hand them out in blocks, and the queue item the blocks are claimed from.
 
-**Lanes.** A burst of joiners must not queue on one item (one item takes ~100 transactions/s). Each seat shard
+**Lanes.** A burst of joiners must not queue on one item (an item takes one transaction at a time). Each seat shard
 is also a *lane* of the waiting list: a joiner takes the next ticket of its home shard's lane, in a transaction
 that touches that shard and no other item of the event. A lane hands out the tickets of a *block*. On a quiet
 event every block has one ticket and is claimed by the join that uses it, so tickets are 1, 2, 3, ... in commit
@@ -12,8 +12,8 @@ be in either order (as they would be in commit order); nobody overtakes anyone w
 ``BLOCK_SECONDS`` earlier.
 
 **Claims.** Blocks come from the event's queue item (``WaitlistQueue``: ``seq = seq + size``) by one conditional
-UpdateItem, outside the join's transaction (``claim_block``): a transaction would hold the item ~10 ms, so a
-burst of joiners whose lanes all need a block would queue ~100 a second on it; single writes hold nothing. The
+UpdateItem, outside the join's transaction (``claim_block``): a transaction would hold the item for its whole
+commit, so a burst of joiners whose lanes all need a block would queue on it; single writes hold nothing. The
 claim is recorded per lane and conditioned on the lane's previous claim being installed, so a block claimed
 by a joiner who then failed (or whose answer was lost) is *pending*: the lane's next joiner installs it, and
 until then its tickets count as unused.
@@ -35,14 +35,14 @@ from tems.transactions import GAVE_UP, is_conditional_check_failed, response_cod
 
 # A lane keeps handing out its block for this long after claiming it; bounded overtaking, see the module doc.
 BLOCK_SECONDS = 1.0
-# The largest block a lane claims: at 80 lanes a burst's joiners claim a few hundred blocks in its first second,
-# then few; a bigger block only lengthens how long unused tickets linger.
+# The largest block a lane claims: a burst's lanes reach it within their first claims, then claim rarely; a bigger
+# block only lengthens how long unused tickets linger.
 MAX_BLOCK = 64
 # How much bigger a lane's next block is when it used up the last within BLOCK_SECONDS. Every claim is a write
-# of the one queue item all lanes claim from (3 WCU at 80 lanes, its partition takes 1,000 a second): growing
-# by 4 (1, 4, 16, 64) takes a lane to a burst's pace in half the claims that doubling needs (issue 13: with
-# 12,000 students for 10,000 seats, 21 joiners a lane claimed 5 blocks each and the queue's partition ran over
-# its limit). A bigger block only lets tickets of one second be handed out a little more out of order.
+# of the one queue item all lanes claim from, and one partition takes at most 1,000 write units a second (a
+# documented AWS limit): growing by 4 (1, 4, 16, 64) takes a lane to a burst's pace in half the claims that
+# doubling needs, where doubling was measured to run the queue's partition over that limit. A bigger block only
+# lets tickets of one second be handed out a little more out of order.
 BLOCK_GROWTH = 4
 
 
@@ -68,9 +68,9 @@ def next_block_size(lane: SeatShard, now: datetime, *, crowded: bool = False) ->
     """1 on a quiet lane; ``BLOCK_GROWTH`` times the last block if that one was used up within
     ``BLOCK_SECONDS``. For a joiner that met the crowd (a conflict, a busy queue: ``crowded``) the growth is
     squared and a lane's first block starts there: at the end of a burst every lane starts at once, and the
-    ramp 1, 4, 16, 64 was four claims per lane on the one queue item (~80 lanes x 3 claims of 3 write units in
-    under a second, its partition's whole 1,000), where 16, 64 is two. Without a conflict (DynamoDB Local never
-    sends one; a quiet event) the blocks are as before, so a quiet waiting list keeps its tickets in order."""
+    ramp 1, 4, 16, 64 is four claims per lane on the one queue item (enough, over every lane, to fill its
+    partition's write limit), where 16, 64 is two. Without a conflict (DynamoDB Local never sends one; a quiet
+    event) the blocks are as before, so a quiet waiting list keeps its tickets in order."""
     start, end = lane.unissued
     growth = block_growth() ** 2 if crowded else block_growth()
     if crowded and (lane.lane_at is None or not lane.lane_size):
@@ -121,7 +121,8 @@ def claim_block(*, event_id: str, lane: SeatShard, size: int, now: datetime) -> 
     On a busy lane (its current block installed less than ``BLOCK_SECONDS`` ago and used up already), and for a
     lane's first block (at the end of a burst every lane's first joiners claim it at once), other
     joiners of the lane are claiming at the same moment, and all but one claim would fail its condition, each
-    costing the queue item's write units (3 a write at 80 lanes) on the one partition every lane claims from.
+    costing the queue item's write units (more, the more lanes it records) on the one partition every lane
+    claims from.
     So there the queue is read first (one read unit): a block claimed by another joiner and not installed yet
     is taken from the read, and the write is sent only when there is none. The read saves a write its own
     condition would refuse; the write, when sent, still decides.

@@ -22,7 +22,6 @@ from registrations.models import (
     WaitlistEntry,
 )
 from registrations.seating.gate import (
-    GateBusy,
     add_freed,
     add_gate,
     nobody_in_lane,
@@ -44,7 +43,7 @@ from registrations.services.common import (
     replay_raw,
 )
 from registrations.services.promotion import SeatWrites, add_promotion, nobody_before_lanes
-from registrations.services.upgrade import freeable_shard, gate_of, upgrade_if_refused_for_layout
+from registrations.services.upgrade import event_upgrade, freeable_shard, upgrade_if_refused_for_layout
 from tems.clock import utcnow
 from tems.errors import DomainError
 from tems.idempotency import (
@@ -118,10 +117,7 @@ def _cancel(*, user_id: str, registration_id: str, now: datetime, sleep: Callabl
                                    registration_shard=None if registration.shard is None else int(registration.shard))
             event, gate, lanes = selectors.waitlist_lanes_and_gate(event_id=registration.event_id)
             if gate is None:
-                try:
-                    gate_of(event_id=registration.event_id)  # an event from before the gate item: made now
-                except GateBusy:
-                    conflicts.pause()
+                event_upgrade(event_id=registration.event_id)  # an event of an older shape: brought up to date
                 continue
             if len(lanes) != int(gate.shards):
                 continue  # an edit added shards between the event's read and the lanes': read again

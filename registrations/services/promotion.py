@@ -21,10 +21,10 @@ from registrations.models import (
     WaitlistQueue,
 )
 from registrations.seating import positions, shards
-from registrations.seating.gate import CLOSED, RAISED, GateBusy, add_gate, lane_open
+from registrations.seating.gate import CLOSED, RAISED, add_gate, lane_open
 from registrations.seating.shards import add_reslice, planned_sizes
 from registrations.services.common import EVENT_SEATS, QUEUE, SEAT, busy, conflict_backoff, layout_as_read
-from registrations.services.upgrade import gate_of, shard_event, upgrade_if_legacy
+from registrations.services.upgrade import event_upgrade, upgrade_if_legacy
 from tems.clock import utcnow
 from tems.outbox import outbox_message
 from tems.transactions import LabelledTransaction, TransactionCancelled
@@ -176,8 +176,8 @@ def waitlist_promote(*, event_id: str, now: datetime | None = None,
         seats, gate, lanes = selectors.waitlist_lanes_and_gate(event_id=event_id)
         if seats is None:
             return promoted
-        if not seats.seat_shards:
-            shard_event(event_id=event_id)
+        if not seats.seat_shards or gate is None:
+            event_upgrade(event_id=event_id)  # an event of an older shape: brought to the current one first
             stale += 1
             if stale >= PROMOTION_STALE_ROUNDS:
                 raise busy("The waiting list of this event is changing fast; promotion will finish later.")
@@ -188,12 +188,6 @@ def waitlist_promote(*, event_id: str, now: datetime | None = None,
         unsliced = capacity - sliced
         # Done when every seat is in a shard, and (nobody waiting) there are as many shards as the rule asks:
         # seats promoted into one shard are resliced over all of them for the next free seats.
-        if gate is None:
-            try:
-                gate_of(event_id=event_id)  # an event from before the gate item: made now
-            except GateBusy:
-                conflicts.pause()
-            continue
         raised = int(gate.state) == RAISED or any(int(lane.gate or 0) == RAISED for lane in lanes)
         if unsliced <= 0 and waiting and raised:
             # Every seat of the raise is handed out: newcomers may join behind the rest again. A lane that has

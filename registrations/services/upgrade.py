@@ -1,5 +1,14 @@
-"""Moving an event's registrations into the current layout (issue 13): ``manage.py upgrade_registrations`` at
-deploy, and lazily by any write that an event still in the legacy layout refused.
+"""Older shapes of an event, brought to the current one: ``event_upgrade`` is the one entry point, called by
+``manage.py upgrade_events`` at deploy and by a write path whose refusal shows an older shape.
+
+The shapes an event may still have, each from before a change of design (docs/registrations.md):
+
+- before the seat shards: the seats counted on the event's own item (``shard_event`` slices them);
+- before the gate item: the gate only on the shards (``gate_of`` makes the item from them);
+- before the queue item: the waiting list's sequence on the event's item (``tickets.queue_read`` makes it);
+- before the departure tree: departures not counted (``rebuild_departures`` counts them from the entries);
+- before the attendee index: event-side copies with no index key (``attendees.backfill_index``);
+- the legacy registration layout (below).
 
 In LEGACY_LAYOUT a registration's claim (``EVENT#<e>`` / ``REGCLAIM#<user>``) and its event-side copy
 (``EVENT#<e>`` / ``REGISTRATION#<id>``) sat in the event's own partition; in CURRENT_LAYOUT the claim is under
@@ -10,7 +19,7 @@ current keys while any of its claims may still sit under the legacy ones:
 - every write that creates or changes an event's registrations (a seat, a waitlist join, a cancel, a
   promotion, a check-in's admission) carries ``layout = CURRENT_LAYOUT`` in the condition of the event item or
   seat shard it writes anyway, so on an event not yet upgraded it is refused and its ALL_OLD image says why:
-  the request upgrades the event (``upgrade_if_legacy``) and tries again;
+  the request upgrades the event and tries again;
 - the upgrade moves each registration (claim and event-side copy to the current keys, the attendee index key
   into the copy's bucket, the user-side copy marked) in ONE transaction conditioned on the legacy items still
   being what it read, then marks the event and every seat shard current in one transaction conditioned on the
@@ -44,11 +53,13 @@ from registrations.models import (
     RegistrationClaim,
     SeatGate,
     SeatShard,
+    WaitlistDepartures,
+    WaitlistEntry,
+    WaitlistQueue,
     layout_of,
 )
-from registrations.seating import shards
+from registrations.seating import positions, shards, tickets
 from registrations.seating.gate import GATE, OPEN, RAISED, GateBusy, gate_get, new_gate
-from registrations.seating.tickets import TRANSIENT
 from registrations.services.common import (
     CLAIM,
     EVENT_REGISTRATION,
@@ -118,27 +129,65 @@ def layout_upgrade(*, event_id: str, sleep: Callable[[float], None] = time.sleep
     raise busy("This event's registrations are being moved right now; try again in a moment.")
 
 
-def event_upgrade(*, event_id: str, sleep: Callable[[float], None] = time.sleep) -> LayoutUpgrade:
-    """Bring the event to the current shape: its seat counter moved into seat shards (``shard_event``), its
-    claims moved into the current layout (``layout_upgrade``) and its gate item made (``gate_of``). Idempotent:
-    an event already current costs three reads. The request paths call it when a write's refusal shows an older
-    shape; ``manage.py upgrade_events`` calls it for every event at deploy.
+@dataclass
+class EventShape:
+    """What ``event_upgrade`` did to one event (all zero and False for an event already current, or gone)."""
+
+    event_id: str
+    sharded: bool = False  # its seat counter was moved into seat shards
+    layout: LayoutUpgrade | None = None
+    departure_nodes: int = 0  # departure counters written from its entries
+    indexed: int = 0  # registrations given their attendee index key
+
+    @property
+    def duplicates(self) -> list[tuple[str, str]]:
+        return [] if self.layout is None else self.layout.duplicates
+
+    def summary(self) -> str:
+        done = [*(["moved into seat shards"] if self.sharded else []),
+                *([f"{self.layout.moved} registration(s) moved into the current layout"]
+                  if self.layout is not None and self.layout.marked else []),
+                *([f"{self.departure_nodes} departure node(s) written"] if self.departure_nodes else []),
+                *([f"{self.indexed} registration(s) indexed"] if self.indexed else [])]
+        return ", ".join(done) or "already current"
+
+
+def event_upgrade(*, event_id: str, sleep: Callable[[float], None] = time.sleep) -> EventShape:
+    """Bring the event to the current shape, the one every write path expects; the only entry point for that.
+
+    In order: its seat counter moved into seat shards (``shard_event``), its claims and event-side copies moved
+    out of its partition (``layout_upgrade``), its gate and queue items made from what its shards and its item
+    kept (``gate_of``, ``tickets.queue_read``), its departure counters written from its entries
+    (``rebuild_departures``) and its registrations indexed for the attendee list (``attendees.backfill_index``).
+    Every step is conditioned on what it read, so it is idempotent, safe while students register, and a run
+    stopped anywhere is finished by the next. A write path calls it when a refusal shows an older shape;
+    ``manage.py upgrade_events`` calls it for every event at deploy. Raises RegistrationError('busy') when the
+    event's registrations kept changing under a step (the next call finishes it).
     """
-    shard_event(event_id=event_id)
-    upgraded = layout_upgrade(event_id=event_id, sleep=sleep)
+    shape = EventShape(event_id)
+    try:
+        EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
+    except EventSeats.DoesNotExist:
+        return shape
+    shape.sharded = shard_event(event_id=event_id)
+    shape.layout = layout_upgrade(event_id=event_id, sleep=sleep)
     try:
         gate_of(event_id=event_id)
-    except GateBusy:
-        pass  # DynamoDB did not take it just then: the next write that needs the gate makes it
-    return upgraded
+        tickets.queue_read(event_id)
+    except (GateBusy, tickets.QueueBusy):
+        pass  # DynamoDB did not take it just then: the next write that needs the item makes it
+    shape.departure_nodes = rebuild_departures(event_id=event_id)
+    shape.indexed = attendees.backfill_index(event_id=event_id)
+    return shape
 
 
 def upgrade_if_legacy(*, event_id: str, layout: Any) -> bool:
     """A write refused on the event's item or a seat shard whose ALL_OLD image carries ``layout``: if that is the
-    legacy layout, upgrade the event and return True (the caller builds its write again); else False."""
+    legacy layout, bring the event to the current shape and return True (the caller builds its write again);
+    else False."""
     if layout_of(layout) == CURRENT_LAYOUT:
         return False
-    layout_upgrade(event_id=event_id)
+    event_upgrade(event_id=event_id)
     return True
 
 
@@ -320,7 +369,7 @@ def gate_of(*, event_id: str) -> SeatGate:
         try:
             new_gate(event_id=event_id, shards=count, state=state).save(condition=SeatGate.pk.does_not_exist())
         except PutError as error:
-            if response_code(error) in TRANSIENT:
+            if response_code(error) in tickets.TRANSIENT:
                 raise GateBusy() from error
             if not is_conditional_check_failed(error):
                 raise
@@ -343,3 +392,84 @@ def freeable_shard(*, event_id: str, registration_shard: int | None) -> int:
         event = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
     read = shards.shards_get(event_id=event_id, count=int(event.seat_shards))
     return int(max(read, key=lambda shard: int(shard.taken)).shard) if read else 0
+
+
+# --- events from before the departure tree -------------------------------------------------------------------
+
+# Nodes per transaction next to the condition checks on the event and its lanes (DynamoDB allows 100 items).
+REBUILD_ITEMS = 100
+REBUILD_ROUNDS = 20
+
+
+def rebuild_departures(*, event_id: str) -> int:
+    """Set the event's departure nodes to what its entries say (tickets neither waiting nor unused in a lane's
+    current block are the departures).
+
+    For events whose waiting list predates the tree. Each chunk of nodes is written with absolute values in one
+    transaction that also checks the event's ``waitlist_seq`` and ``waitlist_count``, the queue's ``seq``, and every
+    lane's block and
+    ``waiting`` are still what was read with the entries, so a join or a departure in between makes it read
+    again instead of writing a stale count (a departure that lands between two chunks ADDs to a node already
+    exact, and the next chunk rereads). Returns the number of nodes written. Raises RegistrationError('busy')
+    if the list never held still.
+    """
+    for _ in range(REBUILD_ROUNDS):
+        try:
+            seats = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
+        except EventSeats.DoesNotExist:
+            return 0
+        seq, count = int(seats.waitlist_seq or 0), int(seats.waitlist_count or 0)
+        lanes = [] if not seats.seat_shards else sorted(
+            SeatShard.batch_get([SeatShard.key_for(event_id, k) for k in range(int(seats.seat_shards))],
+                                consistent_read=True), key=lambda lane: int(lane.shard))
+        try:
+            queue = WaitlistQueue.get(*WaitlistQueue.key_for(event_id), consistent_read=True)
+        except WaitlistQueue.DoesNotExist:
+            queue = None
+        queue_seq = None if queue is None else queue.seq
+        partitions = [WaitlistEntry.lane_pk_for(event_id, None),
+                      *(WaitlistEntry.lane_pk_for(event_id, int(lane.shard)) for lane in lanes)]
+        live = {int(entry.ticket) for pk in partitions for entry in WaitlistEntry.query(
+            pk, WaitlistEntry.sk.startswith(WaitlistEntry.SK_PREFIX), consistent_read=True)}
+        unused = {ticket for lane in lanes for ticket in range(*lane.unissued)}
+        if queue is not None and queue.claim_last is not None:
+            ends = {int(lane.shard): lane.lane_end for lane in lanes}
+            unused |= {ticket for shard in queue.lanes_claimed()
+                       for ticket in range(*(queue.pending(shard, ends.get(shard)) or (0, 0)))}
+        last = max(seq, int(queue_seq or 0))
+        nodes: dict[tuple[int, int], dict[int, int]] = {}
+        gone = (t for t in range(1, last + 1) if t not in live and t not in unused)
+        for (level, block, digit), amount in positions.departure_nodes(gone).items():
+            nodes.setdefault((level, block), {})[digit] = amount
+        per_chunk = REBUILD_ITEMS - 2 - len(lanes)
+        chunks = [sorted(nodes.items())[start:start + per_chunk] for start in range(0, len(nodes), per_chunk)]
+        try:
+            for chunk in chunks:
+                transaction = LabelledTransaction()
+                unchanged = (EventSeats.waitlist_count == count) & (
+                    EventSeats.waitlist_seq == seq if seats.waitlist_seq is not None
+                    else EventSeats.waitlist_seq.does_not_exist())
+                transaction.condition_check("event", EventSeats, *EventSeats.key_for(event_id), condition=unchanged)
+                # Since the queue item, blocks are claimed there: no claim in between either.
+                transaction.condition_check("queue", WaitlistQueue, *WaitlistQueue.key_for(event_id),
+                                            condition=_as_read(WaitlistQueue.seq, queue_seq))
+                for lane in lanes:
+                    transaction.condition_check(f"lane_{lane.shard}", SeatShard, *SeatShard.key_for(
+                        event_id, int(lane.shard)), condition=_as_read(SeatShard.lane_next, lane.lane_next)
+                        & _as_read(SeatShard.waiting, lane.waiting))
+                for (level, block), digits in chunk:
+                    node = WaitlistDepartures(*WaitlistDepartures.key_for(event_id, level, block))
+                    transaction.update(f"{positions.LABEL_PREFIX}_{level}_{block:010d}", node, actions=[
+                        *(getattr(WaitlistDepartures, WaitlistDepartures.digit_name(digit)).set(amount)
+                          for digit, amount in sorted(digits.items())),
+                        WaitlistDepartures.entity.set("WaitlistDepartures"),
+                    ])
+                transaction.commit()
+        except TransactionCancelled:
+            continue  # the list moved: read it again
+        return len(nodes)
+    raise RegistrationError("busy", f"The waiting list of event {event_id} kept changing; run the backfill again.")
+
+
+def _as_read(attribute, value):
+    return attribute.does_not_exist() if value is None else attribute == value

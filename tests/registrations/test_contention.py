@@ -28,7 +28,7 @@ import pytest
 from registrations import selectors, services
 from registrations.models import CONFIRMED, WAITLISTED, EventSeats, SeatGate, SeatShard
 from registrations.seating import gate as gate_service
-from registrations.seating import positions, shards, tickets
+from registrations.seating import positions, router, shards, tickets
 from registrations.seating.hints import hints
 from registrations.services import cancel as cancel_service
 from registrations.services import events as events_service
@@ -373,7 +373,7 @@ def test_a_cancel_freeing_its_seat_without_the_gate_condition_is_caught(through_
     newcomer who joined in between waits beside the freed seat."""
     monkeypatch.setattr(cancel_service, "nobody_in_lane", lambda: SeatShard.pk.exists())
     monkeypatch.setattr(cancel_service, "add_freed", lambda transaction, *, event_id: None)
-    monkeypatch.setattr(cancel_service, "_nobody_before_lanes", lambda: EventSeats.pk.exists())
+    monkeypatch.setattr(cancel_service, "nobody_before_lanes", lambda: EventSeats.pk.exists())
     cancels_racing_newcomers(through_model, settings, monkeypatch)
     found = problems()
     assert "nobody waits while a seat is free" in found or (
@@ -402,7 +402,7 @@ def closes_racing_cancels(through_model, settings, monkeypatch) -> tuple[str, Pe
         a_read.set()
         stale()
 
-    stall(monkeypatch, registration_service, "gate_close", read_then_stall, once=True)
+    stall(monkeypatch, router, "gate_close", read_then_stall, once=True)
     calls = [people.registering(event.event_id, user) for user in newcomers]
     calls += [after_event(a_read, people.cancelling(event.event_id, user)) for user in cancellers]
     started = time.monotonic()

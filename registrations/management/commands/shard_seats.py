@@ -5,8 +5,9 @@ from registrations.services.upgrade import shard_event
 
 
 class Command(BaseCommand):
-    help = ("For events created before issue 13: move each event's seat counter into seat shards (one transaction "
-            "per event, under the condition that its counters did not move). Safe while the site is live, and twice.")
+    help = ("One step of upgrade_events, which runs every step at deploy: move each event's seat counter into seat "
+            "shards (one transaction per event, under the condition that its counters did not move). Safe while the "
+            "site is live, and twice.")
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--event", action="append", dest="events", help="only this event id (repeatable)")

@@ -5,9 +5,9 @@ from registrations.services.upgrade import layout_upgrade
 
 
 class Command(BaseCommand):
-    help = ("For events created before the registration layout of issue 13: move each event's claims and event-side "
+    help = ("One step of upgrade_events, which runs every step at deploy: move each event's claims and event-side "
             "registrations out of the event's partition (one transaction per registration), then mark the event "
-            "current. Run it at every deploy after the shards (shard_seats); safe while the site is live, and twice.")
+            "current. Safe while the site is live, and twice.")
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--event", action="append", dest="events", help="only this event id (repeatable)")
