@@ -305,8 +305,12 @@ class Router:
         if gate is None:
             self.upgrade(self.event_id)  # an event from before the gate item
             gate = gate_get(event_id=self.event_id)
-            if gate is None:
-                raise not_found(self.event_id)
+        if gate is None:
+            try:
+                EventSeats.get(*EventSeats.key_for(self.event_id), consistent_read=True)
+            except EventSeats.DoesNotExist:
+                raise not_found(self.event_id) from None
+            raise GateBusy()  # the upgrade could not make it just then: pause, and look again
         if not gate.closed:
             hints.remember_full(self.event_id, False)
             self.closed_seen = False  # reopened since that image: every shard is open again

@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from types import ModuleType
 from typing import Any
 
@@ -106,9 +106,10 @@ class People:
 
         return person
 
-    def registering(self, event_id: str, user_id: str, *, after: float = 0.0) -> Callable[[], Any]:
+    def registering(self, event_id: str, user_id: str, *, after: float = 0.0,
+                    clock: Callable[[], datetime] = utcnow) -> Callable[[], Any]:
         key = new_key()
-        return self.tapping(user_id, lambda: register(event_id, user_id, key), after=after)
+        return self.tapping(user_id, lambda: register(event_id, user_id, key, clock=clock), after=after)
 
     def cancelling(self, event_id: str, user_id: str) -> Callable[[], Any]:
         claim = selectors.claim_get(event_id=event_id, user_id=user_id)
@@ -541,9 +542,9 @@ def raise_while_many_wait(through_model, settings) -> tuple[str, People, list[st
     fill(event.event_id, [f"seated{n}" for n in range(4)] + [f"w{n:02d}" for n in range(36)])
     # The set-up's joins came fast, so their lanes grew blocks that still have tickets for a second: a newcomer
     # then may be handed a ticket below someone who joined a moment before in another lane, which the waiting
-    # list allows (registrations.waitlist: nobody overtakes anyone who joined more than BLOCK_SECONDS earlier).
-    # CI met it (stop 25). The newcomers come after that second, so each must wait behind everyone.
-    wait_out_blocks(event.event_id)
+    # list allows (registrations.seating.tickets: nobody overtakes anyone who joined more than BLOCK_SECONDS
+    # earlier). The newcomers come after that second (on their clock), so each must wait behind everyone.
+    later = after_the_blocks(event.event_id)
     queue = [entry.user_id for entry in selectors.waitlist_entries(event_id=event.event_id)]
     people, edits = People(), []
 
@@ -554,7 +555,7 @@ def raise_while_many_wait(through_model, settings) -> tuple[str, People, list[st
 
     calls = [people.tapping("edit capacity", raise_capacity)]
     calls += [people.cancelling(event.event_id, user) for user in ("w03", "w10", "w20", "seated1")]
-    calls += [people.registering(event.event_id, f"new{n}") for n in range(6)]
+    calls += [people.registering(event.event_id, f"new{n}", clock=later) for n in range(6)]
     started = time.monotonic()
     with through_model() as model:
         race(calls)
@@ -566,12 +567,12 @@ def raise_while_many_wait(through_model, settings) -> tuple[str, People, list[st
     return event.event_id, people, queue
 
 
-def wait_out_blocks(event_id: str) -> None:
-    """Sleep until no lane's block hands out a ticket any more: every join after this takes a fresh block."""
+def after_the_blocks(event_id: str) -> Callable[[], datetime]:
+    """A clock on which no lane's block hands out a ticket any more: every join on it takes a fresh block."""
     ends = [shard.lane_at + timedelta(seconds=tickets.block_seconds())
             for shard in shards_of(event_id) if shard.lane_at is not None]
-    if ends:
-        time.sleep(max(0.0, (max(ends) - utcnow()).total_seconds()) + 0.05)
+    ahead = max(timedelta(0), max(ends, default=utcnow()) - utcnow()) + timedelta(seconds=0.05)
+    return lambda: utcnow() + ahead
 
 
 def relay_promotions() -> None:
