@@ -157,7 +157,7 @@ def _event(capacity: int, *, shards: int) -> str:
 
 # "single counter": every seat on one item, as before issue 13 (then on the event item itself, which GSI1 also
 # indexed; here a shard item of its own, which flatters it a little). "sharded": the count the shard rule gives
-# the real 10,000-seat event (registrations.seats.shard_count), whatever K divides the seats by, so the scaled
+# the real 10,000-seat event (registrations.seating.shards.shard_count), whatever K divides the seats by, so the scaled
 # crowd meets as many shards as the real one would.
 SEAT_DESIGNS: dict[str, SeatDesign] = {
     "single counter": SeatDesign(create_event=lambda capacity: _event(capacity, shards=1)),
@@ -469,7 +469,7 @@ def audit(event_id: str, capacity: int, answers: list[Answer]) -> dict[str, Any]
     live = [item for item in registrations if item.get("status") in (CONFIRMED, WAITLISTED)]
     per_user = Counter(item["user_id"] for item in live)
     claims = _claims(event_id, set(per_user) | {_user(answer.tap.student) for answer in answers})
-    # The waiting list's entries live in its lanes' partitions (registrations.waitlist), read by the selector.
+    # The waiting list's entries live in its lanes' partitions (registrations.seating.tickets), read by the selector.
     entries = [{"user_id": e.user_id, "ticket": int(e.ticket)}
                for e in selectors.waitlist_entries(event_id=event_id)]
     exact = positions.positions(tickets=[(event_id, item["ticket"]) for item in entries])
@@ -638,7 +638,7 @@ def run_hot(design: str, scenario: Scenario, *, direct: TableConfig, model: Mode
     configure_models(direct)
     event_id = seat_design.create_event(scenario.run_capacity)
     # The students' view of the event page before the opening: the process reads the event, as every app server
-    # serving that page does, and so knows its shard count (registrations.seats.seats_taken).
+    # serving that page does, and so knows its shard count (registrations.seating.shards.seats_taken).
     selectors.event_get(event_id=event_id)
     through = TableConfig(direct.table_name, model.endpoint, direct.region)
     configure_models(through)

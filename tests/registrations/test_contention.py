@@ -254,8 +254,8 @@ def test_a_seat_taken_without_its_condition_oversells_under_contention(through_m
 
 
 def assert_queue_exact(event_id: str, waiting: list[str]) -> None:
-    """Tickets unique, each waiting ticket's position (registrations.waitlist) its rank among the entries, and the
-    entries exactly the people answered 'waitlisted'."""
+    """Tickets unique, each waiting ticket's position (registrations.seating.positions) its rank among the
+    entries, and the entries exactly the people answered 'waitlisted'."""
     entries = selectors.waitlist_entries(event_id=event_id)
     tickets = [int(entry.ticket) for entry in entries]
     assert len(set(tickets)) == len(tickets), f"two entries hold one ticket: {tickets}"

@@ -1,4 +1,4 @@
-"""Exact waitlist positions from the departure counters (registrations.waitlist).
+"""Exact waitlist positions from the departure counters (registrations.seating.positions).
 
 The tree's arithmetic runs on moto (single-threaded); positions under concurrent joins, cancellations and
 promotions run on DynamoDB Local and are compared with a brute-force count of the entries after every step.
