@@ -395,6 +395,9 @@ class Router:
             except tickets.QueueBusy:
                 self.crowded = True
                 raise
+            except tickets.QueueMissing:
+                self.upgrade(self.event_id)  # an event from before the queue item
+                raise tickets.QueueBusy() from None  # the loop pauses, and the next round plans again
             self.block = (seen, now, block)
         join = Join(lane=self.lane, image=image, ticket=block.first, now=now, healed=self.healed, block=block)
         join.position = max(block.first - join.left(), 1)

@@ -30,7 +30,7 @@ from django.conf import settings
 from pynamodb.exceptions import PynamoDBException, UpdateError
 
 from registrations.errors import RegistrationError
-from registrations.models import EventSeats, SeatShard, WaitlistQueue
+from registrations.models import SeatShard, WaitlistQueue
 from tems.transactions import GAVE_UP, is_conditional_check_failed, response_code
 
 # A lane keeps handing out its block for this long after claiming it; bounded overtaking, see the module doc.
@@ -150,10 +150,10 @@ def claim_block(*, event_id: str, lane: SeatShard, size: int, now: datetime) -> 
                 raise QueueBusy() from error
             if not is_conditional_check_failed(error):
                 raise
-            found = _pending_block(queue_read(event_id), lane, now)
+            found = _pending_block(queue_read(event_id), lane, now)  # QueueMissing for an event from before it
             if found is not None:
                 return found
-            continue  # the queue item did not exist yet (an event from before it): made now, claim again
+            continue  # the pending claim was installed meanwhile: claim again
         last_ticket = int(queue.seq)
         return Block(first=last_ticket - size + 1, end=last_ticket + 1, left=int(queue.left),
                      assumed_from=start, claimed=True)
@@ -182,36 +182,21 @@ def claim_condition(lane: SeatShard):
     return WaitlistQueue.claim_last.exists() & recorded
 
 
+class QueueMissing(Exception):
+    """The event has no queue item yet (it is from before the item): bring it to the current shape first."""
+
+
 def queue_read(event_id: str) -> WaitlistQueue:
-    """The event's queue item, strongly consistent; made first for an event from before it existed, starting
-    from the sequence and departures its event's item kept (nothing writes those any more)."""
+    """The event's queue item, strongly consistent. Raises QueueMissing for an event from before the item (the
+    services' ``event_upgrade`` makes it), QueueBusy when DynamoDB did not answer in time."""
     try:
         queue = WaitlistQueue.get(*WaitlistQueue.key_for(event_id), consistent_read=True)
-        if queue.claim_last is not None:
-            return queue
     except WaitlistQueue.DoesNotExist:
-        pass
+        raise QueueMissing() from None
     except PynamoDBException as error:
         if response_code(error) in TRANSIENT:
             raise QueueBusy() from error
         raise
-    try:
-        seats = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
-    except EventSeats.DoesNotExist:
-        raise RegistrationError("not_found", f"There is no event with id {event_id!r}.") from None
-    queue = WaitlistQueue(*WaitlistQueue.key_for(event_id))
-    try:
-        # Departures since the change may have made the item already (``left`` only): they are added to.
-        queue.update(actions=[
-            WaitlistQueue.event_id.set(event_id), WaitlistQueue.entity.set("WaitlistQueue"),
-            WaitlistQueue.seq.set(int(seats.waitlist_seq or 0)),
-            WaitlistQueue.left.set((WaitlistQueue.left | 0) + int(seats.waitlist_left or 0)),
-            WaitlistQueue.claim_last.set({}), WaitlistQueue.claim_size.set({}), WaitlistQueue.claim_from.set({}),
-            WaitlistQueue.claim_at.set({}),
-        ], condition=WaitlistQueue.claim_last.does_not_exist())
-    except UpdateError as error:
-        if response_code(error) in TRANSIENT:
-            raise QueueBusy() from error
-        if not is_conditional_check_failed(error):
-            raise
-    return queue_read(event_id)
+    if queue.claim_last is None:
+        raise QueueMissing()  # only departures' ``left`` written since the change: made by the upgrade
+    return queue

@@ -10,7 +10,7 @@ from datetime import datetime
 from registrations.errors import RegistrationError
 from registrations.models import CURRENT_LAYOUT, Event, EventSeats, SeatGate, SeatShard, WaitlistQueue
 from registrations.seating import shards
-from registrations.seating.gate import GATE, GateBusy, new_gate
+from registrations.seating.gate import GATE, GateBusy, gate_get, new_gate
 from registrations.seating.shards import add_reslice, planned_sizes
 from registrations.selectors import event_to_dict
 from registrations.services.common import (
@@ -25,7 +25,7 @@ from registrations.services.common import (
     replay_raw,
 )
 from registrations.services.promotion import waitlist_promote
-from registrations.services.upgrade import counter_is, gate_of, shard_event
+from registrations.services.upgrade import counter_is, event_upgrade
 from tems.clock import utcnow
 from tems.idempotency import IdempotencyRecord, StoredResponse, completed_record, record_is_absent_or_expired
 from tems.outbox import OutboxMessage, outbox_message
@@ -191,15 +191,14 @@ def event_update(
     the stored event so the page can show theirs next to yours); 'invalid' (capacity below seats taken); 'busy'.
     """
     now = utcnow()
-    shard_event(event_id=event_id)  # an event from before the seat shards gets them first (no-op otherwise)
 
     def attempt() -> None:
         # The seat counters and shards are read only to propose the new slices: every shard's slice is written
         # under "taken <= slice" and the event under "counters as read", so a stale read fails, never oversells.
-        try:
-            counters = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
-        except EventSeats.DoesNotExist:
-            counters = None
+        counters = _counters(event_id)
+        if counters is not None and not counters.seat_shards:
+            event_upgrade(event_id=event_id)  # an event of an older shape: brought to the current one first
+            counters = _counters(event_id)
         transaction = LabelledTransaction()
         # Built afresh per attempt: PynamoDB appends its version action to the list it is given.
         actions = [
@@ -217,9 +216,14 @@ def event_update(
             count, before_lanes = int(counters.seat_shards), int(counters.waitlist_count or 0)
             sliced = int(counters.capacity if counters.sliced is None else counters.sliced)
             try:
-                gate = gate_of(event_id=event_id)
+                gate = gate_get(event_id=event_id)
+                if gate is None:
+                    event_upgrade(event_id=event_id)  # an event from before the gate item
+                    gate = gate_get(event_id=event_id)
             except GateBusy:
-                raise busy("This event's seats are changing right now; nothing was saved. Try again.") from None
+                gate = None
+            if gate is None:
+                raise busy("This event's seats are changing right now; nothing was saved. Try again.")
             shards_read = shards.shards_get(event_id=event_id, count=count)
             waiting = before_lanes + sum(int(shard.waiting or 0) for shard in shards_read)
             # A raise while people wait stays unsliced: waitlist_promote hands it to them before any newcomer.
@@ -277,6 +281,13 @@ def event_update(
         logger.warning("promotion after editing event %s left to the outbox", event_id, exc_info=True)
         return EventUpdate(event_id, int(expected_version) + 1, promotion_pending=True)
     return EventUpdate(event_id, int(expected_version) + 1, promoted=promoted)
+
+
+def _counters(event_id: str) -> EventSeats | None:
+    try:
+        return EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
+    except EventSeats.DoesNotExist:
+        return None
 
 
 def _capacity_problem(registered: int) -> str:

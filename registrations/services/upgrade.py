@@ -5,7 +5,7 @@ The shapes an event may still have, each from before a change of design (docs/re
 
 - before the seat shards: the seats counted on the event's own item (``shard_event`` slices them);
 - before the gate item: the gate only on the shards (``gate_of`` makes the item from them);
-- before the queue item: the waiting list's sequence on the event's item (``tickets.queue_read`` makes it);
+- before the queue item: the waiting list's sequence on the event's item (``queue_make`` makes it);
 - before the departure tree: departures not counted (``rebuild_departures`` counts them from the entries);
 - before the attendee index: event-side copies with no index key (``attendees.backfill_index``);
 - the legacy registration layout (below).
@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
-from pynamodb.exceptions import PutError
+from pynamodb.exceptions import PutError, UpdateError
 
 from registrations import attendees
 from registrations.errors import RegistrationError
@@ -157,7 +157,7 @@ def event_upgrade(*, event_id: str, sleep: Callable[[float], None] = time.sleep)
 
     In order: its seat counter moved into seat shards (``shard_event``), its claims and event-side copies moved
     out of its partition (``layout_upgrade``), its gate and queue items made from what its shards and its item
-    kept (``gate_of``, ``tickets.queue_read``), its departure counters written from its entries
+    kept (``gate_of``, ``queue_make``), its departure counters written from its entries
     (``rebuild_departures``) and its registrations indexed for the attendee list (``attendees.backfill_index``).
     Every step is conditioned on what it read, so it is idempotent, safe while students register, and a run
     stopped anywhere is finished by the next. A write path calls it when a refusal shows an older shape;
@@ -173,7 +173,7 @@ def event_upgrade(*, event_id: str, sleep: Callable[[float], None] = time.sleep)
     shape.layout = layout_upgrade(event_id=event_id, sleep=sleep)
     try:
         gate_of(event_id=event_id)
-        tickets.queue_read(event_id)
+        queue_make(event_id)
     except (GateBusy, tickets.QueueBusy):
         pass  # DynamoDB did not take it just then: the next write that needs the item makes it
     shape.departure_nodes = rebuild_departures(event_id=event_id)
@@ -388,10 +388,37 @@ def freeable_shard(*, event_id: str, registration_shard: int | None) -> int:
         return int(registration_shard)
     event = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
     if not event.seat_shards:
-        shard_event(event_id=event_id)
+        event_upgrade(event_id=event_id)
         event = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
     read = shards.shards_get(event_id=event_id, count=int(event.seat_shards))
     return int(max(read, key=lambda shard: int(shard.taken)).shard) if read else 0
+
+
+# --- events from before the queue item ------------------------------------------------------------------
+
+
+def queue_make(event_id: str) -> None:
+    """Make the event's queue item for an event from before it, from the sequence and departures its event's
+    item kept (nothing writes those any more); an item already made is left alone. Raises QueueBusy."""
+    try:
+        seats = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
+    except EventSeats.DoesNotExist:
+        raise RegistrationError("not_found", f"There is no event with id {event_id!r}.") from None
+    queue = WaitlistQueue(*WaitlistQueue.key_for(event_id))
+    try:
+        # Departures since the change may have made the item already (``left`` only): they are added to.
+        queue.update(actions=[
+            WaitlistQueue.event_id.set(event_id), WaitlistQueue.entity.set("WaitlistQueue"),
+            WaitlistQueue.seq.set(int(seats.waitlist_seq or 0)),
+            WaitlistQueue.left.set((WaitlistQueue.left | 0) + int(seats.waitlist_left or 0)),
+            WaitlistQueue.claim_last.set({}), WaitlistQueue.claim_size.set({}), WaitlistQueue.claim_from.set({}),
+            WaitlistQueue.claim_at.set({}),
+        ], condition=WaitlistQueue.claim_last.does_not_exist())
+    except UpdateError as error:
+        if response_code(error) in tickets.TRANSIENT:
+            raise tickets.QueueBusy() from error
+        if not is_conditional_check_failed(error):
+            raise
 
 
 # --- events from before the departure tree -------------------------------------------------------------------
