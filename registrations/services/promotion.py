@@ -155,6 +155,39 @@ def add_promotion(transaction: LabelledTransaction, head: WaitlistEntry, *, now:
     }))
 
 
+class PromotionRounds:
+    """The bounds of one promotion's rounds: a round that met another transaction pauses (at most MAX_CONFLICTS
+    times, then 'busy'); a round whose read went stale (another promoter, canceller or editor got in between)
+    counts, and PROMOTION_STALE_ROUNDS of them in a row give up for now ('busy'); progress starts that count
+    again, so a long waiting list is never cut short."""
+
+    def __init__(self, sleep: Callable[[float], None]) -> None:
+        self.conflicts = conflict_backoff(sleep)
+        self.stale_in_a_row = 0
+
+    def commit(self, transaction: LabelledTransaction) -> bool:
+        """Send the round's transaction: True if it committed; False, after its pause or count, if not."""
+        try:
+            transaction.commit()
+        except TransactionCancelled as cancelled:
+            conflicted = cancelled.only_conflicts
+        else:
+            return True
+        if conflicted:
+            self.conflicts.pause()
+        else:
+            self.stale()  # the counters or the queue moved since the read: look again
+        return False
+
+    def stale(self) -> None:
+        self.stale_in_a_row += 1
+        if self.stale_in_a_row >= PROMOTION_STALE_ROUNDS:
+            raise busy("The waiting list of this event is changing fast; promotion will finish later.")
+
+    def progressed(self) -> None:
+        self.stale_in_a_row = 0
+
+
 def waitlist_promote(*, event_id: str, now: datetime | None = None,
                      sleep: Callable[[float], None] = time.sleep) -> int:
     """Hand the event's seats not yet in any shard (a raised capacity) to the head of its waiting list, until
@@ -170,17 +203,15 @@ def waitlist_promote(*, event_id: str, now: datetime | None = None,
     Returns how many registrations this call promoted.
     """
     now = now or utcnow()
-    promoted = stale = 0
-    conflicts = conflict_backoff(sleep)
+    promoted = 0
+    rounds = PromotionRounds(sleep)
     while True:
         seats, gate, lanes = selectors.waitlist_lanes_and_gate(event_id=event_id)
         if seats is None:
             return promoted
         if not seats.seat_shards or gate is None:
             event_upgrade(event_id=event_id)  # an event of an older shape: brought to the current one first
-            stale += 1
-            if stale >= PROMOTION_STALE_ROUNDS:
-                raise busy("The waiting list of this event is changing fast; promotion will finish later.")
+            rounds.stale()
             continue
         capacity, sliced = int(seats.capacity), int(seats.capacity if seats.sliced is None else seats.sliced)
         count = int(seats.seat_shards)
@@ -204,16 +235,7 @@ def waitlist_promote(*, event_id: str, now: datetime | None = None,
                      condition=(SeatGate.state >= CLOSED) & (SeatGate.opened == int(gate.opened)))
             writes.event(condition=(EventSeats.capacity == capacity) & (EventSeats.sliced == sliced))
             writes.add_to(transaction)
-            try:
-                transaction.commit()
-            except TransactionCancelled as cancelled:
-                if cancelled.only_conflicts:
-                    conflicts.pause()
-                else:
-                    stale += 1
-                    if stale >= PROMOTION_STALE_ROUNDS:
-                        raise busy("The waiting list of this event is changing fast; "
-                                    "promotion will finish later.") from None
+            rounds.commit(transaction)
             continue
         if unsliced <= 0 and (waiting or count >= shards.shard_count(capacity)):
             return promoted
@@ -248,19 +270,9 @@ def waitlist_promote(*, event_id: str, now: datetime | None = None,
                 actions=[EventSeats.sliced.set(capacity), EventSeats.seat_shards.set(len(sizes))],
                 condition=unchanged & nobody_before_lanes(),
             )
-        try:
-            transaction.commit()
-        except TransactionCancelled as cancelled:
-            if cancelled.only_conflicts:
-                conflicts.pause()
-            else:
-                stale += 1  # the counters or the queue moved since the read: look again
-                if stale >= PROMOTION_STALE_ROUNDS:
-                    raise busy(
-                        "The waiting list of this event is changing fast; promotion will finish later.") from None
-            continue
-        promoted += len(heads)
-        stale = 0
+        if rounds.commit(transaction):
+            promoted += len(heads)
+            rounds.progressed()
 
 
 def waitlist_promote_best_effort(event_id: str) -> None:
