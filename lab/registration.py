@@ -28,7 +28,7 @@ from registrations.models import (
     SeatShard,
     WaitlistQueue,
 )
-from registrations.seats import event_seats, max_shards
+from registrations.seating.shards import event_seats, max_shards
 from tems.clock import utcnow
 from tems.idempotency import IdempotencyRecord
 from tems.metering import metered

@@ -23,9 +23,10 @@ from typing import Any
 
 from pynamodb.exceptions import UpdateError
 
-from registrations import selectors, waitlist
+from registrations import selectors
 from registrations.errors import RegistrationError
 from registrations.models import CONFIRMED, CURRENT_LAYOUT, REGISTRATION_BUCKETS, WAITLISTED, Registration
+from registrations.seating import positions
 from tems.errors import DomainError
 from tems.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page, decode_cursor, encode_cursor
 
@@ -98,13 +99,13 @@ def attendee_page(*, event_id: str, status: str | None = None, search: str | Non
     else:
         # Every match up to where the buckets were read is shown: go on from there (None: all was read).
         next_key = read_up_to
-    positions = waitlist.positions(tickets=[(r.event_id, int(r.ticket)) for r in page
-                                            if r.status == WAITLISTED and r.ticket is not None])
+    places = positions.positions(tickets=[(r.event_id, int(r.ticket)) for r in page
+                                         if r.status == WAITLISTED and r.ticket is not None])
     rows = [{
         "registration_id": r.registration_id,
         "user": r.user_name or r.user_id,
         "status": r.status,
-        "position": positions.get((r.event_id, int(r.ticket))) if r.status == WAITLISTED and r.ticket else None,
+        "position": places.get((r.event_id, int(r.ticket))) if r.status == WAITLISTED and r.ticket else None,
         "registered_at": r.created_at.isoformat(),
     } for r in page]
     next_cursor = None if next_key is None else encode_cursor({_CURSOR_KEY: {"S": next_key}}, scope=scope)

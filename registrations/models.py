@@ -60,7 +60,7 @@ class Event(TableModel):
     # The last waitlist ticket handed out to a lane's block (see WaitlistEntry); only ever grows.
     waitlist_seq = NumberAttribute(default=0)
     # Tickets gone for good: departures (cancelled, promoted) and block tickets never handed out (see
-    # registrations.waitlist). With waitlist_seq it gives a new block's first ticket its exact position.
+    # registrations.seating.positions). With waitlist_seq it gives a new block's first ticket its exact position.
     waitlist_left = NumberAttribute(null=True)
     # Seat shards (see SeatShard): how many there are and how much of the capacity they hold between them. Absent
     # on events created before the shards (their seats are still ``registered_count``, until ``shard_seats``).
@@ -166,7 +166,7 @@ class SeatShard(TableModel):
     starts_at = UTCDateTimeAttribute(null=True)
     layout = NumberAttribute(null=True)
 
-    # Each shard is also one lane of the event's waiting list (see registrations.waitlist, "lanes"). ``gate`` is
+    # Each shard is also one lane of the event's waiting list (see registrations.seating.tickets, "Lanes"). ``gate`` is
     # the lane's copy of the event's gate (``SeatGate.state``): a join needs it closed. A lane copies a closed
     # gate only while its ``opened`` is the gate's (no reopening since), and every reopening opens every lane
     # in the gate's own transaction; absent or 0 is open. The lane hands out the tickets of its current block
@@ -435,7 +435,7 @@ class WaitlistEntry(TableModel):
     """``EVENTSEATS#<event_id>#<lane>`` / ``WAITLIST#<ticket>``: one place in the event's FIFO waiting list, in
     the partition of the lane (seat shard) that handed out the ticket.
 
-    Tickets come in blocks from the event's ``waitlist_seq`` (see registrations.waitlist): unique, ordered
+    Tickets come in blocks from the event's ``waitlist_seq`` (see registrations.seating.tickets): unique, ordered
     by when their block was claimed, and the head of the queue is the smallest ticket over all lanes (one
     Query with Limit 1 per lane). Entries from before the lanes stay at ``EVENT#<event_id>`` (``lane`` None).
     A position is never stored: it is counted on read, so a cancellation in the middle rewrites nothing.
@@ -486,7 +486,7 @@ class WaitlistEntry(TableModel):
 
 class WaitlistDepartures(TableModel):
     """``EVENT#<event_id>`` / ``WAITLEFT#<level>#<block>``: how many waitlist tickets left, per digit (see
-    registrations.waitlist).
+    registrations.seating.positions).
 
     One node of a base-``FANOUT`` tree over ticket numbers: the node of level ``k`` and block ``b`` covers the
     tickets ``b * FANOUT**(k+1)`` up to the next block, and its attribute ``dNN`` counts the departures (a

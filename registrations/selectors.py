@@ -12,7 +12,6 @@ from typing import Any
 
 import segno
 
-from registrations import seats, waitlist
 from registrations.errors import RegistrationError
 from registrations.models import (
     CANCELLED,
@@ -27,6 +26,7 @@ from registrations.models import (
     SeatShard,
     WaitlistEntry,
 )
+from registrations.seating import positions, shards
 from registrations.tickets import ticket_url
 from tems.clock import utcnow
 from tems.dynamo import batch_get_models
@@ -42,7 +42,7 @@ def event_get(*, event_id: str, consistent: bool = True, with_seats: bool = True
     except Event.DoesNotExist:
         raise RegistrationError("not_found", f"There is no event with id {event_id!r}.") from None
     if with_seats:
-        seats.seats_taken([event])
+        shards.seats_taken([event])
     return event
 
 
@@ -50,7 +50,7 @@ def event_list(*, now: datetime | None = None) -> tuple[list[Event], list[Event]
     """(upcoming events, soonest first; past events, most recent first) from the start-time index."""
     cutoff = Event.listing_key(now or utcnow(), "")
     events = list(Event.by_start.query(Event.COLLECTION))
-    seats.seats_taken(events)
+    shards.seats_taken(events)
     upcoming = [event for event in events if event.gsi1sk >= cutoff]
     past = [event for event in reversed(events) if event.gsi1sk < cutoff]
     return upcoming, past
@@ -73,7 +73,7 @@ def event_page(*, past: bool = False, cursor: str | None = None, limit: int,
     condition = Event.gsi1sk < cutoff if past else Event.gsi1sk >= cutoff
     page = query_page(Event.by_start.query, Event.COLLECTION, condition, scope=scope, cursor=cursor, limit=limit,
                       scan_index_forward=not past)
-    seats.seats_taken(page.items)  # one BatchGetItem for the shards of the whole page
+    shards.seats_taken(page.items)  # one BatchGetItem for the shards of the whole page
     return page
 
 
@@ -125,7 +125,8 @@ def registration_qr_url(*, registration_id: str) -> str:
 
 
 def registration_to_dict(*, registration_id: str, event_id: str, user_id: str, status: str,
-                         position: int | None, created_at: datetime, user_name: str | None = None) -> dict[str, Any]:
+                         position: int | None, created_at: datetime, user_name: str | None = None,
+                         position_is_bound: bool = False) -> dict[str, Any]:
     """The API's representation of a registration (also what the idempotency record stores and replays).
 
     ``user`` shows the display name; the immutable ``user_id`` stays internal (synthetic lab and bench students
@@ -133,13 +134,17 @@ def registration_to_dict(*, registration_id: str, event_id: str, user_id: str, s
     replay shows the same ticket. The QR code is not in it: ``qr_url`` draws it on read (the stored answer of a
     write holds only what must be durable; see docs/registrations.md), and reads add ``qr_svg`` with
     ``with_qr_svg``.
+
+    ``position_is_bound``: a join's own answer counts its place as of its lane's block, so tickets other lanes
+    have not handed out yet count as people ahead; that number is an upper bound and is named
+    ``position_at_most``. Every read's ``position`` is exact.
     """
     return {
         "registration_id": registration_id,
         "event_id": event_id,
         "user": user_name or user_id,
         "status": status,
-        "position": position,
+        ("position_at_most" if position_is_bound else "position"): position,
         "ticket_url": ticket_url(event_id=event_id, registration_id=registration_id, user_id=user_id),
         "qr_url": registration_qr_url(registration_id=registration_id),
         "created_at": created_at.isoformat(),
@@ -164,7 +169,7 @@ def registration_ticket_url(*, user_id: str, registration_id: str) -> str:
 def claim_get(*, event_id: str, user_id: str, layout: int = CURRENT_LAYOUT) -> RegistrationClaim | None:
     """The student's live registration for the event (one GetItem by exact key), or None. ``layout`` is the
     event's (``Event.registration_layout``) where the caller has it: an event not yet upgraded keeps its claims
-    under the legacy key (registrations.services.layout)."""
+    under the legacy key (registrations.services.upgrade)."""
     try:
         return RegistrationClaim.get(*RegistrationClaim.key_in(layout, event_id, user_id), consistent_read=True)
     except RegistrationClaim.DoesNotExist:
@@ -187,7 +192,7 @@ def event_registrations(*, event_id: str, consistent: bool = True,
     try:
         lanes = int(EventSeats.get(*EventSeats.key_for(event_id), consistent_read=consistent).seat_shards or 0)
     except EventSeats.DoesNotExist:
-        lanes = seats.max_shards()  # gone (a lab event's TTL): every lane it can have had
+        lanes = shards.max_shards()  # gone (a lab event's TTL): every lane it can have had
     for lane in range(lanes):
         yield from Registration.query(WaitlistEntry.lane_pk_for(event_id, lane),
                                       Registration.sk.startswith(WaitlistEntry.SK_PREFIX),
@@ -215,7 +220,7 @@ def waitlist_lanes(*, event_id: str) -> tuple[EventSeats | None, list[SeatShard]
         event = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
     except EventSeats.DoesNotExist:
         return None, []
-    return event, seats.shards_get(event_id=event_id, count=int(event.seat_shards or 0))
+    return event, shards.shards_get(event_id=event_id, count=int(event.seat_shards or 0))
 
 
 def waitlist_lanes_and_gate(*, event_id: str) -> tuple[EventSeats | None, SeatGate | None, list[SeatShard]]:
@@ -238,10 +243,10 @@ def waitlist_heads(*, event_id: str, limit: int,
     """The first ``limit`` entries of the event's waiting list in ticket order, read strongly consistently: the
     lanes (one BatchGetItem, or ``lanes`` as the caller read them), then one Query of at most ``limit`` entries
     per lane with someone waiting, merged."""
-    event, shards = lanes if lanes is not None else waitlist_lanes(event_id=event_id)
+    event, lanes_read = lanes if lanes is not None else waitlist_lanes(event_id=event_id)
     if event is None:
         return []
-    partitions = [WaitlistEntry.lane_pk_for(event_id, int(shard.shard)) for shard in shards if shard.waiting]
+    partitions = [WaitlistEntry.lane_pk_for(event_id, int(lane.shard)) for lane in lanes_read if lane.waiting]
     if event.waitlist_count:  # entries from before the lanes
         partitions.append(WaitlistEntry.lane_pk_for(event_id, None))
     queries = (WaitlistEntry.query(pk, WaitlistEntry.sk.startswith(WaitlistEntry.SK_PREFIX), consistent_read=True,
@@ -252,16 +257,16 @@ def waitlist_heads(*, event_id: str, limit: int,
 
 def waitlist_position(*, event_id: str, ticket: int) -> int:
     """1 for the head of the queue: BatchGetItems of at most five counter nodes and the lanes
-    (registrations.waitlist)."""
-    return waitlist.position(event_id=event_id, ticket=ticket)
+    (registrations.seating.positions)."""
+    return positions.position(event_id=event_id, ticket=ticket)
 
 
 def waitlist_entries(*, event_id: str) -> list[WaitlistEntry]:
     """The whole waiting list, head first."""
-    event, shards = waitlist_lanes(event_id=event_id)
+    event, lanes_read = waitlist_lanes(event_id=event_id)
     if event is None:
         return []
-    lanes = [None, *(int(shard.shard) for shard in shards)]
+    lanes = [None, *(int(lane.shard) for lane in lanes_read)]
     entries = [entry for lane in lanes for entry in WaitlistEntry.query(
         WaitlistEntry.lane_pk_for(event_id, lane), WaitlistEntry.sk.startswith(WaitlistEntry.SK_PREFIX),
         consistent_read=True)]
@@ -291,8 +296,8 @@ def _waiting_tickets(registrations: list[Registration]) -> list[tuple[str, int]]
 def _with_positions(registrations: list[Registration], *,
                     shard_counts: dict[str, int] | None = None) -> list[tuple[Registration, int | None]]:
     """Each registration with its waitlist position: BatchGetItems for the whole page, not one per row."""
-    positions = waitlist.positions(tickets=_waiting_tickets(registrations), shard_counts=shard_counts)
-    return [(r, positions.get((r.event_id, int(r.ticket))) if r.status == WAITLISTED and r.ticket is not None
+    places = positions.positions(tickets=_waiting_tickets(registrations), shard_counts=shard_counts)
+    return [(r, places.get((r.event_id, int(r.ticket))) if r.status == WAITLISTED and r.ticket is not None
              else None) for r in registrations]
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from registrations import waitlist
 from registrations.models import CONFIRMED, WAITLISTED, Event, RegistrationClaim
+from registrations.seating import positions
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ def card_statuses(*, user_id: str, events: Iterable[Event]) -> dict[str, CardSta
         [RegistrationClaim.key_in(event.registration_layout, event.event_id, user_id) for event in events])}
     waiting = [(claim.event_id, int(claim.ticket)) for claim in claims.values()
                if claim.status == WAITLISTED and claim.ticket is not None]
-    positions = waitlist.positions(tickets=waiting, shard_counts={
+    places = positions.positions(tickets=waiting, shard_counts={
         event.event_id: int(event.seat_shards or 0) for event in events}) if waiting else {}
     statuses: dict[str, CardStatus] = {}
     for event in events:
@@ -43,7 +43,7 @@ def card_statuses(*, user_id: str, events: Iterable[Event]) -> dict[str, CardSta
         if claim is not None and claim.status == CONFIRMED:
             statuses[event.event_id] = CardStatus("registered")
         elif claim is not None and claim.status == WAITLISTED:
-            position = positions.get((claim.event_id, int(claim.ticket))) if claim.ticket is not None else None
+            position = places.get((claim.event_id, int(claim.ticket))) if claim.ticket is not None else None
             statuses[event.event_id] = CardStatus("waitlisted", position)
         elif event.registered_count >= event.capacity:
             statuses[event.event_id] = CardStatus("full")

@@ -110,7 +110,7 @@ def _registration_now(request: HttpRequest, event) -> dict | None:
 
 def _shown_registration(outcome: services.RegistrationOutcome, event, request: HttpRequest) -> dict:
     """What the page says of the tap's registration. A waiting one's position is read now: the answer's is as
-    of its join's block (registrations.waitlist), and at the end of a burst it still counts the tickets other
+    of its join's block (registrations.seating.tickets), and at the end of a burst it still counts the tickets other
     lanes' blocks never hand out, so the page and the notice would say a number the next page contradicts."""
     if outcome.data["status"] != WAITLISTED:
         return outcome.data

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from registrations import seats
 from registrations.errors import RegistrationError
 from registrations.models import CheckIn, CheckInLogEntry, Event, EventCheckins, Registration, RegistrationClaim
+from registrations.seating import shards
 from tems.identity import user_for_key, user_names_for_keys
 
 
@@ -36,7 +36,7 @@ def checkin_stats(*, event_id: str) -> dict[str, int]:
         counters = EventCheckins.get(*EventCheckins.key_for(event_id), consistent_read=True)
     except EventCheckins.DoesNotExist:
         raise RegistrationError("not_found", f"There is no event with id {event_id!r}.") from None
-    seats.seats_taken([counters])
+    shards.seats_taken([counters])
     return {"confirmed": int(counters.registered_count or 0), "checked_in": int(counters.checked_in_count or 0)}
 
 

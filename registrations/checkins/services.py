@@ -16,7 +16,7 @@ Whoever loses learns why from the cancellation reasons, in this precedence:
   checkin       another scan admitted the ticket: answer 200 "already checked in" with the FIRST check-in's
                 details from the ALL_OLD image (no read), and store that answer under this scan's key
   counter       no image: no such event; an image in the legacy layout: the registration condition looked where
-                the copy is not yet, so upgrade the event (registrations.services.layout) and try again
+                the copy is not yet, so upgrade the event (registrations.services.upgrade) and try again
   registration  not admissible: one read of the registration explains why (waitlisted, cancelled); it decides
                 nothing, the condition already did
   conflict      another transaction held an item: jittered pause, bounded, then "busy"
@@ -42,7 +42,7 @@ from registrations.services.common import (
     remember_answer,
     stored_answer,
 )
-from registrations.services.layout import upgrade_if_refused_for_layout
+from registrations.services.upgrade import upgrade_if_refused_for_layout
 from registrations.tickets import Ticket, ticket_read
 from tems import telemetry
 from tems.clock import utcnow
@@ -213,7 +213,7 @@ def _explain_not_admissible(ticket: Ticket) -> None:
 
 def _replay(raw_item: dict[str, Any], scan: _Scan) -> CheckInOutcome:
     return CheckInOutcome(stored_answer(raw_item, scan.fingerprint,
-                                        busy_detail="This scan is still being processed; it will be sent again."),
+                                      busy_detail="This scan is still being processed; it will be sent again."),
                           "replayed")
 
 

@@ -13,8 +13,13 @@ class EventCommand(BaseCommand):
     def add_arguments(self, parser) -> None:
         parser.add_argument("--event", action="append", dest="events", help="only this event id (repeatable)")
 
+    @staticmethod
+    def event_ids(events: list[str] | None) -> list[str]:
+        """The events named with ``--event``, or every event, soonest first."""
+        return events or [event.event_id for event in Event.by_start.query(Event.COLLECTION)]
+
     def handle(self, *args, events: list[str] | None = None, **options) -> None:
-        for event_id in events or [event.event_id for event in Event.by_start.query(Event.COLLECTION)]:
+        for event_id in self.event_ids(events):
             self.handle_event(event_id)
 
     def handle_event(self, event_id: str) -> None:

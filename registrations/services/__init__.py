@@ -39,8 +39,7 @@ from registrations.services.events import (
     new_event_id,
     waitlist_promotion_requested,
 )
-from registrations.services.registration import RegistrationOutcome, new_registration_id, registration_create
-from registrations.services.waitlist import (
+from registrations.services.promotion import (
     HEAD_CLAIM,
     HEAD_EVENT_REGISTRATION,
     HEAD_USER_REGISTRATION,
@@ -50,6 +49,7 @@ from registrations.services.waitlist import (
     PROMOTION_STALE_ROUNDS,
     waitlist_promote,
 )
+from registrations.services.registration import RegistrationOutcome, new_registration_id, registration_create
 
 __all__ = [
     "RegistrationError",

@@ -21,6 +21,13 @@ from registrations.models import (
     SeatShard,
     WaitlistEntry,
 )
+from registrations.seating.gate import (
+    add_freed,
+    add_gate,
+    nobody_in_lane,
+    reopened_gate,
+    reopened_lane,
+)
 from registrations.services.common import (
     CLAIM,
     EVENT_REGISTRATION,
@@ -35,17 +42,8 @@ from registrations.services.common import (
     remember_answer,
     stored_answer,
 )
-from registrations.services.gate import (
-    GateBusy,
-    add_freed,
-    add_gate,
-    nobody_in_lane,
-    reopened_gate,
-    reopened_lane,
-)
-from registrations.services.layout import upgrade_if_refused_for_layout
-from registrations.services.shards import freeable_shard, gate_of
-from registrations.services.waitlist import SeatWrites, _add_promotion, _nobody_before_lanes
+from registrations.services.promotion import SeatWrites, add_promotion, nobody_before_lanes
+from registrations.services.upgrade import event_upgrade, freeable_shard, upgrade_if_refused_for_layout
 from tems.clock import utcnow
 from tems.errors import DomainError
 from tems.idempotency import (
@@ -118,10 +116,7 @@ def _cancel(*, user_id: str, registration_id: str, now: datetime, sleep: Callabl
                                    registration_shard=None if registration.shard is None else int(registration.shard))
             event, gate, lanes = selectors.waitlist_lanes_and_gate(event_id=registration.event_id)
             if gate is None:
-                try:
-                    gate_of(event_id=registration.event_id)  # an event from before the gate item: made now
-                except GateBusy:
-                    conflicts.pause()
+                event_upgrade(event_id=registration.event_id)  # an event of an older shape: brought up to date
                 continue
             if len(lanes) != int(gate.shards):
                 continue  # an edit added shards between the event's read and the lanes': read again
@@ -195,7 +190,7 @@ def _cancel_transaction(registration: Registration, head: WaitlistEntry | None, 
     }))
     writes = SeatWrites(event_id)
     # Every branch writes or checks the event's item: there, that the registration's items are where this
-    # transaction looks for them (services/layout.py); a refusal's image says whether to upgrade the event first.
+    # transaction looks for them (services/upgrade.py); a refusal's image says whether to upgrade the event first.
     writes.event(condition=EventSeats.layout == CURRENT_LAYOUT)
     if registration.status == WAITLISTED:
         entry = WaitlistEntry(*WaitlistEntry.key_for(event_id, int(registration.ticket), registration.lane),
@@ -204,7 +199,7 @@ def _cancel_transaction(registration: Registration, head: WaitlistEntry | None, 
         writes.depart(transaction, [entry])
     elif head is not None:
         # The freed seat passes straight to the head, in the same shard: the shard stays full, the list shrinks.
-        _add_promotion(transaction, head, now=now, shard=shard)
+        add_promotion(transaction, head, now=now, shard=shard)
         writes.depart(transaction, [head])
     elif gate.closed:
         # Nobody was waiting when we looked, and the event was full: the seat goes back to its shard and the
@@ -216,13 +211,13 @@ def _cancel_transaction(registration: Registration, head: WaitlistEntry | None, 
         for lane in lanes:
             writes.shard(int(lane.shard), actions=reopened_lane(gate), condition=nobody_in_lane())
         writes.shard(shard, actions=[SeatShard.taken.add(-1)], condition=SeatShard.taken > 0)
-        writes.event(condition=_nobody_before_lanes())
+        writes.event(condition=nobody_before_lanes())
     else:
         # Nobody was waiting and the gate is open: the seat goes back to the shard it came from, under the
         # condition that the gate is still open, and the gate's epoch moves, so a close that read this shard
         # full before now fails its own condition: of the two only one takes effect.
         add_freed(transaction, event_id=event_id)
         writes.shard(shard, actions=[SeatShard.taken.add(-1)], condition=SeatShard.taken > 0)
-        writes.event(condition=_nobody_before_lanes())
+        writes.event(condition=nobody_before_lanes())
     writes.add_to(transaction)
     return transaction

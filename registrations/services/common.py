@@ -21,11 +21,11 @@ USER_REGISTRATION = "user_registration"
 EVENT_REGISTRATION = "event_registration"
 WAITLIST_ENTRY = "waitlist_entry"
 EVENT_SEATS = "event"
-SEAT = "seat"  # one seat shard (see registrations.seats); the waitlist join checks each as "seat_<k>"
-LANE = "lane"  # the seat shard a waitlist join takes its ticket from (registrations.waitlist, "lanes")
+SEAT = "seat"  # one seat shard (registrations.seating.shards); the waitlist join checks each as "seat_<k>"
+LANE = "lane"  # the seat shard a waitlist join takes its ticket from (registrations.seating.tickets, "Lanes")
 EVENT = EVENT_SEATS  # the event item, in an edit's or a creation's transaction
 OUTBOX = "outbox"
-QUEUE = "queue"  # the event's waitlist queue item (registrations.waitlist, "claims")
+QUEUE = "queue"  # the event's waitlist queue item (registrations.seating.tickets, "Claims")
 
 # Each round is one request. Losing the waitlist ticket to another joiner costs a round, so a burst of N
 # waitlisters needs up to N rounds for the last of them; 64 covers a burst far above a real event's and still
@@ -54,7 +54,7 @@ class StoredOutcome:
 
 
 def stored_answer(raw_item: dict[str, Any], fingerprint: str, *,
-                  busy_detail: str = "This request is still being processed; try again in a moment.") -> StoredResponse:
+                busy_detail: str = "This request is still being processed; try again in a moment.") -> StoredResponse:
     """The first answer stored under the key (its record's raw image), to send again byte for byte."""
     try:
         stored = replay_from_raw(raw_item, fingerprint=fingerprint)
@@ -121,9 +121,3 @@ def remember_answer(*, user_id: str, key: str, fingerprint: str, response: Store
             raise
         return cancelled.reasons[IDEMPOTENCY].raw_item
     return None
-
-
-# The former private names, still imported by registration.py, waitlist.py, layout.py and shards.py until those
-# modules import the public ones; delete these two lines then.
-_busy = busy_error
-_replay_raw = stored_answer

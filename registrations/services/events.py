@@ -9,9 +9,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 
-from registrations import seats
 from registrations.errors import RegistrationError
 from registrations.models import CURRENT_LAYOUT, Event, EventSeats, SeatGate, SeatShard, WaitlistQueue
+from registrations.seating import shards
+from registrations.seating.gate import GATE, GateBusy, gate_get, new_gate
+from registrations.seating.shards import add_reslice, planned_sizes
 from registrations.selectors import event_to_dict
 from registrations.services.common import (
     EVENT,
@@ -24,9 +26,8 @@ from registrations.services.common import (
     layout_as_read,
     stored_answer,
 )
-from registrations.services.gate import GATE, GateBusy, new_gate
-from registrations.services.shards import _counter_is, add_reslice, gate_of, planned_sizes, shard_event
-from registrations.services.waitlist import waitlist_promote
+from registrations.services.promotion import waitlist_promote
+from registrations.services.upgrade import counter_is, event_upgrade
 from tems.clock import utcnow
 from tems.idempotency import StoredResponse, add_completed_record
 from tems.outbox import OutboxMessage, outbox_message
@@ -58,7 +59,7 @@ def _new_event(*, event_id: str | None, title: str, description: str, location: 
         event_id=event_id, title=title, description=description, location=location, starts_at=starts_at,
         capacity=capacity, created_at=now, created_by=created_by, updated_at=now, updated_by=created_by,
         gsi1pk=collection, gsi1sk=Event.listing_key(starts_at, event_id), expires_at=expires_at,
-        seat_shards=seats.shard_count(capacity), sliced=capacity, layout=CURRENT_LAYOUT,
+        seat_shards=shards.shard_count(capacity), sliced=capacity, layout=CURRENT_LAYOUT,
     )
 
 
@@ -73,11 +74,11 @@ def _commit_event_create(event: Event, *, add_record: Callable[[LabelledTransact
         transaction = LabelledTransaction()
         transaction.save(EVENT, event, condition=Event.pk.does_not_exist())
         # The seat shards are born with the event, so a registration never meets an event without them.
-        for shard in seats.new_shards(event_id=event.event_id, capacity=int(event.capacity),
+        for shard in shards.new_shards(event_id=event.event_id, capacity=int(event.capacity),
                                       starts_at=event.starts_at, layout=CURRENT_LAYOUT):
             transaction.save(f"shard_{int(shard.shard)}", shard, condition=SeatShard.pk.does_not_exist())
-        # And the queue the waiting list's lanes take their tickets from (registrations.waitlist, "claims"), and
-        # its gate (services/gate.py).
+        # And the queue the waiting list's lanes take their tickets from (registrations.seating.tickets, "Claims"),
+        # and its gate (registrations.seating.gate).
         transaction.save(QUEUE, WaitlistQueue.new(event.event_id), condition=WaitlistQueue.pk.does_not_exist())
         transaction.save(GATE, new_gate(event_id=event.event_id, shards=int(event.seat_shards)),
                          condition=SeatGate.pk.does_not_exist())
@@ -191,15 +192,14 @@ def event_update(
     the stored event so the page can show theirs next to yours); 'invalid' (capacity below seats taken); 'busy'.
     """
     now = utcnow()
-    shard_event(event_id=event_id)  # an event from before the seat shards gets them first (no-op otherwise)
 
     def attempt() -> None:
         # The seat counters and shards are read only to propose the new slices: every shard's slice is written
         # under "taken <= slice" and the event under "counters as read", so a stale read fails, never oversells.
-        try:
-            counters = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
-        except EventSeats.DoesNotExist:
-            counters = None
+        counters = _counters(event_id)
+        if counters is not None and not counters.seat_shards:
+            event_upgrade(event_id=event_id)  # an event of an older shape: brought to the current one first
+            counters = _counters(event_id)
         transaction = LabelledTransaction()
         # Built afresh per attempt: PynamoDB appends its version action to the list it is given.
         actions = [
@@ -217,10 +217,15 @@ def event_update(
             count, before_lanes = int(counters.seat_shards), int(counters.waitlist_count or 0)
             sliced = int(counters.capacity if counters.sliced is None else counters.sliced)
             try:
-                gate = gate_of(event_id=event_id)
+                gate = gate_get(event_id=event_id)
+                if gate is None:
+                    event_upgrade(event_id=event_id)  # an event from before the gate item
+                    gate = gate_get(event_id=event_id)
             except GateBusy:
-                raise busy_error("This event's seats are changing right now; nothing was saved. Try again.") from None
-            shards_read = seats.shards_get(event_id=event_id, count=count)
+                gate = None
+            if gate is None:
+                raise busy_error("This event's seats are changing right now; nothing was saved. Try again.")
+            shards_read = shards.shards_get(event_id=event_id, count=count)
             waiting = before_lanes + sum(int(shard.waiting or 0) for shard in shards_read)
             # A raise while people wait stays unsliced: waitlist_promote hands it to them before any newcomer.
             # With nobody waiting the new slices are for newcomers: the waiting list's gate opens (under the
@@ -231,7 +236,7 @@ def event_update(
                         reopen=not waiting, raised=bool(waiting) and capacity > target, layout=counters.layout,
                         gate=gate)
             actions += [Event.sliced.set(target), Event.seat_shards.set(len(sizes))]
-            condition &= ((_counter_is(Event.waitlist_count, before_lanes)) & (Event.sliced == sliced)
+            condition &= ((counter_is(Event.waitlist_count, before_lanes)) & (Event.sliced == sliced)
                           & (Event.seat_shards == count) & layout_as_read(Event.layout, counters.layout))
         # PynamoDB adds "version = :expected" and "ADD version 1": the check and the change are one write.
         transaction.update(EVENT, Event(*Event.key_for(event_id), version=expected_version), actions=actions,
@@ -260,7 +265,7 @@ def event_update(
                     ) from None
             # A slice below its shard's taken seats, or the counters moved since the read. The images say how
             # many seats the refused shards hold; a read explains the rest: too few seats, or try again.
-            taken = seats.event_seats(event_id)
+            taken = shards.event_seats(event_id)
             if int(taken.registered_count) > capacity:
                 raise RegistrationError(
                     "invalid",
@@ -277,6 +282,13 @@ def event_update(
         logger.warning("promotion after editing event %s left to the outbox", event_id, exc_info=True)
         return EventUpdate(event_id, int(expected_version) + 1, promotion_pending=True)
     return EventUpdate(event_id, int(expected_version) + 1, promoted=promoted)
+
+
+def _counters(event_id: str) -> EventSeats | None:
+    try:
+        return EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
+    except EventSeats.DoesNotExist:
+        return None
 
 
 def _capacity_problem(registered: int) -> str:

@@ -68,11 +68,11 @@ from boto3.dynamodb.types import TypeDeserializer
 from django.test import override_settings
 
 from lab.techniques.registration import registration_fingerprint
-from registrations import seats, selectors, services, waitlist
+from registrations import selectors, services
 from registrations.errors import RegistrationError
 from registrations.models import CONFIRMED, WAITLISTED, Event, RegistrationClaim
-from registrations.services import registration as registration_service
-from registrations.services.gate import GateBusy
+from registrations.seating import positions, router, shards, tickets
+from registrations.seating.gate import GateBusy
 from tems.clock import utcnow
 from tems.dynamo import TableConfig, boto3_client, configure_models, current_config, ensure_table
 from tems.invariants import OutboxNotStale, check_items, registered_checks, scan_items
@@ -128,7 +128,7 @@ TABLE_RCU = float(os.environ.get("HOT_TABLE_RCU", 40_000))
 POOL_THREADS = int(os.environ.get("HOT_THREADS", 4000))
 # A seat item admits one transaction per hold (100/s at 10 ms; its partition's WCU would allow ~166): 2,000/s
 # needs at least 20 shards. By default the count the shard rule gives the real 10,000-seat event.
-SEAT_SHARDS = int(os.environ.get("HOT_SEAT_SHARDS", 0)) or seats.shard_count(10_000)
+SEAT_SHARDS = int(os.environ.get("HOT_SEAT_SHARDS", 0)) or shards.shard_count(10_000)
 SEED = 13
 TARGET_PER_S = 2_000  # issue 13: registrations/s sustained for the hot event
 BUCKETS_PER_REAL_SECOND = 4  # the chart's resolution: a point per quarter of a real second
@@ -157,7 +157,7 @@ def _event(capacity: int, *, shards: int) -> str:
 
 # "single counter": every seat on one item, as before issue 13 (then on the event item itself, which GSI1 also
 # indexed; here a shard item of its own, which flatters it a little). "sharded": the count the shard rule gives
-# the real 10,000-seat event (registrations.seats.shard_count), whatever K divides the seats by, so the scaled
+# the real 10,000-seat event (registrations.seating.shards.shard_count), whatever K divides the seats by, so the scaled
 # crowd meets as many shards as the real one would.
 SEAT_DESIGNS: dict[str, SeatDesign] = {
     "single counter": SeatDesign(create_event=lambda capacity: _event(capacity, shards=1)),
@@ -471,10 +471,10 @@ def audit(event_id: str, capacity: int, answers: list[Answer]) -> dict[str, Any]
     live = [item for item in registrations if item.get("status") in (CONFIRMED, WAITLISTED)]
     per_user = Counter(item["user_id"] for item in live)
     claims = _claims(event_id, set(per_user) | {_user(answer.tap.student) for answer in answers})
-    # The waiting list's entries live in its lanes' partitions (registrations.waitlist), read by the selector.
+    # The waiting list's entries live in its lanes' partitions (registrations.seating.tickets), read by the selector.
     entries = [{"user_id": e.user_id, "ticket": int(e.ticket)}
                for e in selectors.waitlist_entries(event_id=event_id)]
-    exact = waitlist.positions(tickets=[(event_id, item["ticket"]) for item in entries])
+    exact = positions.positions(tickets=[(event_id, item["ticket"]) for item in entries])
     confirmed = sum(1 for item in live if item["status"] == CONFIRMED)
     waitlisted = [item for item in live if item["status"] == WAITLISTED]
     tickets = [int(item["ticket"]) for item in entries]
@@ -605,30 +605,30 @@ def tallied(counts: Counter) -> Iterator[None]:
             return done
         return spied
 
-    claim = waitlist.claim_block
+    claim = tickets.claim_block
 
-    def claim_spy(**kwargs: Any) -> waitlist.Block:
+    def claim_spy(**kwargs: Any) -> tickets.Block:
         # A lane's new block: one UpdateItem of the queue item, outside any transaction (whatever the gate).
         phase = "any"
         try:
             block = claim(**kwargs)
-        except waitlist.QueueBusy:
+        except tickets.QueueBusy:
             count(("block claim", phase, "conflicted"))
             raise
         count(("block claim", phase, "committed" if block.claimed else "refused"))
         return block
 
-    close, copy = registration_service.gate_close, registration_service.lane_copy
+    close, copy = router.gate_close, router.lane_copy
     LabelledTransaction.commit = spy
-    waitlist.claim_block = claim_spy
-    registration_service.gate_close = single_write("gate close", close)
-    registration_service.lane_copy = single_write("lane copy", copy)
+    tickets.claim_block = claim_spy
+    router.gate_close = single_write("gate close", close)
+    router.lane_copy = single_write("lane copy", copy)
     try:
         yield
     finally:
         LabelledTransaction.commit = original
-        waitlist.claim_block = claim
-        registration_service.gate_close, registration_service.lane_copy = close, copy
+        tickets.claim_block = claim
+        router.gate_close, router.lane_copy = close, copy
 
 
 def run_hot(design: str, scenario: Scenario, *, direct: TableConfig, model: ModelProcess) -> DesignResult:
@@ -640,7 +640,7 @@ def run_hot(design: str, scenario: Scenario, *, direct: TableConfig, model: Mode
     configure_models(direct)
     event_id = seat_design.create_event(scenario.run_capacity)
     # The students' view of the event page before the opening: the process reads the event, as every app server
-    # serving that page does, and so knows its shard count (registrations.seats.seats_taken).
+    # serving that page does, and so knows its shard count (registrations.seating.shards.seats_taken).
     selectors.event_get(event_id=event_id)
     through = TableConfig(direct.table_name, model.endpoint, direct.region)
     configure_models(through)
@@ -1070,7 +1070,7 @@ def run_all(ctx: BenchContext, scenario: Scenario, designs: list[str] | None = N
         # A lane's block lives BLOCK_SECONDS of real time: S times longer on the machine, like every duration.
         with (ModelProcess(upstream=ctx.endpoint, scale=scenario.scale, hold_ms=scenario.hold_ms) as model,
               qr_drawn_once(),
-              override_settings(WAITLIST_BLOCK_SECONDS=waitlist.block_seconds() * scenario.scale)):
+              override_settings(WAITLIST_BLOCK_SECONDS=tickets.block_seconds() * scenario.scale)):
             for name in designs or list(SEAT_DESIGNS):
                 print(f"  {name}: {scenario.run_students:,} students over {scenario.machine_seconds:.0f} s ...",
                       flush=True)

@@ -24,7 +24,8 @@ from typing import Any
 from django.contrib.auth.models import User
 
 from lab.techniques.registration import registration_fingerprint
-from registrations.services.registration import _confirm_transaction, _NewRegistration, _Route, new_registration_id
+from registrations.seating.router import Router
+from registrations.services.registration import NewRegistration, confirm_transaction, new_registration_id
 from tems.clock import utcnow
 from tems.dynamo import boto3_client
 from tems.health import HEALTH_PATH
@@ -186,7 +187,7 @@ PROFILE_PARTS = (
     ("session and user read (SQL database)", "django/contrib/auth/__init__.py", "get_user"),
     ("the student's immutable key (SQL database)", "tems/identity.py", "user_key"),
     ("building the six items (PynamoDB models, expressions)", "registrations/services/registration.py",
-     "_confirm_transaction"),
+     "confirm_transaction"),
 )
 
 
@@ -222,14 +223,15 @@ def _profile_split(user: User) -> list[tuple[str, float]]:
 
 def _first_registration_items(*, event_id: str, user_id: str, user_name: str) -> tuple[list[str], list[dict]]:
     """The labels and TransactItems of a first registration with a free seat, exactly as the service sends them."""
-    attempt = _NewRegistration(
+    attempt = NewRegistration(
         registration_id=new_registration_id(), event_id=event_id, user_id=user_id, created_at=utcnow(),
         idempotency_key=str(uuid.uuid4()), fingerprint=registration_fingerprint(event_id=event_id, user_id=user_id),
         user_name=user_name,
     )
     # The shard the service tries first (the student's home shard), as its first round would.
-    shard = _Route(event_id=event_id, user_id=user_id).next_shard(attempt)
-    transaction, _ = _confirm_transaction(attempt, shard)
+    shard = Router(event_id=event_id, user_id=user_id, created_at=attempt.created_at, clock=utcnow,
+                   upgrade=lambda _: None, heal=lambda _: None).next_shard()
+    transaction, _ = confirm_transaction(attempt, shard)
     return transaction.sent_order, transaction.transact_items()
 
 

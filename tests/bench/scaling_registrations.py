@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from registrations import attendees, waitlist
+from registrations import attendees
 from registrations.models import (
     CONFIRMED,
     CURRENT_LAYOUT,
@@ -27,6 +27,7 @@ from registrations.models import (
     WaitlistDepartures,
     WaitlistEntry,
 )
+from registrations.seating import positions
 from tems.identity import user_key
 
 STARTS = datetime(2030, 1, 1, 9, 0, tzinfo=UTC)
@@ -76,7 +77,7 @@ def waitlist_position_read(n: int) -> Callable[[], object]:
     """The position read alone (the issue's bound: <= 2 requests, <= 10 RCU at position 10,000)."""
     _, me = _client()
     event_id, ticket = _seed_waitlist(n, me)
-    return lambda: waitlist.position(event_id=event_id, ticket=ticket)
+    return lambda: positions.position(event_id=event_id, ticket=ticket)
 
 
 def _seed_waitlist(n: int, me: str) -> tuple[str, int]:
@@ -99,7 +100,7 @@ def _seed_waitlist(n: int, me: str) -> tuple[str, int]:
                                       event_id=event_id, user_id=me, status=WAITLISTED, ticket=ticket,
                                       created_at=STARTS - timedelta(days=1)))
     nodes: dict[tuple[int, int], Counter] = {}
-    for (level, block, digit), amount in waitlist.departure_nodes(gone).items():
+    for (level, block, digit), amount in positions.departure_nodes(gone).items():
         nodes.setdefault((level, block), Counter())[digit] += amount
     for (level, block), digits in nodes.items():
         items.append(WaitlistDepartures(*WaitlistDepartures.key_for(event_id, level, block),

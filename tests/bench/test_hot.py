@@ -6,9 +6,8 @@ from collections import Counter
 
 import pytest
 
-from registrations import waitlist
-from registrations.services import registration as registration_service
-from registrations.services.gate import GateBusy
+from registrations.seating import router, tickets
+from registrations.seating.gate import GateBusy
 from tems.dynamo import TableConfig, configure_models
 from tems.transactions import LabelledTransaction, Reason, TransactionCancelled
 from tests.bench.context import BenchContext
@@ -116,8 +115,8 @@ def test_the_tally_sorts_transactions_by_kind_outcome_and_gate(monkeypatch):
         return outcome
 
     monkeypatch.setattr(LabelledTransaction, "commit", commit)
-    monkeypatch.setattr(registration_service, "gate_close", gate_close)
-    monkeypatch.setattr(registration_service, "lane_copy", lambda *, gate, lane: lane == 1)
+    monkeypatch.setattr(router, "gate_close", gate_close)
+    monkeypatch.setattr(router, "lane_copy", lambda *, gate, lane: lane == 1)
     counts = Counter()
     with tallied(counts):
         for transaction in (labelled("seat", "claim"), labelled("seat", "claim")):
@@ -125,13 +124,13 @@ def test_the_tally_sorts_transactions_by_kind_outcome_and_gate(monkeypatch):
                 transaction.commit()
         for _ in range(3):  # refused (the epoch moved), conflicted, landed: the gate is closed from then on
             with contextlib.suppress(GateBusy):
-                registration_service.gate_close(gate=None)
+                router.gate_close(gate=None)
         for lane in (0, 1):  # lane 0 had it already; lane 1 copies it
-            registration_service.lane_copy(gate=None, lane=lane)
+            router.lane_copy(gate=None, lane=lane)
         for transaction in (labelled("lane", "claim"), labelled("lane", "claim")):
             with contextlib.suppress(TransactionCancelled):
                 transaction.commit()
-    assert LabelledTransaction.commit is commit and registration_service.gate_close is gate_close
+    assert LabelledTransaction.commit is commit and router.gate_close is gate_close
     assert counts == Counter({
         ("seat", "before", "conflicted"): 1, ("seat", "before", "on the seat's item"): 1,
         ("seat", "before", "committed"): 1,
@@ -146,9 +145,9 @@ def test_the_tally_sorts_transactions_by_kind_outcome_and_gate(monkeypatch):
 
 
 def test_the_tally_counts_block_claims_by_what_became_of_them(monkeypatch):
-    outcomes = iter([waitlist.Block(first=1, end=2, left=0, assumed_from=0, claimed=True),
-                     waitlist.Block(first=1, end=2, left=0, assumed_from=0, claimed=False),
-                     waitlist.QueueBusy()])
+    outcomes = iter([tickets.Block(first=1, end=2, left=0, assumed_from=0, claimed=True),
+                     tickets.Block(first=1, end=2, left=0, assumed_from=0, claimed=False),
+                     tickets.QueueBusy()])
 
     def claim_block(**kwargs):
         outcome = next(outcomes)
@@ -156,13 +155,13 @@ def test_the_tally_counts_block_claims_by_what_became_of_them(monkeypatch):
             raise outcome
         return outcome
 
-    monkeypatch.setattr(waitlist, "claim_block", claim_block)
+    monkeypatch.setattr(tickets, "claim_block", claim_block)
     counts = Counter()
     with tallied(counts):
         for _ in range(3):
-            with contextlib.suppress(waitlist.QueueBusy):
-                waitlist.claim_block(event_id="e", lane=None, size=1, now=None)
-    assert waitlist.claim_block is claim_block
+            with contextlib.suppress(tickets.QueueBusy):
+                tickets.claim_block(event_id="e", lane=None, size=1, now=None)
+    assert tickets.claim_block is claim_block
     assert tally(counts, "block claim", "any") == "1 / 1 / 1"
     assert tally(counts, "seat", "after") == "-"
 

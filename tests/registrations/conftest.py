@@ -1,6 +1,16 @@
 import pytest
 
+from registrations.seating.hints import hints
 from tems.transactions import LabelledTransaction, TransactionCancelled
+
+
+@pytest.fixture(autouse=True)
+def cold_process():
+    """Every test starts as a cold process: no routing hint left by another test (a test that wants a warm one
+    teaches it, e.g. ``hints.remember_shards``)."""
+    hints.reset()
+    yield
+    hints.reset()
 
 
 @pytest.fixture

@@ -6,8 +6,9 @@ import uuid
 from datetime import UTC, datetime
 
 from lab.techniques.registration import registration_fingerprint
-from registrations import seats, selectors, services
+from registrations import selectors, services
 from registrations.models import EventSeats, Registration, RegistrationClaim, SeatShard, WaitlistEntry
+from registrations.seating import shards
 from registrations.services import registration as registration_service
 
 STARTS = datetime(2027, 5, 1, 9, 0, tzinfo=UTC)
@@ -57,14 +58,14 @@ def into_legacy_layout(event_id: str) -> None:
             actions=[Registration.layout.remove()])
     event = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
     event.update(actions=[EventSeats.layout.remove()])
-    for shard in seats.shards_get(event_id=event_id, count=int(event.seat_shards)):
+    for shard in shards.shards_get(event_id=event_id, count=int(event.seat_shards)):
         shard.update(actions=[SeatShard.layout.remove()])
 
 
 def seat_taken_under(monkeypatch, condition) -> None:
     """A deliberately broken confirmed registration: its seat is taken under ``condition(attempt)`` instead of
     the service's own (each broken variant drops the one clause its test must show is needed)."""
-    original = registration_service._confirm_transaction
+    original = registration_service.confirm_transaction
     seat = services.common.SEAT
 
     def broken(attempt, shard):
@@ -76,4 +77,4 @@ def seat_taken_under(monkeypatch, condition) -> None:
                            return_old_on_failure=True)
         return transaction, response
 
-    monkeypatch.setattr(registration_service, "_confirm_transaction", broken)
+    monkeypatch.setattr(registration_service, "confirm_transaction", broken)

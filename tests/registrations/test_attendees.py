@@ -226,7 +226,7 @@ def test_hostile_cursors_are_refused_with_a_clear_error(crowd, staff_client):
 
 
 def test_a_cursor_from_before_the_upgrade_goes_on_after_it(ddb):
-    from registrations.services.layout import layout_upgrade
+    from registrations.services.upgrade import layout_upgrade
     from tests.registrations.helpers import into_legacy_layout
 
     event = seed_attendees()

@@ -19,19 +19,21 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from types import ModuleType
 from typing import Any
 
 import pytest
 
-from registrations import seats, selectors, services, waitlist
+from registrations import selectors, services
 from registrations.models import CONFIRMED, WAITLISTED, EventSeats, SeatGate, SeatShard
+from registrations.seating import gate as gate_service
+from registrations.seating import positions, router, shards, tickets
+from registrations.seating.hints import hints
 from registrations.services import cancel as cancel_service
 from registrations.services import events as events_service
-from registrations.services import gate as gate_service
+from registrations.services import promotion as promotion_service
 from registrations.services import registration as registration_service
-from registrations.services import waitlist as waitlist_service
 from registrations.services.common import LANE, SEAT
 from tems.clock import utcnow
 from tems.dynamo import TableConfig
@@ -104,9 +106,10 @@ class People:
 
         return person
 
-    def registering(self, event_id: str, user_id: str, *, after: float = 0.0) -> Callable[[], Any]:
+    def registering(self, event_id: str, user_id: str, *, after: float = 0.0,
+                    clock: Callable[[], datetime] = utcnow) -> Callable[[], Any]:
         key = new_key()
-        return self.tapping(user_id, lambda: register(event_id, user_id, key), after=after)
+        return self.tapping(user_id, lambda: register(event_id, user_id, key, clock=clock), after=after)
 
     def cancelling(self, event_id: str, user_id: str) -> Callable[[], Any]:
         claim = selectors.claim_get(event_id=event_id, user_id=user_id)
@@ -209,7 +212,7 @@ def fill(event_id: str, users: list[str]) -> None:
 
 def shards_of(event_id: str) -> list[SeatShard]:
     count = int(EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True).seat_shards)
-    return seats.shards_get(event_id=event_id, count=count)
+    return shards.shards_get(event_id=event_id, count=count)
 
 
 # --- 1. seat shards: a burst on a sharded event ---------------------------------------------------------------
@@ -218,7 +221,7 @@ def shards_of(event_id: str) -> list[SeatShard]:
 def burst_on_shards(through_model, settings) -> tuple[str, People]:
     settings.SEATS_PER_SHARD = 6  # 24 seats: 4 shards
     event = make_event(capacity=24)
-    seats.remember_shards(event.event_id, 4)  # a warm process: the burst spreads over the shards at once
+    hints.remember_shards(event.event_id, 4)  # a warm process: the burst spreads over the shards at once
     people, started = People(), time.monotonic()
     with through_model() as model:
         race([people.registering(event.event_id, f"s{n:02d}") for n in range(36)])
@@ -247,14 +250,14 @@ def test_a_seat_taken_without_its_condition_oversells_under_contention(through_m
 
 
 def assert_queue_exact(event_id: str, waiting: list[str]) -> None:
-    """Tickets unique, each waiting ticket's position (registrations.waitlist) its rank among the entries, and the
-    entries exactly the people answered 'waitlisted'."""
+    """Tickets unique, each waiting ticket's position (registrations.seating.positions) its rank among the
+    entries, and the entries exactly the people answered 'waitlisted'."""
     entries = selectors.waitlist_entries(event_id=event_id)
     tickets = [int(entry.ticket) for entry in entries]
     assert len(set(tickets)) == len(tickets), f"two entries hold one ticket: {tickets}"
-    positions = waitlist.positions(tickets=[(event_id, ticket) for ticket in tickets])
-    assert [positions[(event_id, ticket)] for ticket in tickets] == list(range(1, len(tickets) + 1)), (
-        f"positions drifted from the entries: {positions}")
+    places = positions.positions(tickets=[(event_id, ticket) for ticket in tickets])
+    assert [places[(event_id, ticket)] for ticket in tickets] == list(range(1, len(tickets) + 1)), (
+        f"positions drifted from the entries: {places}")
     assert sorted(entry.user_id for entry in entries) == sorted(waiting)
 
 
@@ -281,16 +284,16 @@ def test_a_burst_of_joiners_keeps_tickets_unique_and_positions_exact(through_mod
 def test_a_lane_count_moved_outside_the_join_is_caught(through_model, settings, monkeypatch):
     """The join counts its lane's ``waiting`` in its own transaction. Counted by a write of its own before the
     commit, every attempt that then loses to a conflict or a stale ticket counts a joiner who never joined."""
-    original = registration_service._Join.transaction
+    original = registration_service.join_transaction
 
-    def waiting_counted_outside(self):
-        transaction, response = original(self)
+    def waiting_counted_outside(attempt, join):
+        transaction, response = original(attempt, join)
         for label, apply in transaction._ops["update"]:
-            if label in (LANE, f"{SEAT}_{self.lane}"):
+            if label in (LANE, f"{SEAT}_{join.lane}"):
                 actions = _closure(apply)["actions"]
                 actions[:] = [action for action in actions if action.values[0].path != ["waiting"]]
         outside = LabelledTransaction()
-        outside.update("waiting", SeatShard(*SeatShard.key_for(self.attempt.event_id, self.lane)),
+        outside.update("waiting", SeatShard(*SeatShard.key_for(attempt.event_id, join.lane)),
                        actions=[SeatShard.waiting.add(1)])
         # Retried until it lands (conflicts and throttles are the model's everyday answers): the bug is where the
         # count is written, not whether it gets written.
@@ -298,7 +301,7 @@ def test_a_lane_count_moved_outside_the_join_is_caught(through_model, settings, 
             outside.commit, busy=lambda last: AssertionError(f"could not count outside: {last}"))
         return transaction, response
 
-    monkeypatch.setattr(registration_service._Join, "transaction", waiting_counted_outside)
+    monkeypatch.setattr(registration_service, "join_transaction", waiting_counted_outside)
     joiners_on_a_full_event(through_model, settings)
     found = broken_invariants()[
         "the waiting list's lanes count their entries and its gate is closed only on a full event"]
@@ -368,7 +371,7 @@ def test_a_cancel_freeing_its_seat_without_the_gate_condition_is_caught(through_
     newcomer who joined in between waits beside the freed seat."""
     monkeypatch.setattr(cancel_service, "nobody_in_lane", lambda: SeatShard.pk.exists())
     monkeypatch.setattr(cancel_service, "add_freed", lambda transaction, *, event_id: None)
-    monkeypatch.setattr(cancel_service, "_nobody_before_lanes", lambda: EventSeats.pk.exists())
+    monkeypatch.setattr(cancel_service, "nobody_before_lanes", lambda: EventSeats.pk.exists())
     cancels_racing_newcomers(through_model, settings, monkeypatch)
     found = broken_invariants()
     assert "nobody waits while a seat is free" in found or (
@@ -397,7 +400,7 @@ def closes_racing_cancels(through_model, settings, monkeypatch) -> tuple[str, Pe
         a_read.set()
         stale()
 
-    stall(monkeypatch, registration_service, "gate_close", read_then_stall, once=True)
+    stall(monkeypatch, router, "gate_close", read_then_stall, once=True)
     calls = [people.registering(event.event_id, user) for user in newcomers]
     calls += [after_event(a_read, people.cancelling(event.event_id, user)) for user in cancellers]
     started = time.monotonic()
@@ -444,7 +447,7 @@ def staff_editing(event_id: str, people: People, outcomes: list[str], oversold: 
 
     def edit(change: Callable[[int], int]) -> Callable[[], str]:
         def once() -> str:
-            taken = int(seats.event_seats(event_id).registered_count)
+            taken = int(shards.event_seats(event_id).registered_count)
             try:
                 edit_capacity(event_id, change(taken))
             except services.RegistrationError as error:
@@ -473,7 +476,7 @@ def edits_racing_registrations(through_model, settings, monkeypatch) -> tuple[st
     settings.MAX_SEAT_SHARDS = 4
     event = make_event(capacity=12)
     event_id = event.event_id
-    seats.remember_shards(event_id, 4)
+    hints.remember_shards(event_id, 4)
     people, edits, oversold = People(), [], []
     planned_sizes = events_service.planned_sizes
 
@@ -536,9 +539,9 @@ def raise_while_many_wait(through_model, settings) -> tuple[str, People, list[st
     fill(event.event_id, [f"seated{n}" for n in range(4)] + [f"w{n:02d}" for n in range(36)])
     # The set-up's joins came fast, so their lanes grew blocks that still have tickets for a second: a newcomer
     # then may be handed a ticket below someone who joined a moment before in another lane, which the waiting
-    # list allows (registrations.waitlist: nobody overtakes anyone who joined more than BLOCK_SECONDS earlier).
-    # CI met it (stop 25). The newcomers come after that second, so each must wait behind everyone.
-    wait_out_blocks(event.event_id)
+    # list allows (registrations.seating.tickets: nobody overtakes anyone who joined more than BLOCK_SECONDS
+    # earlier). The newcomers come after that second (on their clock), so each must wait behind everyone.
+    later = after_the_blocks(event.event_id)
     queue = [entry.user_id for entry in selectors.waitlist_entries(event_id=event.event_id)]
     people, edits = People(), []
 
@@ -549,7 +552,7 @@ def raise_while_many_wait(through_model, settings) -> tuple[str, People, list[st
 
     calls = [people.tapping("edit capacity", raise_capacity)]
     calls += [people.cancelling(event.event_id, user) for user in ("w03", "w10", "w20", "seated1")]
-    calls += [people.registering(event.event_id, f"new{n}") for n in range(6)]
+    calls += [people.registering(event.event_id, f"new{n}", clock=later) for n in range(6)]
     started = time.monotonic()
     with through_model() as model:
         race(calls)
@@ -561,12 +564,12 @@ def raise_while_many_wait(through_model, settings) -> tuple[str, People, list[st
     return event.event_id, people, queue
 
 
-def wait_out_blocks(event_id: str) -> None:
-    """Sleep until no lane's block hands out a ticket any more: every join after this takes a fresh block."""
-    ends = [shard.lane_at + timedelta(seconds=waitlist.block_seconds())
+def after_the_blocks(event_id: str) -> Callable[[], datetime]:
+    """A clock on which no lane's block hands out a ticket any more: every join on it takes a fresh block."""
+    ends = [shard.lane_at + timedelta(seconds=tickets.block_seconds())
             for shard in shards_of(event_id) if shard.lane_at is not None]
-    if ends:
-        time.sleep(max(0.0, (max(ends) - utcnow()).total_seconds()) + 0.05)
+    ahead = max(timedelta(0), max(ends, default=utcnow()) - utcnow()) + timedelta(seconds=0.05)
+    return lambda: utcnow() + ahead
 
 
 def relay_promotions() -> None:
@@ -607,7 +610,7 @@ def test_a_promotion_that_stops_after_one_round_is_caught(through_model, setting
             self.rounds += 1
             return selectors.waitlist_heads(**kwargs) if self.rounds == 1 else []
 
-    monkeypatch.setattr(waitlist_service, "selectors", OneRoundOnly())
+    monkeypatch.setattr(promotion_service, "selectors", OneRoundOnly())
     raise_while_many_wait(through_model, settings)
     assert "nobody waits while a seat is free" in broken_invariants()
 

@@ -139,22 +139,24 @@ def staff(history: History, event_id: str, name: str, seed: int) -> None:
             break
 
 
-def run_history(seed: int, *, extra_faults: tuple[Fault, ...] = ()) -> tuple[History, dict[str, list[str]]]:
+def run_history(seed: int, *, extra_faults: tuple[Fault, ...] = (),
+                event_id: str | None = None) -> tuple[History, dict[str, list[str]]]:
+    """The history on ``event_id``, or on a new event of two seats."""
     history = History()
-    event = make_event(capacity=2, title=f"History {seed}")
-    ticket_of = registration_module._Join.transaction
+    event_id = event_id or make_event(capacity=2, title=f"History {seed}").event_id
+    ticket_of = registration_module.join_transaction
 
-    def recording(join):
-        transaction, response = ticket_of(join)
+    def recording(attempt, join):
+        transaction, response = ticket_of(attempt, join)
         with history.lock:
             # The last ticket tried for a registration id is the one it committed with (attempts are sequential).
-            history.tickets[join.attempt.registration_id] = join.ticket
+            history.tickets[attempt.registration_id] = join.ticket
         return transaction, response
 
-    registration_module._Join.transaction = recording
-    threads = [threading.Thread(target=_reporting(history, student), args=(event.event_id, f"student-{n}", seed),
+    registration_module.join_transaction = recording
+    threads = [threading.Thread(target=_reporting(history, student), args=(event_id, f"student-{n}", seed),
                                 name=f"student-{n}") for n in range(STUDENTS)]
-    threads += [threading.Thread(target=_reporting(history, staff), args=(event.event_id, f"staff-{n}", seed),
+    threads += [threading.Thread(target=_reporting(history, staff), args=(event_id, f"staff-{n}", seed),
                                  name=f"staff-{n}") for n in range(STAFF)]
     try:
         with inject(*FAULTS, *extra_faults, seed=seed) as faults:
@@ -163,9 +165,9 @@ def run_history(seed: int, *, extra_faults: tuple[Fault, ...] = ()) -> tuple[His
             for thread in threads:
                 thread.join()
     finally:
-        registration_module._Join.transaction = ticket_of
+        registration_module.join_transaction = ticket_of
     assert faults.fired(LOST) and faults.fired(THROTTLE), "the faults must actually have hit the history"
-    return history, check_history(history, event.event_id)
+    return history, check_history(history, event_id)
 
 
 def check_history(history: History, event_id: str) -> dict[str, list[str]]:

@@ -10,7 +10,7 @@ from collections import Counter
 import pytest
 from django.core.management import call_command
 
-from registrations import attendees, seats, selectors, services
+from registrations import attendees, selectors, services
 from registrations.models import (
     CONFIRMED,
     CURRENT_LAYOUT,
@@ -22,7 +22,8 @@ from registrations.models import (
     SeatShard,
     layout_of,
 )
-from registrations.services import layout as layout_service
+from registrations.seating import shards
+from registrations.services import upgrade as upgrade_service
 from tems.dynamo import boto3_client, current_config
 from tems.metering import metered
 from tests.helpers import assert_invariants_clean, broken_invariants
@@ -61,8 +62,8 @@ def registration_items_in_event_partition(event_id: str) -> list[str]:
 def event_layouts(event_id: str) -> set[int]:
     """The layout of the event's item and of each of its seat shards."""
     event = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
-    shards = seats.shards_get(event_id=event_id, count=int(event.seat_shards))
-    return {layout_of(event.layout), *(layout_of(shard.layout) for shard in shards)}
+    read = shards.shards_get(event_id=event_id, count=int(event.seat_shards))
+    return {layout_of(event.layout), *(layout_of(shard.layout) for shard in read)}
 
 
 def live_registrations_of(user_id: str, event_id: str) -> list[Registration]:
@@ -183,7 +184,7 @@ def test_the_upgrade_racing_registrations_and_cancels_keeps_every_invariant(ddb)
     into_legacy_layout(event.event_id)
     retaps, cancels = old[:6], old[6:10] + old[13:15]
     newcomers = [f"new{n:02d}" for n in range(6)]
-    calls = [lambda: layout_service.layout_upgrade(event_id=event.event_id) for _ in range(2)]
+    calls = [lambda: upgrade_service.layout_upgrade(event_id=event.event_id) for _ in range(2)]
     calls += [lambda u=u: register(event.event_id, u) for u in retaps]
     calls += [lambda u=u: services.registration_cancel(user_id=u, registration_id=first[u]) for u in cancels]
     calls += [lambda u=u: register(event.event_id, u) for u in newcomers]
@@ -211,7 +212,7 @@ def test_a_seat_taken_without_the_layout_condition_lets_an_old_student_register_
     assert again.kind == "created" and again.data["registration_id"] != first
     assert len(live_registrations_of("ann", event.event_id)) == 2  # one student, two seats
     # The upgrade cannot move the first (the current key is taken): it reports it, and the check names it.
-    done = layout_service.layout_upgrade(event_id=event.event_id)
+    done = upgrade_service.layout_upgrade(event_id=event.event_id)
     assert done.marked and done.duplicates == [("ann", first)]
     assert any("under the legacy keys" in problem for problem in broken_invariants()[LAYOUT_CHECK])
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 import io
 import json
 import random
-import time
 from collections import Counter
+from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
 
-from registrations import seats, selectors, services, waitlist
+from registrations import selectors, services
 from registrations.errors import RegistrationError
 from registrations.models import (
     CONFIRMED,
@@ -24,10 +24,12 @@ from registrations.models import (
     SeatGate,
     SeatShard,
 )
-from registrations.services import gate as gate_service
+from registrations.seating import gate as gate_service
+from registrations.seating import positions, router, shards, tickets
+from registrations.seating.hints import hints
+from registrations.services import promotion as promotion_service
 from registrations.services import registration as registration_service
-from registrations.services import shards as shards_service
-from registrations.services import waitlist as waitlist_service
+from registrations.services import upgrade as upgrade_service
 from tems.clock import utcnow
 from tems.metering import metered
 from tems.transactions import Reason, TransactionCancelled
@@ -59,7 +61,7 @@ NO_LEVELLING = 10**9
 
 def shards_of(event_id: str) -> list[SeatShard]:
     count = int(EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True).seat_shards)
-    return seats.shards_get(event_id=event_id, count=count)
+    return shards.shards_get(event_id=event_id, count=count)
 
 
 LANES_AND_GATE = "the waiting list's lanes count their entries and its gate is closed only on a full event"
@@ -76,16 +78,16 @@ def edit_capacity(event_id: str, capacity: int) -> services.EventUpdate:
 
 
 def test_shard_count_follows_the_capacity_within_bounds():
-    assert [seats.shard_count(c) for c in (0, 1, 3, 4, 12, 13, 119, 120, 121, 10_000)] == [
+    assert [shards.shard_count(c) for c in (0, 1, 3, 4, 12, 13, 119, 120, 121, 10_000)] == [
         1, 1, 1, 2, 4, 5, 40, 40, 40, 40]
-    assert seats.MAX_SHARDS == 80  # the item budget below is worked out for it
+    assert shards.MAX_SHARDS == 80  # the item budget below is worked out for it
 
 
 @pytest.mark.parametrize(("total", "count", "floors"), [
     (12, 4, []), (13, 4, []), (10, 4, [0, 4, 0, 0]), (7, 3, [3, 3, 1]), (0, 2, []),
 ])
 def test_slices_are_even_and_never_below_the_seats_taken(total, count, floors):
-    sizes = seats.slices(total, count, floors)
+    sizes = shards.slices(total, count, floors)
     assert sum(sizes) == total and len(sizes) == count
     assert all(size >= floor for size, floor in zip(sizes, floors + [0] * count, strict=False))
     if not floors:
@@ -94,12 +96,12 @@ def test_slices_are_even_and_never_below_the_seats_taken(total, count, floors):
 
 def test_slices_refuse_more_seats_taken_than_the_total():
     with pytest.raises(ValueError):
-        seats.slices(5, 2, [3, 3])
+        shards.slices(5, 2, [3, 3])
 
 
 def test_a_student_always_starts_from_the_same_shard():
-    assert seats.home_shard("ann", 7) == seats.home_shard("ann", 7)
-    assert len({seats.home_shard(f"s{n}", 4) for n in range(40)}) == 4
+    assert shards.home_shard("ann", 7) == shards.home_shard("ann", 7)
+    assert len({shards.home_shard(f"s{n}", 4) for n in range(40)}) == 4
 
 
 # --- on DynamoDB Local --------------------------------------------------------------------------------------
@@ -115,11 +117,11 @@ def test_an_event_is_born_with_its_shards_outside_the_event_partition(ddb):
 
 def test_a_first_registration_is_still_one_request_and_takes_its_home_shard(ddb):
     event = make_event(capacity=12)
-    seats.remember_shards(event.event_id, 4)  # this process has seen the event's shards before
+    hints.remember_shards(event.event_id, 4)  # this process has seen the event's shards before
     with metered() as meter:
         outcome = register(event.event_id, "ann")
     assert dict(meter.requests) == {"TransactWriteItems": 1}
-    home = seats.home_shard("ann", 4)
+    home = shards.home_shard("ann", 4)
     assert [int(s.taken) for s in shards_of(event.event_id)] == [int(k == home) for k in range(4)]
     claim = selectors.claim_get(event_id=event.event_id, user_id="ann")
     assert (outcome.data["status"], int(claim.shard)) == (CONFIRMED, home)
@@ -172,15 +174,15 @@ def test_a_full_home_shard_sends_the_student_where_a_read_shows_a_free_seat_not_
     BatchGetItem, which holds nothing), and the seat where the read showed room. Blind seat attempts on other
     shards (the design before) would each hold a full shard and pay six items' write units to learn the same."""
     event = make_event(capacity=12)
-    seats.remember_shards(event.event_id, 4)
+    hints.remember_shards(event.event_id, 4)
     free = 3
     for shard in range(4):
         if shard != free:
-            homed = [f"s{shard}-{n}" for n in range(200) if seats.home_shard(f"s{shard}-{n}", 4) == shard][:3]
+            homed = [f"s{shard}-{n}" for n in range(200) if shards.home_shard(f"s{shard}-{n}", 4) == shard][:3]
             for user in homed:
                 register(event.event_id, user)
     assert [int(s.taken) for s in shards_of(event.event_id)] == [3, 3, 3, 0]
-    student = next(f"late{n}" for n in range(200) if seats.home_shard(f"late{n}", 4) == 0)
+    student = next(f"late{n}" for n in range(200) if shards.home_shard(f"late{n}", 4) == 0)
     with metered() as meter:
         assert register(event.event_id, student).data["status"] == CONFIRMED
     assert dict(meter.requests) == {"TransactWriteItems": 2, "BatchGetItem": 1}
@@ -194,8 +196,8 @@ def test_a_home_shard_this_process_saw_full_is_read_not_attempted_and_a_seat_fre
     write units, and looks only where no image showed every seat taken. The hint decides nothing: a seat freed
     there since shows in that read, and the student takes it."""
     event = make_event(capacity=12)
-    seats.remember_shards(event.event_id, 4)
-    homed = {shard: [f"h{shard}-{n}" for n in range(300) if seats.home_shard(f"h{shard}-{n}", 4) == shard]
+    hints.remember_shards(event.event_id, 4)
+    homed = {shard: [f"h{shard}-{n}" for n in range(300) if shards.home_shard(f"h{shard}-{n}", 4) == shard]
              for shard in range(4)}
     for shard in range(3):
         for user in homed[shard][:3]:
@@ -221,16 +223,16 @@ def test_newcomers_sent_away_go_to_the_shards_with_room_in_proportion_to_the_roo
     so the shards fill together and the last seats are not left on a few shards, each taking one transaction at
     a time. (A hash of the student sent half of them to a shard with one seat left, as to one with 99.)"""
     event = make_event(capacity=12)
-    seats.remember_shards(event.event_id, 4)
+    hints.remember_shards(event.event_id, 4)
     picks = Counter()
     for n in range(200):
-        route = registration_service._Route(event_id=event.event_id, user_id=f"spill{n:03d}")
+        route = route_of(event.event_id, f"spill{n:03d}")
         route.tried_home, route.lane, route.with_room = True, 0, {1: 1, 2: 99}
-        picks[route.next_shard(None)] += 1
+        picks[route.next_shard()] += 1
     assert picks[2] >= 180 and picks[1] + picks[2] == 200, picks
 
 
-@pytest.mark.parametrize("slack, levelled", [(seats.BALANCE_SLACK, True), (NO_LEVELLING, False)],
+@pytest.mark.parametrize("slack, levelled", [(shards.BALANCE_SLACK, True), (NO_LEVELLING, False)],
                          ids=["levelled", "hashed homes only (the broken variant)"])
 def test_newcomers_are_levelled_over_the_shards_as_they_fill(ddb, monkeypatch, settings, slack, levelled):
     """A crowd whose homes are uneven (here all one shard) still takes one request each: the process sends a
@@ -238,10 +240,10 @@ def test_newcomers_are_levelled_over_the_shards_as_they_fill(ddb, monkeypatch, s
     fills ahead of the others and keeps its last seats while the rest are gone (each of them one transaction
     at a time). Hashed homes alone fill shard 0 and send the rest through refusals and reads."""
     settings.SEATS_PER_SHARD, settings.SEAT_BALANCE_SLACK = 10, slack
-    monkeypatch.setattr(seats, "_random", random.Random(13))
+    monkeypatch.setattr(shards, "_random", random.Random(13))
     event = make_event(capacity=80)
-    seats.remember_shards(event.event_id, 8)
-    crowd = [f"c{n}" for n in range(2000) if seats.home_shard(f"c{n}", 8) == 0][:30]
+    hints.remember_shards(event.event_id, 8)
+    crowd = [f"c{n}" for n in range(2000) if shards.home_shard(f"c{n}", 8) == 0][:30]
     with metered() as meter:
         assert all(register(event.event_id, user).data["status"] == CONFIRMED for user in crowd)
     taken = [int(s.taken) for s in shards_of(event.event_id)]
@@ -260,15 +262,15 @@ def test_a_join_that_meets_another_on_its_lane_reads_the_lanes_after_its_pause_n
     the lane (at K = 1 in bench-hot most refused joins were that)."""
     settings.WAITLIST_BLOCK_SECONDS = 60  # every lane's second block is still usable however slow the machine
     event = make_event(capacity=12)
-    seats.remember_shards(event.event_id, 4)
+    hints.remember_shards(event.event_id, 4)
     for n in range(12):
         register(event.event_id, f"seated{n:02d}")
-    homed = {lane: [f"w{lane}-{n}" for n in range(400) if seats.home_shard(f"w{lane}-{n}", 4) == lane][:3]
+    homed = {lane: [f"w{lane}-{n}" for n in range(400) if shards.home_shard(f"w{lane}-{n}", 4) == lane][:3]
              for lane in range(4)}
     for lane in range(4):  # two joiners a lane: every lane has the closed gate and a block with tickets left
         for joiner in homed[lane][:2]:
             assert register(event.event_id, joiner).data["status"] == WAITLISTED
-    student = next(f"late{n}" for n in range(200) if seats.home_shard(f"late{n}", 4) == 0)
+    student = next(f"late{n}" for n in range(200) if shards.home_shard(f"late{n}", 4) == 0)
     original, rounds, pausing = registration_service.LabelledTransaction.commit, [], []
 
     def student_rounds(self):
@@ -304,13 +306,13 @@ def test_a_join_that_meets_another_moves_with_one_read_and_claims_no_block(ddb, 
     """The move after a conflict is one BatchGetItem of lanes, and it prefers a lane whose block has a ticket."""
     settings.WAITLIST_BLOCK_SECONDS = 60
     event = make_event(capacity=12)
-    seats.remember_shards(event.event_id, 4)
+    hints.remember_shards(event.event_id, 4)
     for n in range(12):
         register(event.event_id, f"seated{n:02d}")
     for lane in range(4):
-        for joiner in [f"w{lane}-{n}" for n in range(400) if seats.home_shard(f"w{lane}-{n}", 4) == lane][:2]:
+        for joiner in [f"w{lane}-{n}" for n in range(400) if shards.home_shard(f"w{lane}-{n}", 4) == lane][:2]:
             assert register(event.event_id, joiner).data["status"] == WAITLISTED
-    student = next(f"late{n}" for n in range(200) if seats.home_shard(f"late{n}", 4) == 0)
+    student = next(f"late{n}" for n in range(200) if shards.home_shard(f"late{n}", 4) == 0)
     original, conflicts = registration_service.LabelledTransaction.commit, []
 
     def held_once(self):
@@ -334,18 +336,18 @@ def test_a_join_whose_block_claim_is_throttled_pauses_and_claims_again_in_its_la
     0.2 %)."""
     settings.WAITLIST_BLOCK_SECONDS = 60
     event = make_event(capacity=12)
-    seats.remember_shards(event.event_id, 4)
+    hints.remember_shards(event.event_id, 4)
     for n in range(12):
         register(event.event_id, f"seated{n:02d}")
-    homed = {lane: [f"w{lane}-{n}" for n in range(800) if seats.home_shard(f"w{lane}-{n}", 4) == lane]
+    homed = {lane: [f"w{lane}-{n}" for n in range(800) if shards.home_shard(f"w{lane}-{n}", 4) == lane]
              for lane in range(4)}
     for joiner in homed[0][:5]:  # lane 0 used up its blocks of 1 and 4
         assert register(event.event_id, joiner).data["status"] == WAITLISTED
     for lane in (1, 2, 3):  # the others have tickets left in their block of 4: where a move would go
         for joiner in homed[lane][:2]:
             assert register(event.event_id, joiner).data["status"] == WAITLISTED
-    seq = int(waitlist.queue_read(event.event_id).seq)
-    student = next(f"late{n}" for n in range(200) if seats.home_shard(f"late{n}", 4) == 0)
+    seq = int(tickets.queue_read(event.event_id).seq)
+    student = next(f"late{n}" for n in range(200) if shards.home_shard(f"late{n}", 4) == 0)
     claims = Fault(THROTTLE, operations={"UpdateItem"}, final_attempt_too=True, times=4,
                    when=lambda params: "EVENTQUEUE#" in json.dumps(params["Key"]))
     pauses = []
@@ -354,7 +356,7 @@ def test_a_join_whose_block_claim_is_throttled_pauses_and_claims_again_in_its_la
     assert faults.fired(THROTTLE) and pauses
     assert outcome.data["status"] == WAITLISTED
     assert int(selectors.claim_get(event_id=event.event_id, user_id=student).lane) == 0
-    assert int(waitlist.queue_read(event.event_id).seq) > seq  # its lane's next block, claimed once let through
+    assert int(tickets.queue_read(event.event_id).seq) > seq  # its lane's next block, claimed once let through
     assert_invariants_clean()
 
 
@@ -363,23 +365,20 @@ def test_a_shard_that_shows_the_gate_closed_ends_the_search_for_a_seat(ddb):
     closed): the next round reads the gate and joins, rather than sending a seat attempt that would be refused
     after holding a lane the joiners need."""
     event = make_event(capacity=12)
-    seats.remember_shards(event.event_id, 4)
-    attempt = registration_service._NewRegistration(
-        registration_id="r", event_id=event.event_id, user_id="ann", created_at=utcnow(), idempotency_key="k",
-        fingerprint="f")
-    route = registration_service._Route(event_id=event.event_id, user_id="ann")
-    home = route.next_shard(attempt)
+    hints.remember_shards(event.event_id, 4)
+    route = route_of(event.event_id, "ann")
+    home = route.next_shard()
     image = {k: SeatShard.get(*SeatShard.key_for(event.event_id, k)) for k in range(4)}
     image[home].taken = image[home].capacity
-    route.refused(home, image[home].serialize(), attempt)  # the home shard is full, its lane open
+    route.refused(home, image[home].serialize())  # the home shard is full, its lane open
     room = (home + 1) % 4
-    route.refused(room, image[room].serialize(), attempt)  # a read showed a seat free there
+    route.refused(room, image[room].serialize())  # a read showed a seat free there
     assert set(route.with_room) == {room}
     closed = (home + 2) % 4
     image[closed].taken, image[closed].gate = image[closed].capacity, 1
-    route.refused(closed, image[closed].serialize(), attempt)  # a later image: the gate closed since
+    route.refused(closed, image[closed].serialize())  # a later image: the gate closed since
     assert route.with_room == {}
-    assert route.next_shard(attempt) is None  # to the gate, not a seat attempt and not another look
+    assert route.next_shard() is None  # to the gate, not a seat attempt and not another look
 
 
 def test_a_read_of_every_shard_throttled_past_its_retries_is_a_pause_not_a_500(ddb):
@@ -387,7 +386,7 @@ def test_a_read_of_every_shard_throttled_past_its_retries_is_a_pause_not_a_500(d
     every shard, throttled past botocore's retries, is retried after a pause like a busy gate (it escaped as a
     GetError, a 500, in the K = 1 crowd of bench-hot)."""
     event = make_event(capacity=12)
-    seats.remember_shards(event.event_id, 4)
+    hints.remember_shards(event.event_id, 4)
     for n in range(12):
         register(event.event_id, f"seated{n:02d}")
     every_shard = Fault(THROTTLE, operations={"BatchGetItem"}, final_attempt_too=True, times=4,
@@ -424,34 +423,43 @@ def test_the_largest_transaction_over_every_shard_fits_dynamodbs_item_limit():
     items; an edit every shard, the gate, the event and its outbox message: with MAX_SHARDS shards both stay
     within 100 items. (Closing the gate is a read and one write, not a transaction.)"""
     cancel_items = 5  # record, claim, two copies, outbox
-    assert seats.MAX_SHARDS + 2 + cancel_items <= waitlist.MAX_TRANSACTION_ITEMS
+    assert shards.MAX_SHARDS + 2 + cancel_items <= positions.MAX_TRANSACTION_ITEMS
 
 
 def test_a_full_event_at_the_most_shards_closes_its_gate_with_an_old_block_to_record(ddb, settings, monkeypatch):
     """On DynamoDB Local (which enforces the 100-item limit): a lane holds an old block of 64 tickets, the gate
     reopens (a cancel writing all MAX_SHARDS lanes), the event fills again, and the lane's next joiner reads all
     MAX_SHARDS shards, closes the gate, copies it into the lane and records the old block's unused tickets."""
-    settings.SEATS_PER_SHARD, settings.MAX_SEAT_SHARDS = 1, seats.MAX_SHARDS
+    settings.SEATS_PER_SHARD, settings.MAX_SEAT_SHARDS = 1, shards.MAX_SHARDS
     settings.WAITLIST_BLOCK_SECONDS = 0.5
-    event = make_event(capacity=seats.MAX_SHARDS)
+    event = make_event(capacity=shards.MAX_SHARDS)
     event_id = event.event_id
-    for n in range(seats.MAX_SHARDS):
+    for n in range(shards.MAX_SHARDS):
         assert register(event_id, f"seated{n:02d}").data["status"] == CONFIRMED
-    monkeypatch.setattr(waitlist, "next_block_size", lambda lane, now, crowded=False: waitlist.max_block())
+    monkeypatch.setattr(tickets, "next_block_size", lambda lane, now, crowded=False: tickets.max_block())
     first = register(event_id, "waits").data
     assert first["status"] == WAITLISTED
     lane = int(selectors.claim_get(event_id=event_id, user_id="waits").lane)
     cancel_of(event_id, "seated00")()  # the seat goes to the one waiting
     cancel_of(event_id, "seated01")()  # nobody waits: the seat is free and the gate opens
     assert register(event_id, "takes-it").data["status"] == CONFIRMED
-    joiner = next(f"late{n}" for n in range(10_000) if seats.home_shard(f"late{n}", seats.MAX_SHARDS) == lane)
-    time.sleep(0.6)  # the lane's block is old now: its 63 unused tickets are recorded as gone by the next claim
-    answer = register(event_id, joiner).data
+    joiner = next(f"late{n}" for n in range(10_000) if shards.home_shard(f"late{n}", shards.MAX_SHARDS) == lane)
+    # On a clock 0.6 s ahead the lane's block is old: its 63 unused tickets are recorded as gone by the next claim.
+    answer = register(event_id, joiner, clock=lambda: utcnow() + timedelta(seconds=0.6)).data
     assert answer["status"] == WAITLISTED and answer["position_at_most"] == 1
     assert selectors.claim_get(event_id=event_id, user_id=joiner).lane == lane
     assert SeatGate.get(*SeatGate.key_for(event_id)).state == gate_service.CLOSED
     assert [int(s.shard) for s in shards_of(event_id) if s.gate_closed] == [lane]  # only the joiner's copied it
     assert_invariants_clean()
+
+
+def route_of(event_id: str, user_id: str) -> router.Router:
+    """A registration's router on its own, as ``registration_create`` makes one (nothing to upgrade or heal)."""
+    def unexpected(event_id: str) -> None:
+        raise AssertionError(f"event {event_id} needed no upgrade or promotion here")
+
+    return router.Router(event_id=event_id, user_id=user_id, created_at=utcnow(), clock=utcnow,
+                         upgrade=unexpected, heal=unexpected)
 
 
 def cancel_of(event_id: str, user_id: str):
@@ -470,9 +478,9 @@ def test_a_cancel_frees_the_shard_its_seat_came_from(ddb):
 
 
 def test_a_cancel_freeing_another_shard_is_caught(ddb, monkeypatch):
-    monkeypatch.setattr(shards_service, "freeable_shard",
+    monkeypatch.setattr(upgrade_service, "freeable_shard",
                         lambda *, event_id, registration_shard: (int(registration_shard) + 1) % 2)
-    monkeypatch.setattr("registrations.services.cancel.freeable_shard", shards_service.freeable_shard)
+    monkeypatch.setattr("registrations.services.cancel.freeable_shard", upgrade_service.freeable_shard)
     with pytest.raises(AssertionError):
         test_a_cancel_frees_the_shard_its_seat_came_from(None)
 
@@ -489,9 +497,9 @@ def churn(event_id: str, joined: int) -> list:
 
 def assert_queue_exact(event_id: str) -> None:
     entries = selectors.waitlist_entries(event_id=event_id)
-    positions = waitlist.positions(tickets=[(event_id, int(e.ticket)) for e in entries])
-    assert [positions[(event_id, int(e.ticket))] for e in entries] == list(range(1, len(entries) + 1))
-    assert int(seats.event_seats(event_id).waitlist_count) == len(entries)
+    places = positions.positions(tickets=[(event_id, int(e.ticket)) for e in entries])
+    assert [places[(event_id, int(e.ticket))] for e in entries] == list(range(1, len(entries) + 1))
+    assert int(shards.event_seats(event_id).waitlist_count) == len(entries)
 
 
 def test_cancels_joins_and_capacity_changes_racing_keep_every_promise(ddb):
@@ -515,7 +523,7 @@ def test_a_seat_freed_after_the_closers_read_fails_its_close(ddb, monkeypatch):
     A close without the epoch condition shuts the gate over the free seat, and the newcomer waits beside it."""
     event = make_event(capacity=6)
     run_burst(event.event_id, 6)
-    original = registration_service.gate_close
+    original = router.gate_close
     victims = ["burst00", "burst01"]
     freed = []
 
@@ -525,7 +533,7 @@ def test_a_seat_freed_after_the_closers_read_fails_its_close(ddb, monkeypatch):
             cancel_of(event.event_id, victims.pop(0))()
         return original(gate=gate)
 
-    monkeypatch.setattr(registration_service, "gate_close", close_after_a_cancel)
+    monkeypatch.setattr(router, "gate_close", close_after_a_cancel)
     assert register(event.event_id, "late").data["status"] == CONFIRMED
     assert not SeatGate.get(*SeatGate.key_for(event.event_id)).closed
     assert_invariants_clean()
@@ -547,7 +555,7 @@ def test_a_lane_never_copies_a_gate_that_reopened_after_it_was_read(ddb, monkeyp
     event = make_event(capacity=6)  # two shards of three
     for n in range(6):
         register(event.event_id, f"seated{n}")
-    original = registration_service.lane_copy
+    original = router.lane_copy
     leaving: list[str] = []
 
     def copy_after_a_reopening(*, gate, lane):
@@ -557,9 +565,9 @@ def test_a_lane_never_copies_a_gate_that_reopened_after_it_was_read(ddb, monkeyp
 
     def newcomer_of_an_open_lane(start: int) -> str:
         closed = {int(s.shard) for s in shards_of(event.event_id) if s.gate_closed}
-        return next(f"new{n}" for n in range(start, start + 1000) if seats.home_shard(f"new{n}", 2) not in closed)
+        return next(f"new{n}" for n in range(start, start + 1000) if shards.home_shard(f"new{n}", 2) not in closed)
 
-    monkeypatch.setattr(registration_service, "lane_copy", copy_after_a_reopening)
+    monkeypatch.setattr(router, "lane_copy", copy_after_a_reopening)
     assert register(event.event_id, "waits").data["status"] == WAITLISTED  # closes the gate, copies it
     newcomer = newcomer_of_an_open_lane(0)
     leaving[:] = ["waits", "seated0"]
@@ -593,14 +601,14 @@ def test_a_raise_promotes_everyone_it_can_in_order(ddb):
 
 def test_a_promotion_with_a_round_limit_is_caught(ddb, monkeypatch):
     """Promotion has no fixed round limit: one capped at one batch leaves seats free while people wait."""
-    original = waitlist_service.selectors.waitlist_heads
+    original = promotion_service.selectors.waitlist_heads
     rounds = []
 
     def one_batch_only(*, event_id, limit, lanes=None):
         rounds.append(1)
         return original(event_id=event_id, limit=limit, lanes=lanes) if len(rounds) == 1 else []
 
-    monkeypatch.setattr(waitlist_service.selectors, "waitlist_heads", one_batch_only)
+    monkeypatch.setattr(promotion_service.selectors, "waitlist_heads", one_batch_only)
     event = make_event(capacity=3)
     run_burst(event.event_id, 30)
     edit_capacity(event.event_id, 30)
@@ -640,7 +648,7 @@ def test_an_event_from_before_the_shards_is_moved_into_them(ddb):
     out = io.StringIO()
     call_command("shard_seats", "--event", event.event_id, stdout=out)
     assert "moved into seat shards" in out.getvalue()
-    assert not shards_service.shard_event(event_id=event.event_id)  # twice: nothing more to do
+    assert not upgrade_service.shard_event(event_id=event.event_id)  # twice: nothing more to do
     assert sum(int(s.taken) for s in shards_of(event.event_id)) == 3
     assert_invariants_clean()
     # The first registration moves the claims out of the event's partition (its seat is refused for the legacy
@@ -689,7 +697,7 @@ def test_a_burst_spreads_its_seat_writes_over_the_shards_and_leaves_the_event_al
                                                                                      writes_per_partition):
     settings.SEATS_PER_SHARD = 12  # 96 seats: 8 shards
     event = make_event(capacity=96)
-    seats.remember_shards(event.event_id, 8)  # a warm process (a cold one starts at shard 0, see the docs)
+    hints.remember_shards(event.event_id, 8)  # a warm process (a cold one starts at shard 0, see the docs)
     writes_per_partition.clear()
     outcomes = run_burst(event.event_id, 96)
     assert_exact_outcome(event.event_id, outcomes, 96)
@@ -717,7 +725,7 @@ def test_a_burst_of_waitlisters_measured(ddb, settings, writes_per_partition):
     a block: measure what it costs, and that FIFO and positions stay exact."""
     settings.SEATS_PER_SHARD = 12  # 48 seats: 4 shards, 4 lanes
     event = make_event(capacity=48)
-    seats.remember_shards(event.event_id, 4)
+    hints.remember_shards(event.event_id, 4)
     run_burst(event.event_id, 48)
     writes_per_partition.clear()
     outcomes = race([lambda n=n: register(event.event_id, f"late{n:02d}") for n in range(40)])
@@ -741,19 +749,19 @@ def lower_while_seats_are_taken(monkeypatch) -> str:
     from registrations.services import events as events_module
 
     event = make_event(capacity=6)
-    original = seats.shards_get
+    original = shards.shards_get
     reads = []
 
     def read_then_three_register(*, event_id, count, consistent=True):
         found = original(event_id=event_id, count=count, consistent=consistent)
         if not reads:
             reads.append(True)
-            seats.remember_shards(event.event_id, 1)  # a cold process: its taps start at shard 0
+            hints.remember_shards(event.event_id, 1)  # a cold process: its taps start at shard 0
             for n in range(3):
                 register(event.event_id, f"between{n}")
         return found
 
-    monkeypatch.setattr(events_module.seats, "shards_get", read_then_three_register)
+    monkeypatch.setattr(events_module.shards, "shards_get", read_then_three_register)
     edit_capacity(event.event_id, 4)
     return event.event_id
 

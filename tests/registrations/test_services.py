@@ -195,7 +195,7 @@ def test_full_event_puts_the_same_request_on_the_waitlist(ddb, cancellations):
     assert [(e.user_id, e.ticket) for e in entries] == [("bob", 1), ("cat", 2)]
     stored = selectors.event_get(event_id=event.event_id)
     assert (stored.registered_count, stored.waitlist_count) == (1, 2)
-    # cat joined bob's lane within a second of him, so the lane claimed a block of four (waitlist.BLOCK_GROWTH):
+    # cat joined bob's lane within a second of him, so the lane claimed a block of four (tickets.BLOCK_GROWTH):
     # tickets 3 to 5 are left over.
     assert WaitlistQueue.get(*WaitlistQueue.key_for(event.event_id)).seq == 5
     assert_invariants_clean()
@@ -308,8 +308,8 @@ def test_thirty_students_race_for_ten_seats(ddb):
         assert outcome.kind == "created" and outcome.response.status == 201
         by_status.setdefault(outcome.data["status"], []).append((student, outcome.data))
     assert len(by_status["confirmed"]) == 10 and len(by_status["waitlisted"]) == 20
-    # Positions handed out are 1..20, each once, and agree with the ticket order of the stored queue (tickets
-    # are unique and ordered, not dense: a lane's block can lapse with tickets unused, see registrations.waitlist).
+    # Positions handed out are 1..20, each once, and agree with the ticket order of the stored queue (tickets are
+    # unique and ordered, not dense: a lane's block can lapse with tickets unused, see registrations.seating.tickets).
     entries = selectors.waitlist_entries(event_id=event.event_id)
     tickets = [e.ticket for e in entries]
     assert len(tickets) == 20 and tickets == sorted(set(tickets))

@@ -5,7 +5,9 @@ import uuid
 
 import pytest
 
-from registrations import seats, selectors, services
+from registrations import selectors, services
+from registrations.seating import shards
+from registrations.seating.hints import hints
 from tems.identity import user_key
 from tests.helpers import assert_invariants_clean
 from tests.registrations.helpers import STARTS, make_event, register
@@ -148,9 +150,9 @@ def test_a_waiting_tap_shows_its_position_as_read_now_not_as_the_answer_counted_
     position read now, which the next page load shows too."""
     settings.SEATS_PER_SHARD, settings.WAITLIST_BLOCK_SECONDS = 1, 60
     event = make_event(capacity=2, title="Robot night")
-    seats.remember_shards(event.event_id, 2)
-    mine = seats.home_shard(user_key(student), 2)
-    other = [f"u{n}" for n in range(200) if seats.home_shard(f"u{n}", 2) != mine]
+    hints.remember_shards(event.event_id, 2)
+    mine = shards.home_shard(user_key(student), 2)
+    other = [f"u{n}" for n in range(200) if shards.home_shard(f"u{n}", 2) != mine]
     for user in other[:2]:
         register(event.event_id, user)  # the two seats
     # Two joiners of the other lane: ticket 1, then a block of four whose tickets 3-5 nobody has yet.

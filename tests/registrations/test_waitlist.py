@@ -1,4 +1,4 @@
-"""Exact waitlist positions from the departure counters (registrations.waitlist).
+"""Exact waitlist positions from the departure counters (registrations.seating.positions).
 
 The tree's arithmetic runs on moto (single-threaded); positions under concurrent joins, cancellations and
 promotions run on DynamoDB Local and are compared with a brute-force count of the entries after every step.
@@ -16,9 +16,10 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
-from registrations import selectors, services, waitlist
+from registrations import selectors, services
 from registrations.models import CONFIRMED, WAITLISTED, Event, SeatShard, WaitlistQueue
-from registrations.services import registration as registration_service
+from registrations.seating import positions, router, shards, tickets
+from registrations.seating.hints import hints
 from tems.clock import utcnow
 from tems.metering import metered
 from tems.transactions import LabelledTransaction
@@ -30,7 +31,7 @@ from tests.support.faults import CONFLICT, Fault, inject
 
 def depart(event_id: str, tickets: list[int]) -> None:
     transaction = LabelledTransaction()
-    waitlist.record_departures(transaction, event_id=event_id, tickets=tickets)
+    positions.record_departures(transaction, event_id=event_id, tickets=tickets)
     transaction.commit()
 
 
@@ -45,7 +46,7 @@ def test_position_is_the_ticket_minus_departures_before_it(moto_ddb, gone):
     depart("other", [1, 2, 3, 4])  # another event's departures count for nobody here
     probes = sorted({1, 2, 4, 50, 98, 99, 100, 101, 102, 151, 201, 10_000, 10_002, 200_000, 1_000_001,
                      99_999_999} - set(gone))
-    got = waitlist.positions(tickets=[("e1", t) for t in probes])
+    got = positions.positions(tickets=[("e1", t) for t in probes])
     assert got == {("e1", t): t - sum(1 for g in gone if g < t) for t in probes}
 
 
@@ -55,7 +56,7 @@ def test_a_position_at_ten_thousand_is_one_request_and_few_read_units(ddb):
         depart("e1", gone[start:start + 10])
     for ticket in (10_000, 9_999, 12_345):
         with metered() as meter:
-            waitlist.position(event_id="e1", ticket=ticket)
+            positions.position(event_id="e1", ticket=ticket)
         # The counter nodes, then the event and its lanes' blocks (none here: no such event).
         assert meter.total_requests <= 3
         assert meter.read_capacity <= 4  # one strongly consistent unit per node, one node per non-zero digit
@@ -64,10 +65,10 @@ def test_a_position_at_ten_thousand_is_one_request_and_few_read_units(ddb):
 def test_far_apart_heads_are_promoted_in_batches_that_fit_one_transaction():
     # Heads 1, 101, 201, ... each need their own level-0 node: 15 of them would not fit 100 items.
     tickets = [1 + 10_000 * n for n in range(15)]
-    fitted = waitlist.fit_batch(tickets, items_per_ticket=5, fixed_items=1)
+    fitted = positions.fit_batch(tickets, items_per_ticket=5, fixed_items=1)
     assert 1 <= fitted < 15
-    assert 1 + 5 * fitted + waitlist.departure_item_count(tickets[:fitted]) <= waitlist.MAX_TRANSACTION_ITEMS
-    assert waitlist.fit_batch(list(range(1, 16)), items_per_ticket=5, fixed_items=1) == 15
+    assert 1 + 5 * fitted + positions.departure_item_count(tickets[:fitted]) <= positions.MAX_TRANSACTION_ITEMS
+    assert positions.fit_batch(list(range(1, 16)), items_per_ticket=5, fixed_items=1) == 15
 
 
 # --- on DynamoDB Local, against a brute-force count -----------------------------------------------------------
@@ -75,7 +76,7 @@ def test_far_apart_heads_are_promoted_in_batches_that_fit_one_transaction():
 def assert_positions_exact(event_id: str) -> None:
     entries = selectors.waitlist_entries(event_id=event_id)
     expected = {(event_id, int(entry.ticket)): n for n, entry in enumerate(entries, start=1)}
-    got = waitlist.positions(tickets=expected)
+    got = positions.positions(tickets=expected)
     assert got == expected, f"positions drifted from the entries: {sorted(got.items())} != {sorted(expected.items())}"
 
 
@@ -135,14 +136,14 @@ def test_positions_stay_exact_under_concurrent_joins_cancellations_and_promotion
 def test_a_counter_moved_outside_the_transaction_is_caught(ddb, monkeypatch):
     """The scenario above must be able to fail: counting a departure as soon as it is planned (outside the
     transaction) counts again every attempt that then loses its race, and the brute-force check sees it."""
-    original = waitlist.record_departures
+    original = positions.record_departures
 
     def counted_outside(transaction, *, event_id, tickets):
         separate = LabelledTransaction()
         original(separate, event_id=event_id, tickets=tickets)
         separate.commit()
 
-    monkeypatch.setattr(waitlist, "record_departures", counted_outside)
+    monkeypatch.setattr(positions, "record_departures", counted_outside)
     with pytest.raises(AssertionError, match="positions drifted from the entries"):
         run_scenario(seed=10)
 
@@ -154,8 +155,8 @@ def test_backfill_rebuilds_the_departures_made_before_the_tree(ddb):
     for user in ("w1", "w3"):
         cancel(event.event_id, user)()
     # As on an event from before the tree: the entries are gone but nothing was counted.
-    for node in waitlist.WaitlistDepartures.query(Event.pk_for(event.event_id),
-                                                  waitlist.WaitlistDepartures.sk.startswith("WAITLEFT#")):
+    for node in positions.WaitlistDepartures.query(Event.pk_for(event.event_id),
+                                                  positions.WaitlistDepartures.sk.startswith("WAITLEFT#")):
         node.delete()
     with pytest.raises(AssertionError):
         assert_positions_exact(event.event_id)
@@ -172,19 +173,19 @@ def test_backfill_rebuilds_the_departures_made_before_the_tree(ddb):
 def test_a_lane_that_used_up_its_block_within_the_second_claims_one_four_times_as_big(used, grows_to):
     now = utcnow()
     lane = SeatShard(*SeatShard.key_for("e", 0), lane_next=10, lane_end=10, lane_size=used,
-                     lane_at=now - timedelta(seconds=waitlist.block_seconds() / 2))
-    assert waitlist.next_block_size(lane, now) == grows_to
-    lane.lane_at = now - timedelta(seconds=2 * waitlist.block_seconds())  # used up, but a second ago: quiet
-    assert waitlist.next_block_size(lane, now) == 1
+                     lane_at=now - timedelta(seconds=tickets.block_seconds() / 2))
+    assert tickets.next_block_size(lane, now) == grows_to
+    lane.lane_at = now - timedelta(seconds=2 * tickets.block_seconds())  # used up, but a second ago: quiet
+    assert tickets.next_block_size(lane, now) == 1
 
 
 @pytest.mark.parametrize(("used", "grows_to"), [(None, 16), (1, 16), (4, 64), (64, 64)])
 def test_a_joiner_that_met_the_crowd_claims_sixteen_times_as_big_and_starts_a_lane_at_sixteen(used, grows_to):
     now = utcnow()
     lane = SeatShard(*SeatShard.key_for("e", 0), lane_next=10, lane_end=10, lane_size=used,
-                     lane_at=None if used is None else now - timedelta(seconds=waitlist.block_seconds() / 2))
-    assert waitlist.next_block_size(lane, now, crowded=True) == grows_to
-    assert waitlist.next_block_size(lane, now) == (1 if used is None else min(4 * used, 64))
+                     lane_at=None if used is None else now - timedelta(seconds=tickets.block_seconds() / 2))
+    assert tickets.next_block_size(lane, now, crowded=True) == grows_to
+    assert tickets.next_block_size(lane, now) == (1 if used is None else min(4 * used, 64))
 
 
 @pytest.mark.parametrize("conflicts", [0, 1])
@@ -200,7 +201,7 @@ def test_a_join_after_a_conflict_starts_its_lane_with_a_block_of_sixteen(ddb, co
         outcome = register(event.event_id, "bob", sleep=lambda _: None)
     assert bool(faults.fired(CONFLICT)) == bool(conflicts)
     assert (outcome.data["status"], outcome.data["position_at_most"]) == (WAITLISTED, 1)
-    assert int(waitlist.queue_read(event.event_id).seq) == (16 if conflicts else 1)
+    assert int(tickets.queue_read(event.event_id).seq) == (16 if conflicts else 1)
     assert_invariants_clean()
 
 
@@ -212,7 +213,7 @@ def assert_queue_accounts(event_id: str) -> None:
     """Every ticket the queue handed out is waiting, or counted in ``left`` (departed or gone), or still unused
     in a lane's current or pending block: what a join's answer relies on."""
     queue = WaitlistQueue.get(*WaitlistQueue.key_for(event_id), consistent_read=True)
-    unused = sum(end - start for start, end in waitlist.lane_blocks([event_id])[event_id])
+    unused = sum(end - start for start, end in positions.lane_blocks([event_id])[event_id])
     waiting = len(selectors.waitlist_entries(event_id=event_id))
     assert int(queue.left) == int(queue.seq) - waiting - unused, (
         f"left={queue.left}, but seq {queue.seq} - {waiting} waiting - {unused} unused = "
@@ -230,9 +231,9 @@ def test_a_claim_repeated_after_a_lost_answer_finds_its_own_block_pending(ddb, s
     settings.WAITLIST_BLOCK_SECONDS = 60  # a slow machine must not make the pending block stale
     event_id = full_with_one_waiting()
     image = lane_image(event_id)
-    first = waitlist.claim_block(event_id=event_id, lane=image, size=1, now=utcnow())
+    first = tickets.claim_block(event_id=event_id, lane=image, size=1, now=utcnow())
     # The answer was lost and the same claim is sent again (by botocore, or by the app's next round).
-    again = waitlist.claim_block(event_id=event_id, lane=image, size=1, now=utcnow())
+    again = tickets.claim_block(event_id=event_id, lane=image, size=1, now=utcnow())
     assert (first.first, first.end, first.claimed) == (2, 3, True)
     assert (again.first, again.end, again.claimed) == (2, 3, False)
     # Nobody installed it yet: its ticket counts as unused, so positions stay exact.
@@ -250,15 +251,15 @@ def test_a_claim_without_the_per_lane_condition_loses_a_block_and_positions_drif
     settings.WAITLIST_BLOCK_SECONDS = 60
     # The broken variant: a second claim replaces a pending one, whose ticket is then neither waiting, gone nor
     # unused, and every position behind it is one too high.
-    monkeypatch.setattr(waitlist, "claim_condition", lambda lane: WaitlistQueue.claim_last.exists())
+    monkeypatch.setattr(tickets, "claim_condition", lambda lane: WaitlistQueue.claim_last.exists())
     event_id = full_with_one_waiting()
     image = lane_image(event_id)
     # A quiet lane's image (its block installed long ago): no read of the queue before the claim, as for two
     # claimers who both read it before either wrote (on a busy lane, or for a lane's first block, the read would
     # find the first claim pending): only the condition decides.
-    image.lane_at = utcnow() - timedelta(seconds=2 * waitlist.block_seconds())
-    waitlist.claim_block(event_id=event_id, lane=image, size=1, now=utcnow())
-    waitlist.claim_block(event_id=event_id, lane=image, size=1, now=utcnow())
+    image.lane_at = utcnow() - timedelta(seconds=2 * tickets.block_seconds())
+    tickets.claim_block(event_id=event_id, lane=image, size=1, now=utcnow())
+    tickets.claim_block(event_id=event_id, lane=image, size=1, now=utcnow())
     register(event_id, "bob")
     with pytest.raises(AssertionError):
         assert_positions_exact(event_id)
@@ -266,7 +267,7 @@ def test_a_claim_without_the_per_lane_condition_loses_a_block_and_positions_drif
 
 def test_a_block_left_pending_too_long_is_retired_not_handed_out_late(ddb):
     event_id = full_with_one_waiting()
-    old = waitlist.claim_block(event_id=event_id, lane=lane_image(event_id), size=1,
+    old = tickets.claim_block(event_id=event_id, lane=lane_image(event_id), size=1,
                                now=utcnow() - timedelta(seconds=5))
     assert (old.first, old.end) == (2, 3)
     # Ticket 2 would put bob ahead of everyone who joined other lanes in those five seconds: it goes unused
@@ -294,12 +295,12 @@ def test_a_claim_that_counted_an_old_block_gone_is_corrected_when_the_lane_used_
     register(event.event_id, "dan")  # ticket 1
     register(event.event_id, "eve")  # within the block's time: a block of two, [2, 4); ticket 3 is left
     # A claim on a clock two minutes ahead finds that block expired and counts ticket 3 gone...
-    waitlist.claim_block(event_id=event.event_id, lane=lane_image(event.event_id), size=1,
+    tickets.claim_block(event_id=event.event_id, lane=lane_image(event.event_id), size=1,
                          now=utcnow() + timedelta(minutes=2))
     # ...but on the app's clock it is not, and frank takes ticket 3 before anyone installs the claim.
     register(event.event_id, "frank")
     if broken:
-        monkeypatch.setattr(registration_service._Join, "_correction",
+        monkeypatch.setattr(router.Join, "correction",
                             lambda self: (self.block.end - self.block.first) if self.block.stale else 0)
     gil = register(event.event_id, "gil")  # installs the pending block: ticket 4
     assert selectors.claim_get(event_id=event.event_id, user_id="gil").ticket == 4
@@ -321,44 +322,43 @@ def test_a_position_skips_lanes_with_nothing_unused_below_it_until_a_block_is_cl
     the ticket: a lane's unused tickets only shrink until it installs a newer block, and that block is claimed on
     the queue item first. The broken variant trusts the image after a claim: a block claimed before bob's and
     installed after his read is then counted unused though carl holds its ticket, and bob's position is low."""
-    from registrations import seats
 
     settings.WAITLIST_BLOCK_SECONDS = 60  # the pending block below is installed, not retired, however slow the run
     settings.SEATS_PER_SHARD, settings.MAX_SEAT_SHARDS = 3, 40  # 12 seats: 4 shards, 4 lanes
     if broken:
         def trusting(event_id, shard, queue, ticket, queue_asked_at):  # no look at the queue's latest claim
-            image = waitlist._lane_images.get((SeatShard.Meta.table_name, event_id, shard))
+            image = hints.lane(event_id, shard)
             if image is None or (image[1] or 0) < max(image[2] or 0, image[1] or 0) and (image[1] or 0) < ticket:
                 return None
             return -1 if image[2] is None else image[2]
 
-        monkeypatch.setattr(waitlist, "_settled_below", trusting)
+        monkeypatch.setattr(positions, "_settled_below", trusting)
     event = make_event(capacity=12)
     event_id = event.event_id
-    seats.remember_shards(event_id, 4)
+    hints.remember_shards(event_id, 4)
     for n in range(12):
         register(event_id, f"seated{n:02d}")
-    homed = {lane: [f"w{lane}-{n}" for n in range(400) if seats.home_shard(f"w{lane}-{n}", 4) == lane][:2]
+    homed = {lane: [f"w{lane}-{n}" for n in range(400) if shards.home_shard(f"w{lane}-{n}", 4) == lane][:2]
              for lane in (0, 1)}
     dan, carl = homed[0]
     bob = homed[1][0]
     assert register(event_id, dan).data["position_at_most"] == 1  # lane 0: ticket 1
     # Lane 0's next block, ticket 2, is claimed and left pending (its joiner's transaction never landed)...
-    waitlist.claim_block(event_id=event_id, lane=lane_image(event_id, 0), size=1, now=utcnow())
+    tickets.claim_block(event_id=event_id, lane=lane_image(event_id, 0), size=1, now=utcnow())
     # ...bob takes ticket 3 in lane 1, and his position read counts ticket 2 unused.
     register(event_id, bob)
     assert int(selectors.claim_get(event_id=event_id, user_id=bob).ticket) == 3
-    assert waitlist.positions(tickets=[(event_id, 3)]) == {(event_id, 3): 2}  # every lane read, and remembered
+    assert positions.positions(tickets=[(event_id, 3)]) == {(event_id, 3): 2}  # every lane read, and remembered
     register(event_id, carl)  # installs lane 0's pending block: ticket 2
     assert int(selectors.claim_get(event_id=event_id, user_id=carl).ticket) == 2
     if broken:
-        assert waitlist.positions(tickets=[(event_id, 3)]) == {(event_id, 3): 2}  # carl's ticket counted unused
+        assert positions.positions(tickets=[(event_id, 3)]) == {(event_id, 3): 2}  # carl's ticket counted unused
         return
-    assert waitlist.positions(tickets=[(event_id, 3)]) == {(event_id, 3): 3}
+    assert positions.positions(tickets=[(event_id, 3)]) == {(event_id, 3): 3}
     assert_positions_exact(event_id)
     # Now every lane's last image is its installed block with nothing unused below ticket 3: the nodes and the
     # queue item, and no lane.
     with metered() as meter:
-        assert waitlist.positions(tickets=[(event_id, 3)]) == {(event_id, 3): 3}
+        assert positions.positions(tickets=[(event_id, 3)]) == {(event_id, 3): 3}
     assert dict(meter.requests) == {"BatchGetItem": 1}
     assert_invariants_clean()

@@ -5,7 +5,9 @@ import json
 from datetime import UTC, datetime
 
 from lab.techniques.registration import registration_fingerprint
-from registrations import notifications, seats, selectors
+from registrations import notifications, selectors
+from registrations.seating import shards
+from registrations.seating.hints import hints
 from tems.idempotency import StoredResponse, completed_record
 from tems.outbox import OutboxMessage
 from tests.registrations.helpers import make_event, new_key, register
@@ -16,8 +18,8 @@ def test_a_join_states_an_upper_bound_and_a_read_the_exact_place(ddb, settings):
     # as people ahead: its answer says at most 6, the read says 3 (the case a burst makes thousands of).
     settings.SEATS_PER_SHARD, settings.WAITLIST_BLOCK_SECONDS = 1, 60
     event = make_event(capacity=2)
-    seats.remember_shards(event.event_id, 2)
-    lane_of = {f"u{n}": seats.home_shard(f"u{n}", 2) for n in range(200)}
+    hints.remember_shards(event.event_id, 2)
+    lane_of = {f"u{n}": shards.home_shard(f"u{n}", 2) for n in range(200)}
     other = [user for user, lane in lane_of.items() if lane == 0]
     mine = next(user for user, lane in lane_of.items() if lane == 1)
     for user in other[:4]:

@@ -1,11 +1,11 @@
 from registrations.management.event_command import EventCommand
-from registrations.services.layout import layout_upgrade
+from registrations.services.upgrade import layout_upgrade
 
 
 class Command(EventCommand):
-    help = ("For events created before the registration layout of issue 13: move each event's claims and event-side "
+    help = ("One step of upgrade_events, which runs every step at deploy: move each event's claims and event-side "
             "registrations out of the event's partition (one transaction per registration), then mark the event "
-            "current. Run it at every deploy after the shards (shard_seats); safe while the site is live, and twice.")
+            "current. Safe while the site is live, and twice.")
 
     def handle_event(self, event_id: str) -> None:
         done = layout_upgrade(event_id=event_id)

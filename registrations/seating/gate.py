@@ -33,7 +33,7 @@ class GateBusy(Exception):
 
 def gate_get(*, event_id: str) -> SeatGate | None:
     """The event's gate, strongly consistent; None for an event from before the gate item (see
-    ``shards.gate_of``, which makes it)."""
+    ``services.upgrade.event_upgrade``, which makes it)."""
     try:
         return SeatGate.get(*SeatGate.key_for(event_id), consistent_read=True)
     except SeatGate.DoesNotExist:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from registrations import seats as seats_module
-from registrations import selectors, waitlist
+from registrations import selectors
 from registrations.models import (
     CONFIRMED,
     WAITLISTED,
@@ -20,13 +20,16 @@ from registrations.models import (
     WaitlistEntry,
     WaitlistQueue,
 )
-from registrations.services.common import EVENT_SEATS, QUEUE, SEAT, _busy, conflict_backoff, layout_as_read
-from registrations.services.gate import CLOSED, RAISED, GateBusy, add_gate, lane_open
-from registrations.services.layout import upgrade_if_legacy
-from registrations.services.shards import add_reslice, gate_of, planned_sizes, shard_event
+from registrations.seating import positions, shards
+from registrations.seating.gate import CLOSED, RAISED, add_gate, lane_open
+from registrations.seating.shards import add_reslice, planned_sizes
+from registrations.services.common import EVENT_SEATS, QUEUE, SEAT, busy_error, conflict_backoff, layout_as_read
+from registrations.services.upgrade import event_upgrade, upgrade_if_legacy
 from tems.clock import utcnow
 from tems.outbox import outbox_message
 from tems.transactions import LabelledTransaction, TransactionCancelled
+
+logger = logging.getLogger(__name__)
 
 # --- promotion ---------------------------------------------------------------------------------------------
 #
@@ -71,7 +74,7 @@ class SeatWrites:
     def depart(self, transaction: LabelledTransaction, entries: Sequence[WaitlistEntry]) -> None:
         """``entries`` leave the waiting list: their lanes' ``waiting`` and the queue's ``left`` move with the
         departure counters (the caller deletes the entries in the same transaction)."""
-        waitlist.record_departures(transaction, event_id=self.event_id, tickets=[int(e.ticket) for e in entries])
+        positions.record_departures(transaction, event_id=self.event_id, tickets=[int(e.ticket) for e in entries])
         legacy = sum(1 for entry in entries if entry.lane is None)
         for lane in sorted({int(entry.lane) for entry in entries if entry.lane is not None}):
             gone = sum(1 for entry in entries if entry.lane is not None and int(entry.lane) == lane)
@@ -108,12 +111,12 @@ def _both(first: Any, second: Any) -> Any:
     return first if second is None else first & second
 
 
-def _nobody_before_lanes():
+def nobody_before_lanes():
     # Entries from before the lanes are counted on the event's item.
     return EventSeats.waitlist_count.does_not_exist() | (EventSeats.waitlist_count == 0)
 
 
-def _add_promotion(transaction: LabelledTransaction, head: WaitlistEntry, *, now: datetime, shard: int | None,
+def add_promotion(transaction: LabelledTransaction, head: WaitlistEntry, *, now: datetime, shard: int | None,
                    suffix: str = "") -> None:
     """Move the waitlist head to confirmed, holding a seat of ``shard``: its claim, both registration items and its
     entry, in ``transaction``. An entry that carries its registration (``WaitlistEntry.carries_registration``)
@@ -152,6 +155,39 @@ def _add_promotion(transaction: LabelledTransaction, head: WaitlistEntry, *, now
     }))
 
 
+class PromotionRounds:
+    """The bounds of one promotion's rounds: a round that met another transaction pauses (at most MAX_CONFLICTS
+    times, then 'busy'); a round whose read went stale (another promoter, canceller or editor got in between)
+    counts, and PROMOTION_STALE_ROUNDS of them in a row give up for now ('busy'); progress starts that count
+    again, so a long waiting list is never cut short."""
+
+    def __init__(self, sleep: Callable[[float], None]) -> None:
+        self.conflicts = conflict_backoff(sleep)
+        self.stale_in_a_row = 0
+
+    def commit(self, transaction: LabelledTransaction) -> bool:
+        """Send the round's transaction: True if it committed; False, after its pause or count, if not."""
+        try:
+            transaction.commit()
+        except TransactionCancelled as cancelled:
+            conflicted = cancelled.only_conflicts
+        else:
+            return True
+        if conflicted:
+            self.conflicts.pause()
+        else:
+            self.stale()  # the counters or the queue moved since the read: look again
+        return False
+
+    def stale(self) -> None:
+        self.stale_in_a_row += 1
+        if self.stale_in_a_row >= PROMOTION_STALE_ROUNDS:
+            raise busy_error("The waiting list of this event is changing fast; promotion will finish later.")
+
+    def progressed(self) -> None:
+        self.stale_in_a_row = 0
+
+
 def waitlist_promote(*, event_id: str, now: datetime | None = None,
                      sleep: Callable[[float], None] = time.sleep) -> int:
     """Hand the event's seats not yet in any shard (a raised capacity) to the head of its waiting list, until
@@ -167,17 +203,15 @@ def waitlist_promote(*, event_id: str, now: datetime | None = None,
     Returns how many registrations this call promoted.
     """
     now = now or utcnow()
-    promoted = stale = 0
-    conflicts = conflict_backoff(sleep)
+    promoted = 0
+    rounds = PromotionRounds(sleep)
     while True:
         seats, gate, lanes = selectors.waitlist_lanes_and_gate(event_id=event_id)
         if seats is None:
             return promoted
-        if not seats.seat_shards:
-            shard_event(event_id=event_id)
-            stale += 1
-            if stale >= PROMOTION_STALE_ROUNDS:
-                raise _busy("The waiting list of this event is changing fast; promotion will finish later.")
+        if not seats.seat_shards or gate is None:
+            event_upgrade(event_id=event_id)  # an event of an older shape: brought to the current one first
+            rounds.stale()
             continue
         capacity, sliced = int(seats.capacity), int(seats.capacity if seats.sliced is None else seats.sliced)
         count = int(seats.seat_shards)
@@ -185,12 +219,6 @@ def waitlist_promote(*, event_id: str, now: datetime | None = None,
         unsliced = capacity - sliced
         # Done when every seat is in a shard, and (nobody waiting) there are as many shards as the rule asks:
         # seats promoted into one shard are resliced over all of them for the next free seats.
-        if gate is None:
-            try:
-                gate_of(event_id=event_id)  # an event from before the gate item: made now
-            except GateBusy:
-                conflicts.pause()
-            continue
         raised = int(gate.state) == RAISED or any(int(lane.gate or 0) == RAISED for lane in lanes)
         if unsliced <= 0 and waiting and raised:
             # Every seat of the raise is handed out: newcomers may join behind the rest again. A lane that has
@@ -207,21 +235,12 @@ def waitlist_promote(*, event_id: str, now: datetime | None = None,
                      condition=(SeatGate.state >= CLOSED) & (SeatGate.opened == int(gate.opened)))
             writes.event(condition=(EventSeats.capacity == capacity) & (EventSeats.sliced == sliced))
             writes.add_to(transaction)
-            try:
-                transaction.commit()
-            except TransactionCancelled as cancelled:
-                if cancelled.only_conflicts:
-                    conflicts.pause()
-                else:
-                    stale += 1
-                    if stale >= PROMOTION_STALE_ROUNDS:
-                        raise _busy("The waiting list of this event is changing fast; "
-                                    "promotion will finish later.") from None
+            rounds.commit(transaction)
             continue
-        if unsliced <= 0 and (waiting or count >= seats_module.shard_count(capacity)):
+        if unsliced <= 0 and (waiting or count >= shards.shard_count(capacity)):
             return promoted
         if waiting and upgrade_if_legacy(event_id=event_id, layout=seats.layout):
-            continue  # the heads' items are moved into the current layout first (services/layout.py)
+            continue  # the heads' items are moved into the current layout first (services/upgrade.py)
         # The layout as read: promoted heads are written under the current keys, and new shards take it on.
         unchanged = ((EventSeats.capacity == capacity) & (EventSeats.sliced == sliced)
                      & (EventSeats.seat_shards == count) & layout_as_read(EventSeats.layout, seats.layout))
@@ -231,11 +250,11 @@ def waitlist_promote(*, event_id: str, now: datetime | None = None,
                                           lanes=(seats, lanes)) if waiting and unsliced > 0 else [])
         if heads:
             # Their departure counters share the transaction's 100 items: far apart tickets need more of them.
-            heads = heads[:waitlist.fit_batch([int(h.ticket) for h in heads], items_per_ticket=6, fixed_items=3)]
+            heads = heads[:positions.fit_batch([int(h.ticket) for h in heads], items_per_ticket=6, fixed_items=3)]
             # The new seats go to one shard per round, turn by turn, so the slices stay about even.
             shard = sliced % count
             for n, head in enumerate(heads):
-                _add_promotion(transaction, head, now=now, shard=shard, suffix=f"_{n}")
+                add_promotion(transaction, head, now=now, shard=shard, suffix=f"_{n}")
             writes.depart(transaction, heads)
             writes.shard(shard, actions=[SeatShard.capacity.add(len(heads)), SeatShard.taken.add(len(heads))])
             writes.event(actions=[EventSeats.sliced.add(len(heads))], condition=unchanged)
@@ -249,18 +268,17 @@ def waitlist_promote(*, event_id: str, now: datetime | None = None,
             transaction.update(
                 EVENT_SEATS, EventSeats(*EventSeats.key_for(event_id)),
                 actions=[EventSeats.sliced.set(capacity), EventSeats.seat_shards.set(len(sizes))],
-                condition=unchanged & _nobody_before_lanes(),
+                condition=unchanged & nobody_before_lanes(),
             )
-        try:
-            transaction.commit()
-        except TransactionCancelled as cancelled:
-            if cancelled.only_conflicts:
-                conflicts.pause()
-            else:
-                stale += 1  # the counters or the queue moved since the read: look again
-                if stale >= PROMOTION_STALE_ROUNDS:
-                    raise _busy(
-                        "The waiting list of this event is changing fast; promotion will finish later.") from None
-            continue
-        promoted += len(heads)
-        stale = 0
+        if rounds.commit(transaction):
+            promoted += len(heads)
+            rounds.progressed()
+
+
+def waitlist_promote_best_effort(event_id: str) -> None:
+    """``waitlist_promote``, for a request that finds a promotion pending and must not fail because of it: the
+    outbox message of the edit that freed the seats finishes it if this call cannot."""
+    try:
+        waitlist_promote(event_id=event_id)
+    except Exception:  # noqa: BLE001 - logged; the outbox relay retries the promotion
+        logger.warning("could not finish the promotion of event %s", event_id, exc_info=True)

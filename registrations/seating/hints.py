@@ -1,0 +1,149 @@
+"""What this process has seen of events' seats: routing hints, one bounded object with one reset.
+
+Every hint here only chooses where a request looks first, never what it writes: each write's own condition
+decides, and a refused write's ALL_OLD image (or a read) corrects the hint. So a hint may be stale, lost to a
+race between threads, or forgotten when the object is full, and nothing but the cost of a request changes.
+
+Per event (the table's name is part of the key, so tests on several tables in one process never share one):
+
+- ``shards``: how many seat shards the event has (1, shard 0 which every event has, if unknown). Counts never
+  shrink, so a stale count only names a shard that exists.
+- ``full``: the waiting list's gate was last seen closed (every seat taken): a newcomer reads its lane (one
+  GetItem, one read unit) instead of sending a seat attempt that a full shard refuses after holding it and
+  paying its six items' write units.
+- ``full_shards``: the shards last seen with every seat taken (for one shard count): the same choice for one shard.
+- ``placed``: the seats this process took in each shard (for one shard count), for ``shards.first_shard``.
+- ``lanes``: each lane's block as last seen (``lane_next``, ``lane_end``) and when, so a position may skip
+  reading a lane that cannot hold an unused ticket below it (``positions.lane_blocks``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from registrations.models import SeatShard
+
+# The events remembered at once; the least recently used is forgotten first. A hint is a few integers per shard
+# (at most MAX_SHARDS of them), so this bounds the process's memory however many events it serves.
+MAX_EVENTS = 10_000
+
+
+@dataclass
+class EventHints:
+    """What this process last saw of one event's seats (see the module doc)."""
+
+    shards: int | None = None
+    full: bool = False
+    full_shards: tuple[int, set[int]] | None = None  # (shard count then, shards seen full)
+    placed: tuple[int, list[int]] | None = None  # (shard count then, seats taken per shard)
+    lanes: dict[int, tuple[float, int | None, int | None]] = field(default_factory=dict)
+
+
+class Hints:
+    """Per-process routing hints for events' seats, bounded to ``max_events`` events (least recently used out)."""
+
+    def __init__(self, *, max_events: int = MAX_EVENTS) -> None:
+        self.max_events = max_events
+        self._events: OrderedDict[tuple[str, str], EventHints] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def reset(self) -> None:
+        """Forget everything: a cold process."""
+        with self._lock:
+            self._events.clear()
+
+    def _peek(self, event_id: str) -> EventHints | None:
+        return self._events.get((SeatShard.Meta.table_name, event_id))
+
+    def _of(self, event_id: str) -> EventHints:
+        key = (SeatShard.Meta.table_name, event_id)
+        with self._lock:
+            hints = self._events.get(key)
+            if hints is None:
+                hints = self._events[key] = EventHints()
+                while len(self._events) > self.max_events:
+                    self._events.popitem(last=False)
+            else:
+                self._events.move_to_end(key)
+            return hints
+
+    # --- shard counts ---------------------------------------------------------------------------------------
+
+    def shards(self, event_id: str) -> int:
+        """How many shards this process last saw the event have; 1 (shard 0) if unknown."""
+        hints = self._peek(event_id)
+        return 1 if hints is None or hints.shards is None else hints.shards
+
+    def remember_shards(self, event_id: str, count: int) -> None:
+        self._of(event_id).shards = int(count)
+
+    # --- full events and full shards ------------------------------------------------------------------------
+
+    def full(self, event_id: str) -> bool:
+        """Whether this process last saw the event's waiting-list gate closed (every seat taken)."""
+        hints = self._peek(event_id)
+        return hints is not None and hints.full
+
+    def remember_full(self, event_id: str, full: bool) -> None:
+        if full:
+            self._of(event_id).full = True
+        elif (hints := self._peek(event_id)) is not None:
+            hints.full = False
+
+    def full_shard(self, event_id: str, shard: int, count: int) -> bool:
+        """Whether this process's last image of ``shard`` (of ``count``) showed every seat taken; another count
+        (a re-slicing) forgets it."""
+        hints = self._peek(event_id)
+        known = None if hints is None else hints.full_shards
+        return known is not None and known[0] == count and shard in known[1]
+
+    def remember_shard(self, event_id: str, shard: int, count: int, *, full: bool) -> None:
+        hints = self._peek(event_id) if not full else self._of(event_id)
+        if hints is None:
+            return
+        known = hints.full_shards
+        if known is None or known[0] != count:
+            if not full:
+                return
+            known = hints.full_shards = (count, set())
+        if full:
+            known[1].add(shard)
+        else:
+            known[1].discard(shard)
+
+    # --- seats this process placed --------------------------------------------------------------------------
+
+    def placed(self, event_id: str, count: int) -> list[int] | None:
+        """The seats this process took in each of the event's ``count`` shards, if it counted for that count."""
+        hints = self._peek(event_id)
+        placed = None if hints is None else hints.placed
+        return placed[1] if placed is not None and placed[0] == count else None
+
+    def took_seat(self, event_id: str, shard: int, count: int) -> None:
+        """Count a seat this process took in ``shard`` (of ``count``). Unlocked: a count lost to a race between
+        threads only makes the hint a seat less exact."""
+        hints = self._of(event_id)
+        if hints.placed is None or hints.placed[0] != count:
+            hints.placed = (count, [0] * count)
+        if shard < count:
+            hints.placed[1][shard] += 1
+
+    # --- lanes' blocks --------------------------------------------------------------------------------------
+
+    def remember_lane(self, lane: SeatShard) -> None:
+        """Keep ``lane``'s block as this process saw it, just now (a read's image, or a refused write's ALL_OLD)."""
+        self._of(lane.event_id).lanes[int(lane.shard)] = (
+            time.monotonic(), None if lane.lane_next is None else int(lane.lane_next),
+            None if lane.lane_end is None else int(lane.lane_end))
+
+    def lane(self, event_id: str, shard: int) -> tuple[float, int | None, int | None] | None:
+        """(when seen, ``lane_next``, ``lane_end``) of the lane's last image in this process, or None."""
+        hints = self._peek(event_id)
+        return None if hints is None else hints.lanes.get(shard)
+
+
+# The process's one instance: every module reads and teaches this one, and tests reset it.
+hints = Hints()

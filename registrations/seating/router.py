@@ -1,0 +1,462 @@
+"""The router of one registration request: which shard it tries for a seat, and which lane it joins when none.
+
+A registration is a loop of rounds (``services.registration.registration_create``); each round sends ONE
+transaction, a seat of one shard or a ticket of one lane, and the loop tells the ``Router`` how it ended. The
+router learns only from what DynamoDB showed: the ALL_OLD image of a refused condition, or a read that replaces
+a write it expects refused. It never decides anything: every write's own condition does, so a wrong guess
+costs a round, never a wrong answer.
+
+How a request moves (each arrow is a method that owns the state change):
+
+1. ``next_shard``: the student's home shard first (``shards.first_shard``, as far as this process knows the
+   event's shard count). A seat refused there (``refused``) means the shard is full; that shard is then the
+   student's *lane* of the waiting list and its image tells the lane's copy of the gate and block. While the
+   lane's gate is open the router looks for room elsewhere: shards an image showed with room, weighted by the
+   seats they showed free, or up to ``SEAT_LOOKS`` reads of ``SEAT_LOOK`` shards (``look``).
+2. ``close_gate``: no room found and the lane's gate open: the event's gate (``seating.gate``) is copied into
+   the lane if closed, else every shard is read after the gate and the gate closed if none has room.
+3. ``plan_join``: the lane's gate closed: the round takes the lane's next ticket (``tickets``), claiming a new
+   block first when the lane needs one. A join that met another transaction moves to a lane of the
+   ``LANE_LOOK`` read after the pause (``join_conflicted``).
+
+State shared across requests lives in ``seating.hints`` and is only a hint. The clock is passed in, like the
+loop's ``sleep``: a block's age is read from it, so a test moves time instead of waiting. Two callbacks reach the
+services without this package importing them: ``upgrade`` brings an event from an older shape to the current one
+(``services.upgrade.event_upgrade``) and ``heal`` finishes a promotion that a raise of capacity left pending.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from pynamodb.exceptions import PynamoDBException
+
+from registrations.errors import RegistrationError
+from registrations.models import CURRENT_LAYOUT, EventSeats, SeatShard, layout_of
+from registrations.seating import shards, tickets
+from registrations.seating.gate import CLOSED, RAISED, GateBusy, gate_close, gate_get, lane_copy
+from registrations.seating.hints import hints
+from tems.transactions import TRANSIENT, response_code
+
+_random = random.SystemRandom()
+# A student whose home shard is full, on an event whose waiting list is still open, reads up to SEAT_LOOKS times
+# SEAT_LOOK other shards (none an image showed full, picked at random), each time one strongly consistent
+# BatchGetItem, and tries a seat only where a read showed one free, before reading the gate and every shard. A
+# read holds nothing and costs a read unit a shard; a seat attempt sent blind to a full shard is refused after
+# holding it for a transaction's time and paying its six items' write units: at the end of a burst those blind
+# attempts were most of the table's write units and most of the conflicts.
+SEAT_LOOK = 8
+SEAT_LOOKS = 2
+# A join that met another transaction on its lane (most likely another joiner taking the lane's next ticket, so
+# its image is stale) reads its lane and LANE_LOOK others after its pause, one BatchGetItem, and joins one whose
+# gate is closed: the joiners of a burst spread over the lanes as seat attempts spread over the shards. Reads are
+# not free either: at the end of a burst the looks for the last seats use most of the table's read capacity, and
+# reading more lanes here had reads throttled.
+LANE_LOOK = 2
+
+
+@dataclass
+class Join:
+    """One round of joining the waiting list, planned from the lane's image (its gate closed).
+
+    The round takes ticket ``ticket`` of lane ``lane`` in a transaction that touches that lane and no other item
+    of the event. With ``block`` the lane installs a block claimed from the queue item first (``tickets``); a
+    block claimed too long ago (``block.stale``) is installed as gone and the round hands out nothing
+    (``registers`` False): the next one claims afresh.
+    """
+
+    lane: int
+    image: SeatShard  # the lane as the plan saw it: the transaction's conditions pin it
+    ticket: int
+    now: datetime
+    healed: bool  # the request finished a pending promotion: a lane still RAISED admits it
+    block: tickets.Block | None = None
+    position: int = 1
+
+    @property
+    def registers(self) -> bool:
+        return not (self.block is not None and self.block.stale)
+
+    def correction(self) -> int:
+        """How much the queue's ``left`` is off once this install commits: the claim counted the replaced block's
+        tickets from ``assumed_from`` as gone, the lane may have handed out some since; a stale block goes whole."""
+        if self.block is None:
+            return 0
+        correction = self.block.assumed_from - self.image.unissued[0]
+        return correction + (self.block.end - self.block.first if self.block.stale else 0)
+
+    def left(self) -> int:
+        """The queue's ``left`` once this install commits (a join's position subtracts it)."""
+        return self.block.left + self.correction()
+
+
+class Router:
+    """Where one registration request tries next, learned from the images DynamoDB showed it (see the module doc).
+
+    ``created_at`` is the registration's time (a shard's ``starts_at`` at or before it closes registration),
+    ``clock`` the time a join plans against, ``upgrade(event_id)`` brings an event of an older shape to the
+    current one, ``heal(event_id)`` finishes a pending promotion. Raises RegistrationError 'not_found' for no such
+    event and 'conflict' (registration_closed) once the event started.
+    """
+
+    def __init__(self, *, event_id: str, user_id: str, created_at: datetime, clock: Callable[[], datetime],
+                 upgrade: Callable[[str], Any], heal: Callable[[str], Any]) -> None:
+        self.event_id, self.user_id, self.created_at = event_id, user_id, created_at
+        self.clock, self.upgrade, self.heal = clock, upgrade, heal
+        self.count = hints.shards(event_id)  # the event's shard count, as far as this request knows
+        self.tried_home = False
+        self.with_room: dict[int, int] = {}  # shards an image showed with room: the seats it showed free
+        self.full: set[int] = set()  # shards whose image showed every seat taken
+        self.busy: set[int] = set()  # shards whose seat attempt met a conflict (held by another transaction)
+        self.elsewhere = False  # a seat attempt conflicted before any lane was known: try another shard
+        self.looks = 0  # reads of other shards after the home shard was full (SEAT_LOOKS)
+        self.closed_seen = False  # whether any shard's image showed the gate closed: no seat to look for
+        self.lane: int | None = None  # the first shard that refused: the student's lane of the waiting list
+        self.lane_image: SeatShard | None = None
+        self.gate = False  # whether the lane's image says its gate is closed (every shard full)
+        self.raised = False  # whether it says a raise waits to be handed to the people waiting
+        self.healed = False  # whether this request already tried to finish a pending promotion
+        self.crowded = False  # whether this request met the crowd (a conflict, a busy queue): bigger blocks
+        # The block this request claimed or found pending, with the lane image (lane_next, lane_end) and the time
+        # it was planned against: while the lane still shows that image the block is not installed, so the next
+        # round installs it without claiming again.
+        self.block: tuple[tuple[Any, Any], datetime, tickets.Block] | None = None
+        self._home: tuple[int, int] | None = None  # (shard count, the first shard for it)
+
+    # --- before the first round -----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Read the lane instead of sending a seat attempt that this process expects refused: the event was full
+        when it last looked, or the student's home shard was. One GetItem, whose image says whether to join or
+        take a seat (a seat freed since shows as room)."""
+        if hints.full(self.event_id) or hints.full_shard(self.event_id, self.home(), self.count):
+            self.tried_home = True
+            self.reread_lane()
+
+    def home(self) -> int:
+        """The shard this student tries first (``shards.first_shard``), drawn once per shard count."""
+        if self._home is None or self._home[0] != self.count:
+            self._home = (self.count, shards.first_shard(self.event_id, self.user_id, self.count))
+        return self._home[1]
+
+    # --- seats ----------------------------------------------------------------------------------------------
+
+    def next_shard(self) -> int | None:
+        """The shard whose seat the next round tries, or None: join the waiting list (the lane's gate closed) or
+        close the gate first (``close_gate``)."""
+        if not self.tried_home:
+            self.tried_home = True
+            return self.home()
+        if self.with_room:
+            # Spread the newcomers sent away over the shards with room in proportion to the seats each image showed
+            # free, so the shards fill together: a shard takes one transaction at a time, so the last seats go as
+            # fast as the number of shards still holding them allows. Only where to try is random.
+            candidates = [k for k in self.with_room if k not in self.busy] or list(self.with_room)
+            return _random.choices(candidates, weights=[self.with_room[k] for k in candidates])[0]
+        if self.elsewhere:
+            # A seat attempt met another transaction on its shard: try one nobody is known to hold, and none an
+            # image in this process showed full while others remain (as a look skips them).
+            self.elsewhere = False
+            free = [k for k in range(self.count) if k not in self.busy] or list(range(self.count))
+            return _random.choice([k for k in free if k not in self.full and not hints.full_shard(
+                self.event_id, k, self.count)] or free)
+        if self.lane is None or self.lane >= self.count:
+            # No image of a lane yet (the shards' number changed under us): look at the home shard again.
+            self.lane, self.lane_image = None, None
+            return self.home()
+        while not self.gate and not self.closed_seen and self.looks < SEAT_LOOKS and len(self.full) < self.count:
+            # The waiting list is open, so the event was not full when the image was taken: look at other shards,
+            # not ones known full, before the gate's read of them all.
+            self.looks += 1
+            self.look()
+            if not self.tried_home or self.with_room:
+                # A seat a read showed free, or the event brought to the current shape (from the home shard again).
+                return self.next_shard()
+        return None
+
+    def seat_taken(self, shard: int) -> None:
+        """The round's seat in ``shard`` committed: counted for ``shards.first_shard``'s levelling."""
+        hints.took_seat(self.event_id, shard, self.count)
+
+    def seat_conflicted(self, shard: int) -> None:
+        """A seat attempt on ``shard`` met another transaction: the next one goes to another shard, so a burst
+        spreads over the shards instead of queueing on a held one (with no image, a conflict says nothing of
+        room, so a full event still learns it from the next refusal)."""
+        self.busy.add(shard)
+        self.crowded = True
+        # A shard a read showed with room is held: most likely someone is taking that seat, so the image is
+        # stale; the next round reads again rather than queueing on it.
+        self.with_room.pop(shard, None)
+        if len(self.busy) >= self.count:
+            self.busy = {shard}
+        if self.lane is None:
+            self.elsewhere = True
+
+    def look(self) -> None:
+        """Read SEAT_LOOK shards no image showed full (one strongly consistent BatchGetItem): a read that holds
+        nothing and decides nothing; the seat attempt it leads to is decided by its own condition."""
+        # Shards this process saw full are left out too while others remain: their seats come back only when a
+        # student cancels, and a read of a full shard is a read unit spent on nothing.
+        unknown = [k for k in range(self.count) if k not in self.full]
+        images = self.sample([k for k in unknown if not hints.full_shard(self.event_id, k, self.count)]
+                             or unknown, SEAT_LOOK)
+        if images is None:
+            return  # throttled past botocore's retries: the gate's read of every shard comes next
+        self.seen(images)
+
+    def sample(self, candidates: list[int], size: int, *, also: int | None = None) -> list[SeatShard] | None:
+        """Up to ``size`` of ``candidates``, picked at random, and shard ``also``, read strongly consistent in one
+        BatchGetItem; None when the read was throttled past botocore's retries."""
+        picked = _random.sample(candidates, min(size, len(candidates))) + ([] if also is None else [also])
+        try:
+            return list(SeatShard.batch_get([SeatShard.key_for(self.event_id, k) for k in picked],
+                                            consistent_read=True))
+        except PynamoDBException as error:
+            if response_code(error) in TRANSIENT:
+                return None
+            raise
+
+    def seen(self, images: list[SeatShard]) -> bool:
+        """Learn from shards read (not refused): which have room, which are full. False if one showed the event
+        in an older shape, which sends the route back to the home shard once it is brought up to date."""
+        for image in images:
+            self.refused(int(image.shard), image.serialize())
+            if not self.tried_home:
+                return False
+        return True
+
+    def refused(self, shard: int, raw_item: dict[str, Any] | None) -> None:
+        """Learn from the image of ``shard`` (a refused condition's ALL_OLD, or a read): its room, the event's
+        shard count, and, for the lane, its gate and block. No image: the shard does not exist."""
+        if not raw_item:
+            self._explain_missing_shard()
+            self.count, self.tried_home, self.with_room, self.full = 1, False, {}, set()
+            self.lane, self.lane_image = None, None
+            return
+        image = SeatShard.from_raw_data(raw_item)
+        hints.remember_lane(image)  # a position read may then skip this lane
+        if image.starts_at is not None and image.starts_at <= self.created_at:
+            raise closed_error(image.starts_at)
+        if layout_of(image.layout) != CURRENT_LAYOUT:
+            # Refused for the event's shape, not for a full shard: brought up to date, the route starts again.
+            self.upgrade(self.event_id)
+            self.tried_home, self.with_room = False, {}
+            self.lane, self.lane_image = None, None
+            return
+        if int(image.shards) != self.count:
+            self.count = int(image.shards)
+            hints.remember_shards(self.event_id, self.count)
+            self.with_room = {k: room for k, room in self.with_room.items() if k < self.count}
+            self.full = {k for k in self.full if k < self.count}
+        if int(image.taken) < int(image.capacity):
+            self.with_room[shard] = int(image.capacity) - int(image.taken)
+            self.full.discard(shard)
+            hints.remember_full(self.event_id, False)  # a seat is free: the event is not full
+        else:
+            self.with_room.pop(shard, None)
+            self.full.add(shard)
+        hints.remember_shard(self.event_id, shard, self.count, full=shard in self.full)
+        if image.gate_closed:
+            # Any shard that copied the closed gate says every shard was full when it closed (a seat freed since
+            # goes to the people waiting, or reopens the gate on every shard): room seen in older images is gone,
+            # and a seat attempt there would only be refused after holding a lane that joiners need.
+            self.with_room.clear()
+            self.closed_seen = True
+        if self.lane is None:
+            self.lane = shard
+        if shard == self.lane:
+            # Only the lane's own copy of the gate counts: another lane may have copied a closed gate before it.
+            self.lane_image = image
+            self.gate = image.gate_closed
+            self.raised = int(image.gate or 0) == RAISED
+            if self.gate:
+                # A lane closed means the event's gate is (an open lane may just not have copied it yet: only
+                # the gate's own read forgets the hint).
+                hints.remember_full(self.event_id, True)
+
+    def _explain_missing_shard(self) -> None:
+        """A shard read or refused without an image does not exist. A read that only explains it: no such event
+        (404), or an event from before the shards, brought up to date before the next round."""
+        try:
+            event = EventSeats.get(*EventSeats.key_for(self.event_id), consistent_read=True)
+        except EventSeats.DoesNotExist:
+            raise not_found(self.event_id) from None
+        if event.seat_shards:
+            # Shards are never removed while their event exists: this one is being deleted (a lab scratch event).
+            raise not_found(self.event_id)
+        self.upgrade(self.event_id)
+
+    # --- the gate -------------------------------------------------------------------------------------------
+
+    def close_gate(self) -> None:
+        """The lane's gate is open and the seats tried were full: look at the event's gate.
+
+        Closed: copy it into the lane (one UpdateItem of the lane, ``lane_copy``). Open: read every shard, after
+        the gate (one strongly consistent BatchGetItem: a read that holds nothing, so seat attempts do not stop
+        it, and decides nothing); a shard with room is the next round's try, and with none the gate closes by
+        one write under the epoch read (``gate_close``), which fails if any seat was freed since that read.
+        Raises GateBusy when DynamoDB did not take a read or a write just then (pause, and look again).
+        """
+        gate = gate_get(event_id=self.event_id)
+        if gate is None:
+            self.upgrade(self.event_id)  # an event from before the gate item
+            gate = gate_get(event_id=self.event_id)
+        if gate is None:
+            try:
+                EventSeats.get(*EventSeats.key_for(self.event_id), consistent_read=True)
+            except EventSeats.DoesNotExist:
+                raise not_found(self.event_id) from None
+            raise GateBusy()  # the upgrade could not make it just then: pause, and look again
+        if not gate.closed:
+            hints.remember_full(self.event_id, False)
+            self.closed_seen = False  # reopened since that image: every shard is open again
+            count = int(gate.shards)
+            try:
+                read = shards.shards_get(event_id=self.event_id, count=count)
+            except PynamoDBException as error:
+                # Throttled past botocore's retries (the table's read capacity, at the end of a burst): a pause
+                # and another look, as when the gate itself is busy.
+                if response_code(error) in TRANSIENT:
+                    raise GateBusy() from error
+                raise
+            if len(read) < count:
+                self._explain_missing_shard()
+                self.forget_event()
+                return
+            if not self.seen(read):
+                return  # the event was brought up to date: look again from the home shard
+            if self.with_room or self.gate or not gate_close(gate=gate):
+                return  # a seat to try, the lane closed meanwhile, or the gate moved: the next round says
+        hints.remember_full(self.event_id, True)
+        self.raised = int(gate.state) == RAISED
+        if self.heal_once():
+            return
+        if self.lane is None:
+            return
+        if lane_copy(gate=gate, lane=self.lane):
+            self.gate, self.lane_image.gate = True, int(gate.state)
+        else:
+            self.reread_lane()  # copied by someone else, or the gate reopened: the lane's image says
+
+    def heal_once(self) -> bool:
+        """A raise not handed out yet (its promotion did not finish, the gate says so): finish it before this
+        newcomer, who must not overtake the people waiting, and look again. Once per request; True if it did."""
+        if not self.raised or self.healed:
+            return False
+        self.healed = True
+        self.heal(self.event_id)
+        self.forget_event()
+        return True
+
+    def reread_lane(self) -> None:
+        """Read the lane (the home shard if none yet): a read that explains a refused write, or replaces a seat
+        attempt the route expects refused; the next write's conditions decide."""
+        shard = self.lane if self.lane is not None else self.home()
+        try:
+            image = SeatShard.get(*SeatShard.key_for(self.event_id, shard), consistent_read=True)
+        except SeatShard.DoesNotExist:
+            self.forget_event()
+            return
+        except PynamoDBException as error:
+            if response_code(error) in TRANSIENT:
+                return  # throttled past botocore's retries: the next round's conditions will say
+            raise
+        self.refused(shard, image.serialize())
+
+    def forget_event(self) -> None:
+        """Forget what this request saw of the event's shards: the next round starts from the home shard."""
+        self.tried_home, self.with_room, self.full, self.closed_seen = False, {}, set(), False
+        self.lane, self.lane_image = None, None
+
+    # --- the waiting list -----------------------------------------------------------------------------------
+
+    def plan_join(self) -> Join:
+        """The next ticket of the lane (its gate closed): the rest of the lane's block if it is still usable, else
+        a block claimed from the queue item by one single write (``tickets.claim_block``), or the one this
+        request claimed before and has not seen installed. Raises ``tickets.QueueBusy``."""
+        image, now = self.lane_image, self.clock()
+        if tickets.block_usable(image, now):
+            ticket = int(image.lane_next)
+            return Join(lane=self.lane, image=image, ticket=ticket, now=now, healed=self.healed,
+                        position=max(ticket - int(image.lane_left or 0), 1))
+        seen = (image.lane_next, image.lane_end)
+        if self.block is not None and self.block[0] == seen and now < self.block[1] + timedelta(
+                seconds=tickets.block_seconds()):
+            block = self.block[2]
+        else:
+            try:
+                block = tickets.claim_block(
+                    event_id=self.event_id, lane=image,
+                    size=tickets.next_block_size(image, now, crowded=self.crowded), now=now)
+            except tickets.QueueBusy:
+                self.crowded = True
+                raise
+            except tickets.QueueMissing:
+                self.upgrade(self.event_id)  # an event from before the queue item
+                raise tickets.QueueBusy() from None  # the loop pauses, and the next round plans again
+            self.block = (seen, now, block)
+        join = Join(lane=self.lane, image=image, ticket=block.first, now=now, healed=self.healed, block=block)
+        join.position = max(block.first - join.left(), 1)
+        return join
+
+    def join_refused(self, join: Join, raw_item: dict[str, Any] | None) -> bool:
+        """The join's condition failed: learn the lane's image (``raw_item``, when its own condition failed).
+        True when a pending promotion was finished instead, so the next round looks again without a pause."""
+        if raw_item is not None:
+            self.refused(join.lane, raw_item)
+        return self.heal_once()
+
+    def conflicted(self, *, shard: int | None, join: Join | None) -> None:
+        """The round met another transaction: on the seat of ``shard``, or on the lane of ``join``."""
+        if join is None:
+            self.seat_conflicted(shard)
+        else:
+            self.join_conflicted(join)
+
+    def join_conflicted(self, join: Join) -> None:
+        """Another transaction held the lane, most likely another joiner taking its next ticket, so its image is
+        stale: unless a block is to be installed there, move to a lane read now (after the caller's pause, not
+        before it: a lane read before the pause was stale again by the time the join was sent)."""
+        self.crowded = True
+        if join.block is None:
+            self.move_lane()
+
+    def move_lane(self) -> None:
+        """Join in the lane, or one of LANE_LOOK others, whose gate is closed (one read of them all, which decides
+        nothing: the join's own conditions do), preferring one whose block still has a ticket, so the join claims
+        no block; keep the old image if none is closed. Any lane will do: tickets come from one sequence."""
+        others = [k for k in range(self.count) if k != self.lane]
+        images = self.sample(others, LANE_LOOK, also=self.lane)
+        if images is None:
+            return
+        closed = [image for image in images if int(image.gate or 0) == CLOSED
+                  and image.layout == CURRENT_LAYOUT and int(image.shards) == self.count]
+        if not closed:
+            return
+        now = self.clock()
+        image = _random.choice([i for i in closed if tickets.block_usable(i, now)] or closed)
+        self.lane, self.lane_image, self.block = int(image.shard), image, None
+
+    def join_landed(self, join: Join) -> None:
+        """The round committed without registering (a stale block retired): what it wrote is known exactly (its
+        conditions pinned the state before), so the lane's image follows without a read."""
+        if join.block is not None and join.block.stale:
+            image = self.lane_image
+            image.lane_next, image.lane_end = join.block.end, join.block.end
+            image.lane_at, image.lane_size, image.lane_left = join.now, join.block.end - join.block.first, join.left()
+
+
+def not_found(event_id: str) -> RegistrationError:
+    return RegistrationError("not_found", f"There is no event with id {event_id!r}.")
+
+
+def closed_error(starts_at: datetime) -> RegistrationError:
+    """Registration ends when the event starts, for the waiting list too."""
+    return RegistrationError(
+        "conflict", f"Registration closed when the event started ({starts_at:%a %-d %b %Y, %H:%M} UTC): "
+                    "nobody can register or join the waiting list any more.",
+        reason="registration_closed", starts_at=starts_at.isoformat())

@@ -1,0 +1,217 @@
+"""Seat shards: how an event's capacity is split over ``SeatShard`` items, the reads of them, and a re-slicing.
+
+The arithmetic behind the numbers is in docs/registrations.md ("Seat shards"). This module decides counts and
+slices, routes a student to a first shard, reads shards back, and adds a re-slicing to a caller's transaction
+(``add_reslice``); the transactions that take and free seats are the services'.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Iterable
+
+from django.conf import settings
+
+from registrations.models import CURRENT_LAYOUT, EventSeats, SeatGate, SeatShard
+from registrations.seating.gate import CLOSED, RAISED, add_gate, nobody_in_lane, reopened_gate, reopened_lane
+from registrations.seating.hints import hints
+from tems.transactions import LabelledTransaction
+
+# One item takes at most 1,000 WCU/s on AWS (a documented partition limit), a transactional write costs twice a
+# plain one, and transactions on one item conflict: a shard takes one registration at a time. A slice small
+# enough to sell out quickly lets all shards sell in parallel.
+SEATS_PER_SHARD = 50
+# A cancel that reopens the waiting list's gate writes every shard in one transaction, and so does an edit's
+# re-slicing: the shards, the gate, the event and a registration's or an outbox message's items must fit in
+# DynamoDB's 100 items per TransactWriteItems. Below that, more shards mean fewer students meeting each other on
+# one shard at an opening (docs/registrations.md, "Seat shards").
+MAX_SHARDS = 80
+
+# How many more seats this process must have put in a student's home shard than in the other one drawn before the
+# student is sent there instead: 1 is "the power of two choices", and a slack of 2 was measured to leave the last
+# seats on a few shards (docs/registrations.md, "The last seats"). Where a student's seat is has no other meaning:
+# the claim, not the shard, makes a registration unique.
+BALANCE_SLACK = 1
+_random = random.Random()
+
+
+def balance_slack() -> int:
+    return int(getattr(settings, "SEAT_BALANCE_SLACK", BALANCE_SLACK))
+
+
+def seats_per_shard() -> int:
+    return int(getattr(settings, "SEATS_PER_SHARD", SEATS_PER_SHARD))
+
+
+def max_shards() -> int:
+    return int(getattr(settings, "MAX_SEAT_SHARDS", MAX_SHARDS))
+
+
+def shard_count(capacity: int) -> int:
+    """N = clamp(ceil(capacity / SEATS_PER_SHARD), 1, MAX_SHARDS)."""
+    per_shard = seats_per_shard()
+    return max(1, min(max_shards(), -(-int(capacity) // per_shard)))
+
+
+def slices(total: int, count: int, floors: Iterable[int] = ()) -> list[int]:
+    """``total`` seats over ``count`` shards as evenly as possible, shard ``i`` never below ``floors[i]``.
+
+    Raises ValueError when the floors (seats already taken) add up to more than ``total``.
+    """
+    floors = list(floors)
+    floors += [0] * (count - len(floors))
+    if sum(floors) > total:
+        raise ValueError(f"{sum(floors)} seats taken do not fit in {total}")
+    base, extra = divmod(total, count)
+    wanted = [base + (1 if shard < extra else 0) for shard in range(count)]
+    result = [max(want, floor) for want, floor in zip(wanted, floors, strict=True)]
+    surplus = sum(result) - total
+    # Shards held up by their taken seats got more than their share: take it back from the others' free seats.
+    for shard in sorted(range(count), key=lambda k: result[k] - floors[k], reverse=True):
+        if surplus <= 0:
+            break
+        give = min(surplus, result[shard] - floors[shard])
+        result[shard] -= give
+        surplus -= give
+    return result
+
+
+def home_shard(user_id: str, count: int) -> int:
+    """The student's home shard: a stable hash, the shard ``first_shard`` prefers."""
+    digest = hashlib.blake2b(user_id.encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % count
+
+
+def first_shard(event_id: str, user_id: str, count: int) -> int:
+    """The shard a student tries first: the home shard, unless this process has put ``balance_slack()`` more
+    seats in it than in one other shard drawn at random (and not known full); then that one.
+
+    A shard takes one transaction at a time, so its last r seats take at least r transactions however many
+    students want them: the seats run out as fast as the number of shards still holding some allows. Hashed
+    homes alone fill unevenly, so at the end of a burst a few shards kept their last seats while everyone else
+    waited for the waiting list to open. Two choices on the seats each shard took keep the shards level as they
+    fill, so they run out together; with several app servers each levels its own share, and the sum stays level.
+    No read is added (the happy path stays one transaction) and nothing is decided here: the seat's condition does.
+    """
+    home = home_shard(user_id, count)
+    placed = hints.placed(event_id, count)
+    if placed is None or count < 2:
+        return home
+    other = _random.randrange(count - 1)
+    other += other >= home
+    if hints.full_shard(event_id, other, count) or placed[home] - placed[other] < balance_slack():
+        return home
+    return other
+
+
+def new_shards(*, event_id: str, capacity: int, starts_at, layout: int = CURRENT_LAYOUT,
+               taken: Iterable[int] = ()) -> list[SeatShard]:
+    """A new event's shards, born in its registration layout (a seat is taken only under the current one)."""
+    count = shard_count(capacity)
+    taken = list(taken) + [0] * count
+    return [SeatShard(*SeatShard.key_for(event_id, shard), event_id=event_id, shard=shard, shards=count,
+                      capacity=capacity_k, taken=taken[shard], starts_at=starts_at, layout=layout)
+            for shard, capacity_k in enumerate(slices(capacity, count))]
+
+
+def shards_get(*, event_id: str, count: int, consistent: bool = True) -> list[SeatShard]:
+    """The event's ``count`` shards, in shard order (one BatchGetItem; missing shards are left out)."""
+    found = SeatShard.batch_get([SeatShard.key_for(event_id, shard) for shard in range(count)],
+                                consistent_read=consistent)
+    return sorted(found, key=lambda item: int(item.shard))
+
+
+def seats_taken(events: Iterable) -> None:
+    """Set ``registered_count`` of each sharded event (``Event`` or ``EventSeats``) to its shards' sum, and add
+    its lanes' waiting to ``waitlist_count`` (which counts only entries from before the lanes), in one
+    BatchGetItem for all of them (PynamoDB splits it by 100 keys)."""
+    sharded = [event for event in events if getattr(event, "seat_shards", None)]
+    if not sharded:
+        return
+    keys = [SeatShard.key_for(_event_id(event), shard) for event in sharded for shard in range(int(event.seat_shards))]
+    totals: dict[str, int] = {}
+    waiting: dict[str, int] = {}
+    for shard in SeatShard.batch_get(keys):
+        totals[shard.event_id] = totals.get(shard.event_id, 0) + int(shard.taken)
+        waiting[shard.event_id] = waiting.get(shard.event_id, 0) + int(shard.waiting or 0)
+    for event in sharded:
+        # Reading an event teaches this process its shard count: a registration from here then starts at the
+        # student's home shard instead of shard 0 (a page view usually comes before the tap).
+        hints.remember_shards(_event_id(event), int(event.seat_shards))
+        event.registered_count = totals.get(_event_id(event), 0)
+        if hasattr(event, "waitlist_count"):  # EventCheckins, the door's view, has no waiting list
+            event.waitlist_count = int(event.waitlist_count or 0) + waiting.get(_event_id(event), 0)
+
+
+def _event_id(event) -> str:
+    event_id = getattr(event, "event_id", None)
+    return event_id if event_id else event.pk.removeprefix("EVENT#")
+
+
+def event_seats(event_id: str) -> EventSeats:
+    """The event's seat counters with ``registered_count`` summed from its shards and ``waitlist_count`` counting
+    its lanes too (strongly consistent)."""
+    seats = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
+    if seats.seat_shards:
+        shards = shards_get(event_id=event_id, count=int(seats.seat_shards))
+        seats.registered_count = sum(int(s.taken) for s in shards)
+        seats.waitlist_count = int(seats.waitlist_count or 0) + sum(int(s.waiting or 0) for s in shards)
+    return seats
+
+
+def add_reslice(transaction: LabelledTransaction, *, event_id: str, shards_read: list[SeatShard], sizes: list[int],
+                starts_at, layout: int | None, gate: SeatGate, reopen: bool = False, raised: bool = False) -> None:
+    """Give the event's shards the slices ``sizes`` (adding shards past those read), in ``transaction``.
+
+    Each existing shard's new slice is conditioned on ``taken <= slice``, never on what was read: a seat taken
+    meanwhile is fine as long as it still fits, so only a slice that no longer holds its seats fails. A new
+    shard takes the event's ``layout`` as read; the caller's write of the event checks it is still that. The
+    gate (``gate`` as read) moves its epoch (slices may free seats), under the condition that it did not reopen
+    and has as many shards as read. With ``reopen`` (nobody waits: the new slices are for newcomers) the gate
+    opens, and every lane with it under the condition that nobody is in it. With ``raised`` (people wait, so the
+    gate is closed, and the capacity grew beyond the slices) the gate and every lane say so, and newcomers
+    finish handing those seats out before they join.
+    """
+    opened = int(gate.opened)
+    if reopen:
+        gate_actions, gate_condition = reopened_gate(gate, shards=len(sizes))
+    else:
+        gate_actions = [SeatGate.shards.set(len(sizes)), SeatGate.epoch.add(1)]
+        gate_condition = (SeatGate.opened == opened) & (SeatGate.shards == int(gate.shards))
+    if raised:
+        gate_actions.append(SeatGate.state.set(RAISED))
+        gate_condition &= SeatGate.state >= CLOSED
+    add_gate(transaction, event_id=event_id, actions=gate_actions, condition=gate_condition)
+    existing = {int(shard.shard) for shard in shards_read}
+    for shard, size in enumerate(sizes):
+        if shard in existing:
+            actions = [SeatShard.capacity.set(size), SeatShard.shards.set(len(sizes)),
+                       SeatShard.starts_at.set(starts_at)]
+            condition = SeatShard.pk.exists() & (SeatShard.taken <= size)
+            if reopen:
+                actions += reopened_lane(gate)
+                condition &= nobody_in_lane()
+            elif raised:
+                actions.append(SeatShard.gate.set(RAISED))
+            transaction.update(f"shard_{shard}", SeatShard(*SeatShard.key_for(event_id, shard)), actions=actions,
+                               condition=condition, return_old_on_failure=True)
+        else:
+            transaction.save(f"shard_{shard}", SeatShard(
+                *SeatShard.key_for(event_id, shard), event_id=event_id, shard=shard, shards=len(sizes),
+                capacity=size, taken=0, starts_at=starts_at, layout=layout, gate=RAISED if raised else None,
+                opened=opened + 1 if reopen else opened), condition=SeatShard.pk.does_not_exist())
+
+
+def planned_sizes(*, target: int, count: int, shards_read: list[SeatShard]) -> list[int]:
+    """Slices of ``target`` seats over at least ``count`` shards (more if the rule asks), each holding the seats
+    it had taken when read; when they cannot all fit, an even split whose failed conditions will say so."""
+    count = max(count, shard_count(target))
+    taken = [0] * count
+    for shard in shards_read:
+        if int(shard.shard) < count:
+            taken[int(shard.shard)] = int(shard.taken)
+    try:
+        return slices(target, count, floors=taken)
+    except ValueError:
+        return slices(target, count)

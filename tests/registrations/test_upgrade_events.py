@@ -1,0 +1,171 @@
+"""``manage.py upgrade_events``: a table holding every older shape of an event is brought to the current one,
+twice changes nothing, a stopped run resumes, and the randomized history with faults then keeps every promise on
+the upgraded event (registrations.services.upgrade)."""
+
+import io
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from registrations import attendees, selectors
+from registrations.models import (
+    CURRENT_LAYOUT,
+    Event,
+    EventSeats,
+    Registration,
+    RegistrationClaim,
+    SeatGate,
+    WaitlistDepartures,
+    WaitlistQueue,
+    layout_of,
+)
+from registrations.seating import positions, shards
+from registrations.services import registration_cancel
+from tests.registrations.helpers import assert_invariants_clean, into_legacy_layout, make_event, register
+from tests.registrations.test_history import run_history
+
+
+def before_the_shards() -> str:
+    """As stored before the seat shards (and so before the gate, the queue item, the registration layout and the
+    attendee index): three seats taken on the event's own item, claims and copies in its partition."""
+    event_id = make_event(capacity=5).event_id
+    for n in range(3):
+        register(event_id, f"old{n}", user_name=f"Old {n}")
+    into_legacy_layout(event_id)
+    for shard in shards.shards_get(event_id=event_id, count=shards.shard_count(5)):
+        shard.delete()
+    SeatGate(*SeatGate.key_for(event_id)).delete()
+    WaitlistQueue(*WaitlistQueue.key_for(event_id)).delete()
+    EventSeats(*EventSeats.key_for(event_id)).update(actions=[
+        EventSeats.registered_count.set(3), EventSeats.seat_shards.remove(), EventSeats.sliced.remove()])
+    for n in range(3):
+        claim = RegistrationClaim.get(*RegistrationClaim.legacy_key_for(event_id, f"old{n}"), consistent_read=True)
+        for item in (claim, Registration(*Registration.user_key_for(f"old{n}", claim.registration_id)),
+                     Registration(*Registration.legacy_event_key_for(event_id, claim.registration_id))):
+            item.update(actions=[type(item).shard.remove()])
+    return event_id
+
+
+def before_the_gate() -> str:
+    """Shards whose gate lives only on them: a full event whose waiting list is open on every lane."""
+    event_id = make_event(capacity=2).event_id
+    for n in range(3):
+        register(event_id, f"g{n}")
+    SeatGate(*SeatGate.key_for(event_id)).delete()
+    return event_id
+
+
+def before_the_queue() -> str:
+    """Blocks claimed on the event's item: its sequence and ``left`` there, no queue item."""
+    event_id = make_event(capacity=1).event_id
+    for n in range(3):
+        register(event_id, f"q{n}")
+    queue = WaitlistQueue.get(*WaitlistQueue.key_for(event_id), consistent_read=True)
+    EventSeats(*EventSeats.key_for(event_id)).update(actions=[
+        EventSeats.waitlist_seq.set(int(queue.seq)), EventSeats.waitlist_left.set(int(queue.left or 0))])
+    queue.delete()
+    return event_id
+
+
+def before_the_departure_tree() -> str:
+    """Entries that left the waiting list without being counted."""
+    event_id = make_event(capacity=0).event_id
+    for n in range(6):
+        register(event_id, f"w{n}")
+    for user in ("w1", "w3"):
+        claim = selectors.claim_get(event_id=event_id, user_id=user)
+        registration_cancel(user_id=user, registration_id=claim.registration_id)
+    for node in WaitlistDepartures.query(Event.pk_for(event_id), WaitlistDepartures.sk.startswith("WAITLEFT#")):
+        node.delete()
+    return event_id
+
+
+def before_the_index() -> str:
+    """Event-side copies with no attendee index key."""
+    event_id = make_event(capacity=3).event_id
+    for name in ("Ann", "Bob"):
+        register(event_id, name.lower(), user_name=name)
+    for registration in selectors.event_registrations(event_id=event_id):
+        registration.update(actions=[Registration.gsi1pk.remove(), Registration.gsi1sk.remove()])
+    return event_id
+
+
+def _read(model, key):
+    try:
+        return model.get(*key, consistent_read=True)
+    except model.DoesNotExist:
+        return None
+
+
+def assert_current(event_id: str) -> None:
+    """The event in the shape every write path expects, its positions exact and every registration listed."""
+    event = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
+    assert layout_of(event.layout) == CURRENT_LAYOUT and event.seat_shards
+    read = shards.shards_get(event_id=event_id, count=int(event.seat_shards))
+    assert len(read) == int(event.seat_shards) and {layout_of(s.layout) for s in read} == {CURRENT_LAYOUT}
+    gate, queue = _read(SeatGate, SeatGate.key_for(event_id)), _read(WaitlistQueue, WaitlistQueue.key_for(event_id))
+    assert gate is not None and int(gate.shards) == int(event.seat_shards)
+    assert queue is not None and queue.claim_last is not None
+    assert not list(RegistrationClaim.query(Event.pk_for(event_id),
+                                            RegistrationClaim.sk.startswith(RegistrationClaim.SK_PREFIX)))
+    waiting = selectors.waitlist_entries(event_id=event_id)
+    places = positions.positions(tickets=[(event_id, int(entry.ticket)) for entry in waiting])
+    assert [places[(event_id, int(entry.ticket))] for entry in waiting] == list(range(1, len(waiting) + 1))
+    listed = attendees.attendee_page(event_id=event_id, limit=50).items
+    assert len(listed) == len(list(selectors.event_registrations(event_id=event_id)))
+
+
+@pytest.fixture
+def old_table(ddb):
+    return {"before the shards": before_the_shards(), "before the gate": before_the_gate(),
+            "before the queue": before_the_queue(), "before the departure tree": before_the_departure_tree(),
+            "before the index": before_the_index()}
+
+
+def upgrade(*args: str) -> str:
+    out = io.StringIO()
+    call_command("upgrade_events", *args, stdout=out)
+    return out.getvalue()
+
+
+def test_every_older_shape_is_upgraded_and_the_history_then_keeps_every_promise(old_table):
+    for event_id in old_table.values():
+        with pytest.raises(AssertionError):
+            assert_current(event_id)
+    report = upgrade()
+    assert f"{old_table['before the shards']}: moved into seat shards, 3 registration(s) moved" in report
+    assert f"{len(old_table)} event(s) in the current shape" in report
+    for event_id in old_table.values():
+        assert_current(event_id)
+    assert_invariants_clean()
+    again = upgrade()  # idempotent: nothing moves twice
+    assert "moved" not in again and "indexed" not in again
+    assert_invariants_clean()
+    # The old students keep their seats, and the randomized history with faults runs on the upgraded event.
+    history, problems = run_history(11, event_id=old_table["before the shards"])
+    assert problems == {}
+    assert sum(len(answers) for answers in history.answers.values()) > 0
+
+
+def test_a_stopped_run_resumes_after_the_last_event_it_finished(old_table, monkeypatch):
+    ordered = [event.event_id for event in Event.by_start.query(Event.COLLECTION)]
+    stop_at = ordered[2]
+    from registrations.management.commands import upgrade_events as command
+
+    original = command.event_upgrade
+
+    def failing(*, event_id, **kwargs):
+        if event_id == stop_at:
+            raise RuntimeError("the deploy was stopped")
+        return original(event_id=event_id, **kwargs)
+
+    monkeypatch.setattr(command, "event_upgrade", failing)
+    with pytest.raises(CommandError, match=f"Resume with --after {ordered[1]}"):
+        upgrade()
+    monkeypatch.setattr(command, "event_upgrade", original)
+    resumed = upgrade("--after", ordered[1])
+    assert ordered[0] not in resumed and ordered[1] not in resumed and stop_at in resumed
+    for event_id in old_table.values():
+        assert_current(event_id)
+    assert_invariants_clean()
