@@ -62,7 +62,7 @@ ITEM_SHAPES = {
     },
     "OutboxMessage": {
         "GSI1PK", "GSI1SK", "PK", "SK", "attempts", "claimed_by", "created_at", "entity", "lease_until", "message_id",
-        "message_type", "payload"
+        "message_type", "payload", "request_id"
     },
     "Registration": {
         "GSI1PK", "GSI1SK", "PK", "SK", "created_at", "entity", "event_id", "promoted_at", "registration_id",
