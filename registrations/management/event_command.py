@@ -24,3 +24,10 @@ class EventCommand(BaseCommand):
 
     def handle_event(self, event_id: str) -> None:
         raise NotImplementedError
+
+    def report_duplicates(self, event_id: str, duplicates: list[tuple[str, str]], *, stream=None) -> None:
+        """Name each legacy claim left in place because its student already holds a current one."""
+        for user_id, registration_id in duplicates:
+            (stream or self.stdout).write(self.style.ERROR(
+                f"{event_id}: {user_id} also holds registration {registration_id} under the legacy key; left in "
+                "place (two registrations of one student: cancel one)"))

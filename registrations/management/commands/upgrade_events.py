@@ -51,10 +51,7 @@ class Command(EventCommand):
                     progress.step(event_id)
                 else:
                     self.stdout.write(f"{event_id}: {done.summary()}")
-                for user_id, registration_id in done.duplicates:
-                    self.stderr.write(self.style.ERROR(
-                        f"{event_id}: {user_id} also holds registration {registration_id} under the legacy key; "
-                        "left in place (two registrations of one student: cancel one)"))
+                self.report_duplicates(event_id, done.duplicates, stream=self.stderr)
                 last = event_id
         except Exception as error:
             resume = f" Resume with --after {last}." if last is not None else ""

@@ -13,7 +13,4 @@ class Command(EventCommand):
             self.stdout.write(f"{event_id}: {done.moved} registration(s) moved, now in the current layout")
         else:
             self.stdout.write(f"{event_id}: already in the current layout (or gone)")
-        for user_id, registration_id in done.duplicates:
-            self.stdout.write(self.style.ERROR(
-                f"{event_id}: {user_id} also holds registration {registration_id} under the legacy key; left "
-                "in place (two registrations of one student: cancel one)"))
+        self.report_duplicates(event_id, done.duplicates)
