@@ -22,7 +22,8 @@ from registrations.models import (
 )
 from registrations.seating import positions, shards
 from registrations.services import registration_cancel
-from tests.registrations.helpers import assert_invariants_clean, into_legacy_layout, make_event, register
+from tests.helpers import assert_invariants_clean
+from tests.registrations.helpers import into_legacy_layout, make_event, register
 from tests.registrations.test_history import run_history
 
 
