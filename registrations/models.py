@@ -35,6 +35,8 @@ REGISTRATION_BUCKETS = 16
 
 # Registrants are reminded a day before, unless staff set another lead time on the event (0 turns it off).
 DEFAULT_REMINDER_HOURS = 24
+# Two weeks: the longest lead time the event form takes, and so how far ahead the reminder sweep looks.
+MAX_REMINDER_HOURS = 336
 
 
 def layout_of(value: int | float | None) -> int:

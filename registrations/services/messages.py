@@ -35,6 +35,7 @@ from registrations import selectors
 from registrations.errors import RegistrationError
 from registrations.models import (
     CONFIRMED,
+    MAX_REMINDER_HOURS,
     REGISTRATION_BUCKETS,
     WAITLISTED,
     CheckIn,
@@ -70,8 +71,6 @@ MAX_BODY_CHARS = 5000
 PAGE_SIZE = 50
 # Pages per relay pass: 1,000 mails queued in about as many seconds as the relay's lease has minutes to spare.
 PAGES_PER_PASS = 20
-# The longest reminder lead time the event form accepts, and so how far ahead the sweep looks for events.
-MAX_REMINDER_HOURS = 336
 # A reminder is written this long after its time, not at it: a registration made just before the time, whose
 # transaction was still being retried or whose index entry not yet visible, is then among the recipients.
 REMINDER_GRACE = timedelta(minutes=1)
