@@ -19,9 +19,9 @@ import pytest
 from aiosmtpd.controller import Controller
 from django.contrib.auth.models import User
 
-from registrations import selectors, services
+from registrations import attendees, selectors, services
 from registrations.checkins import services as checkin_services
-from registrations.models import CONFIRMED, Event, EventMessage
+from registrations.models import CONFIRMED, Event, EventMessage, Registration
 from registrations.services import messages
 from registrations.tickets import ticket_token
 from tems import outbox
@@ -30,6 +30,7 @@ from tems.clock import utcnow
 from tems.idempotency import fingerprint as request_fingerprint
 from tems.identity import user_key
 from tems.invariants import check_all
+from tems.outbox import OutboxMessage
 from tests.race import race
 from tests.registrations.helpers import make_event, new_key
 
@@ -168,6 +169,19 @@ def test_bad_fields_and_unknown_events_are_refused_before_anything_is_written(dd
         send("no-such-event", key=new_key())
     assert missing.value.code == "not_found"
     assert event_messages(event.event_id) == []
+
+
+FANNED_OUT = "every event message is fanned out, or its fan-out waits in the outbox"
+
+
+def test_an_unfinished_fan_out_without_its_outbox_message_is_an_invariant_violation(ddb, db):
+    event = make_event(capacity=5)
+    send(event.event_id, key=new_key())
+    assert check_all()[FANNED_OUT] == []  # not fanned out yet, but its StaffMessageRequested waits
+    for message in outbox.outbox_pending():
+        message.delete()
+    [problem] = check_all()[FANNED_OUT]
+    assert event.event_id in problem
 
 
 # --- audiences ----------------------------------------------------------------------------------------------
@@ -393,3 +407,56 @@ def test_reminders_off_or_past_events_are_not_swept(ddb, db):
     later = make_event(capacity=2, starts_at=now + timedelta(hours=30))  # the default: 24 h before
     assert messages.reminders_sweep(now=now) == 0
     assert event_messages(off.event_id) == [] and event_messages(later.event_id) == []
+
+
+# --- an event of 10,000 ---------------------------------------------------------------------------------------
+
+def seed_confirmed(event_id: str, count: int) -> set[str]:
+    """``count`` confirmed event-side copies with their attendee index keys, written directly (registering ten
+    thousand students one transaction at a time would take this machine minutes)."""
+    ids = set()
+    now = utcnow() - timedelta(minutes=5)
+    with Registration.batch_write() as batch:
+        for n in range(count):
+            registration_id = f"r{n:05d}{uuid.uuid4().hex[:8]}"
+            ids.add(registration_id)
+            batch.save(Registration(
+                *Registration.event_key_for(event_id, registration_id), registration_id=registration_id,
+                event_id=event_id, user_id=f"u{n}", user_name=f"user{n:05d}", status=CONFIRMED, created_at=now,
+                **attendees.index_fields(event_id=event_id, name=f"user{n:05d}", registration_id=registration_id)))
+    return ids
+
+
+def test_ten_thousand_recipients_are_queued_a_page_at_a_time_over_many_relay_passes(ddb, db, monkeypatch):
+    event = make_event(capacity=5)
+    registered = seed_confirmed(event.event_id, 10_000)
+    send(event.event_id, key=new_key())
+    pages: list[int] = []
+    original = messages._page
+
+    def counted(message):
+        recipients, stopped_at = original(message)
+        pages.append(len(recipients))
+        return recipients, stopped_at
+
+    monkeypatch.setattr(messages, "_page", counted)
+    # The relay's part, without sending ten thousand mails: hand each pass's outbox message to the fan-out and
+    # delete it. The next pass's message is the one the pass left (its id says which).
+    [pending] = [m for m in outbox.outbox_pending() if m.message_type == messages.STAFF_MESSAGE_REQUESTED]
+    passes = 0
+    while True:
+        passes += 1
+        assert passes < 100
+        messages.message_fan_out(pending)
+        pending.delete()
+        message = event_messages(event.event_id)[0]
+        if message.done_at is not None:
+            break
+        pending = OutboxMessage.get(*OutboxMessage.key_for(
+            EventMessage.delivery_id_for(message.message_id, f"pass-{int(message.pages)}")))
+    assert int(message.queued) == len(registered) == sum(pages)
+    assert max(pages) <= messages.PAGE_SIZE  # no request read more than one page of recipients
+    assert passes >= len(registered) // (messages.PAGE_SIZE * messages.PAGES_PER_PASS)
+    mails = [m for m in OutboxMessage.scan(OutboxMessage.message_type == messages.MESSAGE_MAIL)]
+    assert {m.message_id for m in mails} == {EventMessage.delivery_id_for(message.message_id, registration_id)
+                                             for registration_id in registered}
