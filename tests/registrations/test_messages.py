@@ -96,7 +96,7 @@ def register(event_id: str, user: User) -> dict:
 
 
 def send(event_id: str, *, key: str, audience: str = CONFIRMED, subject: str = "Room change",
-         body: str = "We meet in room 101.", user_id: str = "staff-key"):
+         body: str = "We meet in room {101}.", user_id: str = "staff-key"):
     payload = {"audience": audience, "subject": subject, "body": body}
     return messages.message_send_once(
         event_id=event_id, user_id=user_id, created_by="staffer", idempotency_key=key,
