@@ -2,9 +2,11 @@
 
 import json
 import uuid
+from datetime import UTC, datetime
 
 import pytest
 
+from registrations import selectors, services
 from registrations.services import messages
 from tems.identity import user_key
 from tests.registrations.helpers import make_event, register
@@ -112,3 +114,21 @@ def test_the_api_is_for_staff_and_known_events(event, student_client, staff_clie
     api_post(staff_client, event, posted(), key)
     reused = api_post(staff_client, event, posted(subject="Another"), key)
     assert reused.status_code == 422
+
+
+def test_the_reminder_lead_time_is_set_on_create_kept_by_other_edits_and_checked(ddb, staff_client):
+    body = {"title": "Lab tour", "starts_at": "2030-01-01T10:00:00+00:00", "capacity": 5, "reminder_hours": 48}
+    created = staff_client.post("/api/events", json.dumps(body), content_type="application/json",
+                                headers={"Idempotency-Key": str(uuid.uuid4())})
+    assert created.status_code == 201 and created.json()["reminder_hours"] == 48
+    event_id = created.json()["id"]
+    services.event_update(event_id=event_id, expected_version=1, title="Lab tour (moved)", description="",
+                          location="", starts_at=datetime(2030, 1, 2, 10, tzinfo=UTC), capacity=5,
+                          updated_by="staff")
+    assert selectors.event_get(event_id=event_id).reminder_hours_or_default == 48
+    default = staff_client.post("/api/events", json.dumps({**body, "reminder_hours": None}),
+                                content_type="application/json", headers={"Idempotency-Key": str(uuid.uuid4())})
+    assert default.json()["reminder_hours"] == 24
+    refused = staff_client.post("/api/events", json.dumps({**body, "reminder_hours": -1}),
+                                content_type="application/json", headers={"Idempotency-Key": str(uuid.uuid4())})
+    assert refused.status_code == 400 and "reminder_hours" in refused.json()["errors"]
