@@ -8,7 +8,8 @@ from tems.outbox import outbox_relay, run_periodic_jobs
 
 class Command(BaseCommand):
     help = ("Deliver the outbox's pending messages (mails after committed registrations), then delete them; "
-            "with --loop, also run the apps' periodic jobs (settings.RELAY_PERIODIC_JOBS, e.g. reminders).")
+            "and run the apps' periodic jobs (settings.RELAY_PERIODIC_JOBS: the reminder sweep), at most once a "
+            "RELAY_JOB_INTERVAL_SECONDS with --loop.")
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--loop", action="store_true", help="keep polling until stopped")
