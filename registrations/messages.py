@@ -72,6 +72,7 @@ def message_page(request: HttpRequest, event_id: str) -> HttpResponse:
             confirm = {"count": counts[form.cleaned_data["audience"]],
                        "audience": messages.AUDIENCE_LABELS[form.cleaned_data["audience"]], "key": str(uuid.uuid4())}
     context = {"event": event, "form": form, "confirm": confirm,
-               "sent": messages.message_list(event_id=event_id)}
+               "sent": [(message, messages.AUDIENCE_LABELS.get(message.audience, message.audience))
+                        for message in messages.message_list(event_id=event_id)]}
     status = 400 if request.method == "POST" and not form.is_valid() else 200
     return render(request, f"{PAGE}#message-form" if request.htmx else PAGE, context, status=status)

@@ -69,7 +69,9 @@ MAX_BODY_CHARS = 5000
 # Recipients per page: a page is one transaction of its mails plus the message and maybe the next pass's outbox
 # message, under DynamoDB's 100 items; 50 keeps each transaction small (a failed one is cheap to redo).
 PAGE_SIZE = 50
-# Pages per relay pass: 1,000 mails queued in about as many seconds as the relay's lease has minutes to spare.
+# Pages per relay pass: a pass must end well inside the outbox lease (tems.outbox.LEASE), or another relay would
+# take the message over mid-pass (harmless, the cursor's condition decides, but wasted work); measured in
+# docs/journal/2026-12-04-messages.md.
 PAGES_PER_PASS = 20
 # A reminder is written this long after its time, not at it: a registration made just before the time, whose
 # transaction was still being retried or whose index entry not yet visible, is then among the recipients.
