@@ -321,7 +321,7 @@ def _queue_page(message: EventMessage, *, continue_after: bool, now: datetime) -
         if done:
             actions.append(EventMessage.done_at.set(now))
         transaction.update(MESSAGE, EventMessage(*EventMessage.key_for(message.event_id, message.message_id)),
-                           actions=actions, condition=EventMessage.pages == int(message.pages))
+                           actions=actions, condition=_cursor_as_read(message))
         if continue_after and not done:
             transaction.save(CONTINUATION, outbox_message(
                 message_type=FAN_OUT_CONTINUED, now=now,
@@ -344,6 +344,11 @@ def _queue_page(message: EventMessage, *, continue_after: bool, now: datetime) -
     message.pages, message.queued = int(message.pages) + 1, int(message.queued or 0) + len(recipients)
     message.done_at = now if done else None
     return message
+
+
+def _cursor_as_read(message: EventMessage):
+    """The condition of a page's transaction: nobody moved the cursor since this relay read it."""
+    return EventMessage.pages == int(message.pages)
 
 
 def message_fan_out(outbox: OutboxMessage) -> None:
@@ -374,7 +379,7 @@ def _finish(message: EventMessage) -> None:
     try:
         message.update(actions=[EventMessage.done_at.set(utcnow()),
                                 EventMessage.partition.set(int(message.partition)), EventMessage.pages.add(1)],
-                       condition=EventMessage.pages == int(message.pages))
+                       condition=_cursor_as_read(message))
     except UpdateError as error:
         if not is_conditional_check_failed(error):
             raise  # a refused condition means another relay finished it

@@ -460,3 +460,37 @@ def test_ten_thousand_recipients_are_queued_a_page_at_a_time_over_many_relay_pas
     mails = [m for m in OutboxMessage.scan(OutboxMessage.message_type == messages.MESSAGE_MAIL)]
     assert {m.message_id for m in mails} == {EventMessage.delivery_id_for(message.message_id, registration_id)
                                              for registration_id in registered}
+
+
+# --- two relays on one fan-out --------------------------------------------------------------------------------
+
+def racing_fan_outs(event_id: str) -> tuple[EventMessage, Counter]:
+    """Three relays run the same fan-out at once (a lease ran out mid-pass): the mails queued per registration."""
+    send(event_id, key=new_key())
+    [pending] = [m for m in outbox.outbox_pending() if m.message_type == messages.STAFF_MESSAGE_REQUESTED]
+    race([lambda: messages.message_fan_out(pending)] * 3)
+    queued = Counter(m.data["registration_id"]
+                     for m in OutboxMessage.scan(OutboxMessage.message_type == messages.MESSAGE_MAIL))
+    return event_messages(event_id)[0], queued
+
+
+def test_relays_racing_on_one_fan_out_queue_each_recipient_once(ddb, db, monkeypatch):
+    monkeypatch.setattr(messages, "PAGE_SIZE", 10)
+    monkeypatch.setattr(messages, "PAGES_PER_PASS", 1000)
+    event = make_event(capacity=5)
+    registered = seed_confirmed(event.event_id, 200)
+    message, queued = racing_fan_outs(event.event_id)
+    assert message.done_at is not None and int(message.queued) == len(registered)
+    assert set(queued) == registered and set(queued.values()) == {1}
+
+
+def test_the_race_check_catches_a_fan_out_without_derived_ids_or_the_cursor_condition(ddb, db, monkeypatch):
+    monkeypatch.setattr(messages, "PAGE_SIZE", 10)
+    monkeypatch.setattr(messages, "PAGES_PER_PASS", 1000)
+    monkeypatch.setattr(EventMessage, "delivery_id_for", staticmethod(lambda *args: uuid.uuid4().hex))
+    monkeypatch.setattr(messages, "_cursor_as_read", lambda message: EventMessage.pk.exists())
+    event = make_event(capacity=5)
+    registered = seed_confirmed(event.event_id, 200)
+    message, queued = racing_fan_outs(event.event_id)
+    assert set(queued) == registered
+    assert max(queued.values()) > 1  # some recipients queued twice or three times
