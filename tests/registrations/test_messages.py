@@ -46,11 +46,13 @@ class Sink:
 
     def __init__(self) -> None:
         self.deliveries: list[tuple[str, str]] = []
+        self.mails: list[email.message.Message] = []
         self.lock = threading.Lock()
 
     async def handle_DATA(self, server, session, envelope):
         parsed = email.message_from_bytes(envelope.original_content or envelope.content)
         with self.lock:
+            self.mails.append(parsed)
             for recipient in envelope.rcpt_tos:
                 self.deliveries.append((recipient, parsed["Message-ID"]))
         return "250 OK"
@@ -119,6 +121,7 @@ def drain(smtp: Sink) -> None:
     """Deliver what registering and checking in queued (their own mails), and forget those mails."""
     relay_until_empty()
     smtp.deliveries.clear()
+    smtp.mails.clear()
 
 
 def event_messages(event_id: str) -> list[EventMessage]:
@@ -205,6 +208,9 @@ def test_each_audience_reaches_exactly_its_people(ddb, db, smtp):
         relay_until_empty()
         seen[audience] = {recipient.split("@")[0] for recipient, _ in smtp.deliveries}
     assert seen == expected
+    last = smtp.mails[-1]
+    assert last["Subject"] == "Open day: To not_checked_in"
+    assert "We meet in room {101}." in last.get_payload(decode=True).decode()
     counted = selectors.event_get(event_id=event.event_id)
     assert {audience: messages.audience_count(event=counted, audience=audience, checked_in=1)
             for audience in messages.AUDIENCES} == {audience: len(people) for audience, people in expected.items()}
@@ -355,6 +361,7 @@ def test_a_reminder_goes_once_to_those_registered_before_its_time(ddb, db, smtp)
     assert messages.reminders_sweep(now=sweep_at) == 0
     relay_until_empty()
     assert [recipient for recipient, _ in smtp.deliveries] == [early.email]
+    assert smtp.mails[0]["Subject"] == "Reminder: Open day"
     [reminder] = event_messages(event.event_id)
     assert reminder.kind == EventMessage.REMINDER and reminder.done_at is not None
 
