@@ -399,6 +399,15 @@ def test_a_reminder_queued_before_the_event_was_cancelled_is_not_sent(ddb, db, s
     assert smtp.deliveries == []
 
 
+def test_a_reminder_written_before_the_event_was_cancelled_queues_nothing(ddb, db, smtp):
+    event, early, late, reminder_at = reminder_setup(smtp)
+    messages.reminders_sweep(now=reminder_at + messages.REMINDER_GRACE)
+    cancel_event(event.event_id)
+    relay_until_empty()
+    [reminder] = event_messages(event.event_id)
+    assert reminder.done_at is not None and int(reminder.queued) == 0 and smtp.deliveries == []
+
+
 def test_the_cancelled_check_catches_a_reminder_that_ignores_cancellation(ddb, db, smtp, monkeypatch):
     monkeypatch.setattr(Event, "is_cancelled", property(lambda self: False))
     event, early, late, reminder_at = reminder_setup(smtp)
