@@ -14,10 +14,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from registrations.errors import RegistrationError
+from registrations.models import DEFAULT_REMINDER_HOURS
 from registrations.services import EventUpdate, event_update
 from tems.merge import Merge, save_with_merge
 
-EDITED_FIELDS = ("title", "location", "starts_at", "capacity", "description")
+EDITED_FIELDS = ("title", "location", "starts_at", "capacity", "description", "reminder_hours")
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,9 @@ def canonical(values: dict[str, Any]) -> dict[str, Any]:
         starts_at = datetime.fromisoformat(starts_at)
     return {"title": values["title"], "location": values["location"] or "",
             "starts_at": starts_at.astimezone(UTC).isoformat(), "capacity": int(values["capacity"]),
-            "description": values["description"] or ""}
+            "description": values["description"] or "",
+            "reminder_hours": DEFAULT_REMINDER_HOURS if values.get("reminder_hours") is None
+            else int(values["reminder_hours"])}
 
 
 def event_edit(*, event_id: str, expected_version: int, base: dict | None, mine: dict, updated_by: str,

@@ -1,5 +1,7 @@
 from django import forms
 
+from registrations.models import CONFIRMED, DEFAULT_REMINDER_HOURS, MAX_REMINDER_HOURS
+from registrations.services.messages import AUDIENCE_LABELS, MAX_BODY_CHARS, MAX_SUBJECT_CHARS
 from tems.clock import utcnow
 from tems.forms import UtcDateTimeField
 
@@ -17,6 +19,11 @@ class EventForm(forms.Form):
         widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
     )
     capacity = forms.IntegerField(min_value=1, max_value=MAX_CAPACITY)
+    reminder_hours = forms.IntegerField(
+        required=False, min_value=0, max_value=MAX_REMINDER_HOURS, initial=DEFAULT_REMINDER_HOURS,
+        label="Reminder (hours before the start)",
+        help_text=f"Confirmed registrants get a reminder e-mail this long before the start; 0 sends none. Empty: "
+                  f"{DEFAULT_REMINDER_HOURS}.")
     # A past start is allowed (recording an event afterwards) but never by accident: it must be confirmed.
     # The API sends "confirm_past": true; without it a past starts_at is a field error (docs/registrations.md).
     confirm_past = forms.BooleanField(required=False, label="Yes, this event starts in the past",
@@ -54,3 +61,19 @@ class EventEditForm(EventForm):
     # The values the page was opened with (signed, tems.merge): what this editor changed is what differs from it.
     base = forms.CharField(required=False, widget=forms.HiddenInput)
 
+
+
+class MessageForm(forms.Form):
+    """A message to an event's attendees, from the page and from the API alike."""
+
+    audience = forms.ChoiceField(choices=list(AUDIENCE_LABELS.items()), initial=CONFIRMED, widget=forms.RadioSelect,
+                                 label="Send to")
+    subject = forms.CharField(max_length=MAX_SUBJECT_CHARS)
+    body = forms.CharField(max_length=MAX_BODY_CHARS, widget=forms.Textarea(attrs={"rows": 8}), label="Message",
+                           help_text="Sent as plain text, followed by the event's time, place and link.")
+
+    def clean_subject(self) -> str:
+        subject = self.cleaned_data["subject"].strip()
+        if not subject:
+            raise forms.ValidationError("A subject is required.")
+        return subject

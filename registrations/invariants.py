@@ -2,6 +2,7 @@
 test). Each check sees the items of one consistent scan as a stream and keeps per-event aggregates only; a
 message names the event (or item) involved."""
 
+import json
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -12,6 +13,7 @@ from registrations.models import (
     WAITLISTED,
     CheckIn,
     Event,
+    EventMessage,
     Registration,
     RegistrationClaim,
     WaitlistEntry,
@@ -364,3 +366,29 @@ class CheckinsMatch(_PerEvent):
         for pk, stored, tally in self.seen():
             if int(stored["checked_in_count"] or 0) != tally["checkins"]:
                 yield f"{pk}: checked_in_count={stored['checked_in_count'] or 0} but {tally['checkins']} check-ins"
+
+
+# The outbox message types whose handler goes on with a message's fan-out (registrations.services.messages).
+_FAN_OUT_TYPES = {"StaffMessageRequested", "ReminderRequested", "EventMessageFanOut"}
+
+
+@invariant("every event message is fanned out, or its fan-out waits in the outbox")
+class MessagesFannedOut(StreamingCheck):
+    """A message whose fan-out is not done must have an outbox message that goes on with it: otherwise some of
+    its recipients would never be mailed. Keeps the ids of unfinished messages and of pending fan-outs only."""
+
+    def __init__(self) -> None:
+        self.unfinished: dict[str, str] = {}
+        self.pending: set[str] = set()
+
+    def observe(self, item: Item) -> None:
+        if item.get("entity") == "EventMessage" and item.get("done_at") is None:
+            self.unfinished[item["message_id"]] = item["event_id"]
+        elif item.get("entity") == "OutboxMessage" and item.get("message_type") in _FAN_OUT_TYPES:
+            self.pending.add(json.loads(item["payload"])["message_id"])
+
+    def problems(self) -> Iterator[str]:
+        for message_id, event_id in sorted(self.unfinished.items()):
+            if message_id not in self.pending:
+                yield (f"{EventMessage.pk_for(event_id)}: message {message_id} is not fanned out and nothing "
+                       "goes on with it")

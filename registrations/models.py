@@ -33,6 +33,12 @@ CURRENT_LAYOUT = 2
 REGISTRATION_BUCKETS = 16
 
 
+# Registrants are reminded a day before, unless staff set another lead time on the event (0 turns it off).
+DEFAULT_REMINDER_HOURS = 24
+# Two weeks: the longest lead time the event form takes, and so how far ahead the reminder sweep looks.
+MAX_REMINDER_HOURS = 336
+
+
 def layout_of(value: int | float | None) -> int:
     """The layout an item's ``layout`` attribute stands for (absent: written before the layouts existed)."""
     return LEGACY_LAYOUT if value is None else int(value)
@@ -77,6 +83,11 @@ class Event(TableModel):
     version = VersionAttribute()
     # Only the lab's scratch events expire: a backstop for when the lab's own clean-up never ran.
     expires_at = TTLAttribute(null=True)
+    # Hours before the start at which confirmed registrants are reminded by e-mail (absent: the default; 0: off).
+    reminder_hours = NumberAttribute(null=True)
+    # Set when the event is called off (by the event cancellation, which does not exist yet): read only through
+    # ``is_cancelled``, the one predicate every "not for a cancelled event" rule asks.
+    cancelled_at = UTCDateTimeAttribute(null=True)
 
     by_start = CollectionIndex()
     gsi1pk = UnicodeAttribute(attr_name="GSI1PK", default=COLLECTION)
@@ -109,6 +120,15 @@ class Event(TableModel):
     @property
     def registration_layout(self) -> int:
         return layout_of(self.layout)
+
+    @property
+    def is_cancelled(self) -> bool:
+        """Whether the event was called off: no reminder goes out for it (registrations.services.messages)."""
+        return self.cancelled_at is not None
+
+    @property
+    def reminder_hours_or_default(self) -> int:
+        return DEFAULT_REMINDER_HOURS if self.reminder_hours is None else int(self.reminder_hours)
 
     @property
     def registration_closed(self) -> bool:
@@ -580,3 +600,59 @@ class CheckInLogEntry(TableModel):
         # ISO-8601 in UTC sorts chronologically as a string; the id keeps two entries of one instant apart.
         stamp = at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         return Event.pk_for(event_id), f"{cls.SK_PREFIX}{stamp}#{entry_id}"
+
+
+class EventMessage(TableModel):
+    """``EVENTMSG#<event_id>`` / ``MESSAGE#<message_id>``: a mail to an event's attendees and how far its fan-out got.
+
+    A staff message's id is derived from the event, the author and the tap's idempotency key; a reminder's from
+    the event alone: either is written under ``attribute_not_exists``, so a double-click or a second sweep makes
+    no second message. The relay fans it out a page at a time (registrations.services.messages): each page's
+    per-recipient outbox messages and the move of the cursor (``partition``, ``last_key``, ``pages``) are one
+    transaction conditioned on ``pages`` as read, so a page is queued exactly once however the relay dies.
+    """
+
+    SK_PREFIX = "MESSAGE#"
+    PK_PREFIX = "EVENTMSG#"
+    STAFF = "staff"
+    REMINDER = "reminder"
+
+    event_id = UnicodeAttribute()
+    message_id = UnicodeAttribute()
+    kind = UnicodeAttribute()  # STAFF | REMINDER
+    audience = UnicodeAttribute()
+    subject = TextAttribute()
+    body = TextAttribute()
+    created_at = UTCDateTimeAttribute()
+    created_by = UnicodeAttribute(default="")
+    # Only registrations made before this are recipients: a reminder's time, or when a staff message was sent.
+    registered_before = UTCDateTimeAttribute()
+    # The fan-out's cursor: the index of the partition being read (see the audience's list), the last key read
+    # in it (JSON; absent: from its start), how many pages were queued, how many recipients; ``done_at`` when
+    # every partition was read.
+    partition = NumberAttribute(default=0)
+    last_key = UnicodeAttribute(null=True)
+    pages = NumberAttribute(default=0)
+    queued = NumberAttribute(default=0)
+    done_at = UTCDateTimeAttribute(null=True)
+
+    @classmethod
+    def pk_for(cls, event_id: str) -> str:
+        return cls.PK_PREFIX + event_id
+
+    @classmethod
+    def key_for(cls, event_id: str, message_id: str) -> tuple[str, str]:
+        return cls.pk_for(event_id), cls.SK_PREFIX + message_id
+
+    @staticmethod
+    def staff_id_for(event_id: str, user_id: str, idempotency_key: str) -> str:
+        return hashlib.sha256(f"staff:{event_id}:{user_id}:{idempotency_key}".encode()).hexdigest()[:32]
+
+    @staticmethod
+    def reminder_id_for(event_id: str) -> str:
+        return hashlib.sha256(f"reminder:{event_id}".encode()).hexdigest()[:32]
+
+    @staticmethod
+    def delivery_id_for(message_id: str, registration_id: str) -> str:
+        """The outbox message id (and so the mail's Message-ID) of one recipient's copy: the same on every try."""
+        return hashlib.sha256(f"delivery:{message_id}:{registration_id}".encode()).hexdigest()[:32]

@@ -14,6 +14,7 @@ from django.utils.timezone import localtime
 
 from registrations import selectors
 from registrations.errors import RegistrationError
+from registrations.models import CONFIRMED, EventMessage
 from registrations.tickets import ticket_url
 from tems.accounts import notification_recipient
 from tems.identity import user_for_key
@@ -80,3 +81,38 @@ def registration_cancelled(message: OutboxMessage) -> None:
     _send(message, "Cancelled: {title}",
           "Your registration for {title} is cancelled. You can register again while seats last.\n\n"
           "Registration {registration_id}")
+
+
+def event_message_mail(message: OutboxMessage) -> None:
+    """One recipient's copy of a staff message or reminder (queued by registrations.services.messages).
+
+    Its outbox id, and so its Message-ID, is derived from the message and the registration: a copy sent again
+    after a relay died between the SMTP server's answer and the outbox delete is the same mail to the receiver.
+    A reminder is not sent for an event called off since, nor to someone no longer registered.
+    """
+    data = message.data
+    try:
+        sent = EventMessage.get(*EventMessage.key_for(data["event_id"], data["message_id"]))
+    except EventMessage.DoesNotExist:
+        return
+    if sent.kind == EventMessage.REMINDER:
+        try:
+            event = selectors.event_get(event_id=data["event_id"], consistent=False, with_seats=False)
+        except RegistrationError:
+            return
+        claim = selectors.claim_get(event_id=event.event_id, user_id=data["user"], layout=event.registration_layout)
+        if (event.is_cancelled or claim is None or claim.registration_id != data["registration_id"]
+                or claim.status != CONFIRMED):
+            return
+        _send(message, "Reminder: {title}",
+              "A reminder: you have a seat at {title}. Show the QR code of your ticket (link below) at the door. "
+              "If you can no longer come, cancel on My registrations so someone on the waiting list gets your seat."
+              "\n\nRegistration {registration_id}", ticket=True)
+        return
+    # Staff's words are sent as they wrote them: braces in them are text, not placeholders.
+    _send(message, "{title}: " + _literal(sent.subject),
+          _literal(sent.body) + "\n\n(Sent by the organisers of {title}.)")
+
+
+def _literal(text: str) -> str:
+    return text.replace("{", "{{").replace("}", "}}")

@@ -96,6 +96,7 @@ def event_to_dict(event: Event) -> dict:
         "capacity": int(event.capacity),
         "registered_count": int(event.registered_count),
         "waitlist_count": int(event.waitlist_count),
+        "reminder_hours": event.reminder_hours_or_default,
         "version": int(event.version),
     }
 

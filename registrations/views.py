@@ -327,7 +327,7 @@ def event_create(request: HttpRequest) -> HttpResponse:
 
 
 LABELS = {"title": "Title", "location": "Location", "starts_at": "Starts", "capacity": "Capacity",
-          "description": "Description"}
+          "description": "Description", "reminder_hours": "Reminder (hours before)"}
 
 
 def _base_scope(event_id: str, version: int) -> str:
@@ -428,6 +428,7 @@ def _initial(event) -> dict:
         "location": event.location,
         "starts_at": event.starts_at,
         "capacity": event.capacity,
+        "reminder_hours": event.reminder_hours_or_default,
         "version": event.version,
     }
 

@@ -104,10 +104,16 @@ class OutboxMessage(TableModel):
         return json.loads(self.payload)
 
 
-def outbox_message(*, message_type: str, payload: dict[str, Any], now: datetime | None = None) -> OutboxMessage:
-    """A new message, to be saved inside the transaction whose change it announces."""
+def outbox_message(*, message_type: str, payload: dict[str, Any], now: datetime | None = None,
+                   message_id: str | None = None) -> OutboxMessage:
+    """A new message, to be saved inside the transaction whose change it announces.
+
+    ``message_id`` (hex, at least four digits) for a message that must be the same on every try: a fan-out
+    derives it from what it announces and saves it under ``attribute_not_exists``, and the mail's Message-ID
+    follows from it.
+    """
     now = now or utcnow()
-    message_id = uuid.uuid4().hex
+    message_id = message_id or uuid.uuid4().hex
     return OutboxMessage(
         *OutboxMessage.key_for(message_id),
         message_id=message_id, message_type=message_type,
@@ -169,6 +175,26 @@ def outbox_pending(*, limit: int = 100, now: datetime | None = None) -> list[Out
 
 def configured_handlers() -> dict[str, Handler]:
     return {message_type: import_string(path) for message_type, path in settings.OUTBOX_HANDLERS.items()}
+
+
+def configured_periodic_jobs() -> dict[str, Callable[[], Any]]:
+    return {name: import_string(path) for name, path in settings.RELAY_PERIODIC_JOBS.items()}
+
+
+def run_periodic_jobs(jobs: Mapping[str, Callable[[], Any]] | None = None) -> dict[str, bool]:
+    """Run each job the apps registered (settings.RELAY_PERIODIC_JOBS) once; {name: ran without error}. A job
+    that fails is logged and tried again at the next run: one must not stop the others or the relay."""
+    jobs = configured_periodic_jobs() if jobs is None else jobs
+    outcome = {}
+    for name, job in jobs.items():
+        try:
+            job()
+        except Exception:  # noqa: BLE001 - logged; the relay goes on delivering
+            logger.exception("relay job %s failed", name)
+            outcome[name] = False
+        else:
+            outcome[name] = True
+    return outcome
 
 
 def outbox_relay(*, handlers: Mapping[str, Handler] | None = None, limit: int = 100, relay_id: str | None = None,

@@ -254,7 +254,18 @@ OUTBOX_HANDLERS = {
     "WaitlistPromotionRequested": "registrations.services.waitlist_promotion_requested",
     "CheckInRecorded": "registrations.checkins.notifications.checkin_recorded",
     "CheckInUndone": "registrations.checkins.notifications.checkin_undone",
+    "StaffMessageRequested": "registrations.services.messages.message_fan_out",
+    "ReminderRequested": "registrations.services.messages.message_fan_out",
+    "EventMessageFanOut": "registrations.services.messages.message_fan_out",
+    "EventMessageMail": "registrations.notifications.event_message_mail",
 }
+# Jobs the relay runs besides delivering messages, each at most once per RELAY_JOB_INTERVAL_SECONDS per relay
+# process (tems.outbox.run_periodic_jobs): they write outbox messages under deterministic keys, so any number of
+# relays may run them.
+RELAY_PERIODIC_JOBS = {
+    "event_reminders": "registrations.services.messages.reminders_sweep",
+}
+RELAY_JOB_INTERVAL_SECONDS = float(os.environ.get("TEMS_RELAY_JOB_INTERVAL_SECONDS", "60"))
 # Without DJANGO_EMAIL_HOST, mails are printed where `make run` runs; with it, they go out over SMTP (STARTTLS and
 # a log-in when DJANGO_EMAIL_USE_TLS / DJANGO_EMAIL_HOST_USER are set, as Amazon SES and most relays require).
 _email_host = os.environ.get("DJANGO_EMAIL_HOST")

@@ -4,6 +4,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 
 from django.conf import settings
 from django.core.management import call_command
@@ -11,15 +12,20 @@ from django.core.management.base import BaseCommand, CommandError
 
 from tems.dynamo import TableConfig, configure_models
 from tems.local_dynamodb import DynamoDBLocal, LauncherError
-from tems.outbox import outbox_relay
+from tems.outbox import outbox_relay, run_periodic_jobs
 
 logger = logging.getLogger(__name__)
 
 
 def _relay_until(stopped: threading.Event, interval: float = 2.0) -> None:
-    # The outbox relay beside the dev server, so confirmation mails appear in this console as they would be sent.
+    # The outbox relay beside the dev server, so confirmation mails appear in this console as they would be sent,
+    # with the apps' periodic jobs (reminders) as `relay_outbox --loop` runs them.
+    jobs_due = 0.0
     while not stopped.wait(interval):
         try:
+            if time.monotonic() >= jobs_due:
+                run_periodic_jobs()
+                jobs_due = time.monotonic() + settings.RELAY_JOB_INTERVAL_SECONDS
             outbox_relay()
         except Exception:  # noqa: BLE001 - a failed pass is logged and the next one tries again
             logger.exception("outbox relay pass failed")

@@ -1,0 +1,78 @@
+"""Staff's "Message attendees" page: write, preview the number of recipients, confirm to send once.
+
+Thin: it validates with ``MessageForm`` and calls ``registrations.services.messages``. The preview and the send
+are two posts of the same form; the confirm step carries one idempotency key rendered with it, so a double-click
+(or a retried post) on "Send" writes one message. Works without JavaScript; htmx swaps the form's region.
+"""
+
+import uuid
+
+from django.contrib import messages as notices
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods
+
+from registrations import selectors
+from registrations.checkins import selectors as checkin_selectors
+from registrations.errors import RegistrationError
+from registrations.forms import MessageForm
+from registrations.services import messages
+from tems.decorators import staff_required
+from tems.errors import DomainError
+from tems.http import after_save
+from tems.idempotency import key_from_request, request_fingerprint
+from tems.identity import user_key
+
+PAGE = "registrations/event_messages.html"
+
+
+def _counts(event) -> dict[str, int]:
+    checked_in = checkin_selectors.checkin_stats(event_id=event.event_id)["checked_in"]
+    return {audience: messages.audience_count(event=event, audience=audience, checked_in=checked_in)
+            for audience in messages.AUDIENCES}
+
+
+def _form(data=None, *, counts: dict[str, int]) -> MessageForm:
+    form = MessageForm(data)
+    form.fields["audience"].choices = [(audience, f"{label} ({counts[audience]})")
+                                       for audience, label in messages.AUDIENCE_LABELS.items()]
+    return form
+
+
+@require_http_methods(["GET", "POST"])
+@staff_required
+def message_page(request: HttpRequest, event_id: str) -> HttpResponse:
+    try:
+        event = selectors.event_get(event_id=event_id)
+    except RegistrationError as error:
+        raise Http404(error.detail) from None
+    counts = _counts(event)
+    form = _form(request.POST if request.method == "POST" else None, counts=counts)
+    confirm = None
+    if request.method == "POST" and form.is_valid():
+        if request.POST.get("step") == "send":
+            try:
+                outcome = messages.message_send_once(
+                    event_id=event_id, user_id=user_key(request.user), created_by=request.user.get_username(),
+                    idempotency_key=key_from_request(request), fingerprint=request_fingerprint(request),
+                    **form.cleaned_data)
+            except DomainError as error:
+                if error.code == "not_found":
+                    raise Http404(error.detail) from None
+                form.add_error(None, error.detail)
+            else:
+                audience = messages.AUDIENCE_LABELS[form.cleaned_data["audience"]].lower()
+                if not outcome.replayed:
+                    notices.success(request, f"Sending “{form.cleaned_data['subject']}” to {audience} attendees "
+                                             f"({counts[form.cleaned_data['audience']]}). Progress is below.")
+                return after_save(request, reverse("registrations:event_messages", kwargs={"event_id": event_id}))
+        elif request.POST.get("step") == "preview":
+            # The preview: the number it will reach, and a Send button carrying this step's one key.
+            confirm = {"count": counts[form.cleaned_data["audience"]],
+                       "audience": messages.AUDIENCE_LABELS[form.cleaned_data["audience"]], "key": str(uuid.uuid4())}
+    context = {"event": event, "form": form, "confirm": confirm,
+               "sent": [(message, messages.AUDIENCE_LABELS.get(message.audience, message.audience))
+                        for message in messages.message_list(event_id=event_id)]}
+    status = 400 if request.method == "POST" and not form.is_valid() else 200
+    return render(request, f"{PAGE}#message-form" if request.htmx else PAGE, context, status=status)
