@@ -41,6 +41,12 @@ RETRY = "Retry"
 OUTBOX_LAG_SECONDS = "OutboxLagSeconds"
 OUTBOX_DELIVERED = "OutboxDelivered"
 CHECK_IN = "CheckIn"
+# Every name above that reaches CloudWatch: the deployment's alarms and dashboard may read only these.
+METRIC_NAMES = frozenset({
+    REGISTRATION_CREATED, REGISTRATION_REPLAYED, REGISTRATION_ALREADY_REGISTERED, ANSWER_5XX,
+    *(f"Answer{status}" for status in ANSWERED_STATUSES), TRANSACTION_CONFLICT, THROTTLE, RETRY,
+    OUTBOX_LAG_SECONDS, OUTBOX_DELIVERED, CHECK_IN,
+})
 # The dimension that the by-label metrics are also emitted with: the transaction item's label.
 LABEL = "Label"
 UNITS = {OUTBOX_LAG_SECONDS: "Seconds"}  # every other metric is a Count
