@@ -38,7 +38,8 @@ ITEM_SHAPES = {
     "Event": {
         "GSI1PK", "GSI1SK", "PK", "SK", "capacity", "checked_in_count", "created_at", "created_by", "description",
         "entity", "event_id", "expires_at", "location", "registered_count", "seat_shards", "sliced", "starts_at",
-        "title", "updated_at", "updated_by", "version", "waitlist_count", "waitlist_seq", "layout", "waitlist_left"
+        "title", "updated_at", "updated_by", "version", "waitlist_count", "waitlist_seq", "layout", "waitlist_left",
+        "reminder_hours", "cancelled_at",
     },
     "EventCheckins": {"PK", "SK", "checked_in_count", "registered_count", "seat_shards", "layout"},
     "EventSeats": {
