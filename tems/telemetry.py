@@ -18,7 +18,6 @@ import re
 import threading
 import time
 import uuid
-from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -77,7 +76,7 @@ class Scope:
     request_id: str | None
     meter: DynamoMeter
     fields: dict[str, Any] = field(default_factory=dict)
-    counts: Counter = field(default_factory=Counter)  # (metric, label or None) -> count
+    counts: dict[tuple[str, str | None], int] = field(default_factory=dict)  # (metric, label or None) -> count
     values: dict[str, float] = field(default_factory=dict)  # measurements: the last one of a scope stands
     cancellations: list[dict[str, str]] = field(default_factory=list)
     # Work handed to threads under copy_context() adds to the same scope.
@@ -85,17 +84,17 @@ class Scope:
 
     def count(self, metric: str, label: str | None = None, n: int = 1) -> None:
         with self._lock:
-            self.counts[(metric, label)] += n
+            self.counts[(metric, label)] = self.counts.get((metric, label), 0) + n
 
     def totals(self) -> dict[str, float]:
         """Every metric of the scope summed over labels (the dimension set ``[]``), zero counts left out."""
-        totals: Counter = Counter()
+        totals: dict[str, float] = {}
         for (metric, _), n in self.counts.items():
-            totals[metric] += n
+            totals[metric] = totals.get(metric, 0) + n
         if self.meter.throttles:
-            totals[THROTTLE] += self.meter.throttles  # throttled single requests: no label to name
+            totals[THROTTLE] = totals.get(THROTTLE, 0) + self.meter.throttles  # single requests: no label
         if self.fields.get("replayed"):
-            totals[REGISTRATION_REPLAYED] += 1
+            totals[REGISTRATION_REPLAYED] = totals.get(REGISTRATION_REPLAYED, 0) + 1
         return {**{metric: n for metric, n in totals.items() if n}, **self.values}
 
     def by_label(self) -> dict[str, dict[str, int]]:
@@ -108,15 +107,17 @@ class Scope:
     def write(self) -> None:
         meter = self.meter
         totals = self.totals()
-        logger.info(
-            self.event, request_id=self.request_id, **self.fields,
-            ddb_requests=meter.total_requests, ddb_rcu=meter.read_capacity, ddb_wcu=meter.write_capacity,
-            throttles=totals.get(THROTTLE, 0), retries=totals.get(RETRY, 0),
-            **({"cancellations": self.cancellations} if self.cancellations else {}),
-            metrics=totals,
-        )
-        for label, metrics in self.by_label().items():
-            logger.info("metrics", request_id=self.request_id, metrics=metrics, label=label)
+        line = {"request_id": self.request_id, **self.fields,
+                "ddb_requests": meter.total_requests, "ddb_rcu": meter.read_capacity,
+                "ddb_wcu": meter.write_capacity,
+                "throttles": totals.get(THROTTLE, 0), "retries": totals.get(RETRY, 0)}
+        if self.cancellations:
+            line["cancellations"] = self.cancellations
+        line["metrics"] = totals
+        logger.info(self.event, **line)
+        if self.counts:  # most scopes count nothing, so have no label to write a line for
+            for label, metrics in self.by_label().items():
+                logger.info("metrics", request_id=self.request_id, metrics=metrics, label=label)
 
 
 _scope: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("tems_telemetry_scope", default=None)
