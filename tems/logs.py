@@ -59,9 +59,10 @@ def _shared_processors() -> list:
 
 
 def _lighter_records() -> None:
-    """Records stop collecting what no line shows: the caller's file and line (a walk up the stack on every
-    call), the thread and the process. Both renderings print only the event dict, and every request writes a
-    line, so this is paid per request (the logging HOWTO's "Optimization" section names these switches)."""
+    """Records stop collecting what no JSON line shows: the caller's file and line (a walk up the stack on every
+    call), the thread and the process. Every request writes a line, so this is paid per request (the logging
+    HOWTO's "Optimization" section names these switches). Only for JSON: on a developer's terminal and in test
+    reports the caller's file and line stay."""
     logging._srcfile = None
     logging.logThreads = False
     logging.logProcesses = False
@@ -74,7 +75,8 @@ def formatter(log_format: str = JSON) -> structlog.stdlib.ProcessorFormatter:
     structlog to hand its lines to ``logging``: one handler, one format, whoever logs."""
     if log_format not in FORMATS:
         raise ValueError(f"TEMS_LOG_FORMAT must be one of {', '.join(FORMATS)}, got {log_format!r}.")
-    _lighter_records()
+    if log_format == JSON:
+        _lighter_records()
     structlog.configure(
         processors=[*_shared_processors(), structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
         logger_factory=structlog.stdlib.LoggerFactory(),
