@@ -9,6 +9,7 @@ from pathlib import Path
 
 import botocore.session
 import pytest
+from botocore.client import BaseClient
 from django.contrib.auth.models import User
 from django.test import Client
 
@@ -207,3 +208,18 @@ def new_page(browser, request):
                 page.screenshot(path=str(ARTIFACTS / f"{request.node.name}-{n}-{m}.png"), full_page=True)
         context.close()
 
+
+
+@pytest.fixture
+def dynamodb_calls(monkeypatch) -> list[str]:
+    """Every DynamoDB operation any client of this process sends (PynamoDB's, boto3's, from any thread)."""
+    calls: list[str] = []
+    original = BaseClient._make_api_call
+
+    def recording(self, operation_name, api_params):
+        if self.meta.service_model.service_name == "dynamodb":
+            calls.append(operation_name)
+        return original(self, operation_name, api_params)
+
+    monkeypatch.setattr(BaseClient, "_make_api_call", recording)
+    return calls

@@ -9,7 +9,6 @@ from io import StringIO
 from pathlib import Path
 
 import pytest
-from botocore.client import BaseClient
 from cfnlint.decode import decode
 from django.core.management import call_command
 
@@ -88,21 +87,6 @@ IAM_ACTIONS_OF = {
 
 def iam_actions(operations) -> set[str]:
     return {action for operation in operations for action in IAM_ACTIONS_OF.get(operation, {operation})}
-
-
-@pytest.fixture
-def dynamodb_calls(monkeypatch) -> list[str]:
-    """Every DynamoDB operation any client of this process sends (PynamoDB's, boto3's, from any thread)."""
-    calls: list[str] = []
-    original = BaseClient._make_api_call
-
-    def recording(self, operation_name, api_params):
-        if self.meta.service_model.service_name == "dynamodb":
-            calls.append(operation_name)
-        return original(self, operation_name, api_params)
-
-    monkeypatch.setattr(BaseClient, "_make_api_call", recording)
-    return calls
 
 
 def test_the_app_policy_allows_every_request_the_app_sends_and_no_scan(template, ddb, staff_client, student_client,

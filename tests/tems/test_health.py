@@ -3,7 +3,6 @@
 import uuid
 
 import pytest
-from botocore.client import BaseClient
 from django.db import OperationalError
 
 from tems.dynamo import TableConfig, configure_models, ensure_table
@@ -11,20 +10,6 @@ from tems.local_dynamodb import DynamoDBLocal
 from tests.helpers import REGION
 
 BALANCER = {"HTTP_HOST": "10.0.3.17"}  # a private address, as a load balancer probes by: not in ALLOWED_HOSTS
-
-
-@pytest.fixture
-def dynamodb_calls(monkeypatch) -> list[str]:
-    calls: list[str] = []
-    original = BaseClient._make_api_call
-
-    def recording(self, operation_name, api_params):
-        if self.meta.service_model.service_name == "dynamodb":
-            calls.append(operation_name)
-        return original(self, operation_name, api_params)
-
-    monkeypatch.setattr(BaseClient, "_make_api_call", recording)
-    return calls
 
 
 @pytest.fixture
