@@ -92,7 +92,7 @@ def event_messages(request: HttpRequest, event_id: str) -> HttpResponse:
     if request.method == "GET":
         selectors.event_get(event_id=event_id, consistent=False, with_seats=False)  # 404 for an unknown event
         return json_response({"messages": [messages.message_to_dict(m)
-                                           for m in messages.message_list(event_id=event_id)]})
+                                           for m in selectors.message_list(event_id=event_id)]})
     form = parse_form(request, MessageForm, RegistrationError)
     outcome = messages.message_send_once(
         event_id=event_id, user_id=user_key(request.user), created_by=request.user.get_username(),
@@ -103,4 +103,4 @@ def event_messages(request: HttpRequest, event_id: str) -> HttpResponse:
 @api_view("GET", staff=True)
 def message_detail(request: HttpRequest, event_id: str, message_id: str) -> HttpResponse:
     """Staff: a message's progress: how many mails its fan-out queued so far, and whether it is done."""
-    return json_response(messages.message_to_dict(messages.message_get(event_id=event_id, message_id=message_id)))
+    return json_response(messages.message_to_dict(selectors.message_get(event_id=event_id, message_id=message_id)))

@@ -73,6 +73,6 @@ def message_page(request: HttpRequest, event_id: str) -> HttpResponse:
                        "audience": messages.AUDIENCE_LABELS[form.cleaned_data["audience"]], "key": str(uuid.uuid4())}
     context = {"event": event, "form": form, "confirm": confirm,
                "sent": [(message, messages.AUDIENCE_LABELS.get(message.audience, message.audience))
-                        for message in messages.message_list(event_id=event_id)]}
+                        for message in selectors.message_list(event_id=event_id)]}
     status = 400 if request.method == "POST" and not form.is_valid() else 200
     return render(request, f"{PAGE}#message-form" if request.htmx else PAGE, context, status=status)

@@ -19,6 +19,7 @@ from registrations.models import (
     REGISTRATION_BUCKETS,
     WAITLISTED,
     Event,
+    EventMessage,
     EventSeats,
     Registration,
     RegistrationClaim,
@@ -342,3 +343,19 @@ def registration_list(*, user_id: str) -> list[dict[str, Any]]:
         if page.next_cursor is None:
             return listed
         cursor = page.next_cursor
+
+
+# --- staff messages and reminders -----------------------------------------------------------------------------
+
+def message_get(*, event_id: str, message_id: str) -> EventMessage:
+    try:
+        return EventMessage.get(*EventMessage.key_for(event_id, message_id), consistent_read=True)
+    except EventMessage.DoesNotExist:
+        raise RegistrationError("not_found", f"There is no message {message_id!r} for this event.") from None
+
+
+def message_list(*, event_id: str, limit: int = 20) -> list[EventMessage]:
+    """The event's messages and reminders (at most ``limit``), newest first."""
+    found = list(EventMessage.query(EventMessage.pk_for(event_id), EventMessage.sk.startswith(EventMessage.SK_PREFIX),
+                                    limit=limit))
+    return sorted(found, key=lambda message: message.created_at, reverse=True)

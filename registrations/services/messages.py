@@ -166,20 +166,6 @@ def message_send_once(*, event_id: str, user_id: str, created_by: str, idempoten
     return StoredOutcome(response)
 
 
-def message_get(*, event_id: str, message_id: str) -> EventMessage:
-    try:
-        return EventMessage.get(*EventMessage.key_for(event_id, message_id), consistent_read=True)
-    except EventMessage.DoesNotExist:
-        raise RegistrationError("not_found", f"There is no message {message_id!r} for this event.") from None
-
-
-def message_list(*, event_id: str, limit: int = 20) -> list[EventMessage]:
-    """The event's messages and reminders (at most ``limit``), newest first."""
-    found = list(EventMessage.query(EventMessage.pk_for(event_id), EventMessage.sk.startswith(EventMessage.SK_PREFIX),
-                                    limit=limit))
-    return sorted(found, key=lambda message: message.created_at, reverse=True)
-
-
 # --- the preview: counters, never the recipients ------------------------------------------------------------
 
 def audience_count(*, event: Event, audience: str, checked_in: int) -> int:

@@ -6,8 +6,7 @@ from datetime import UTC, datetime
 import pytest
 from playwright.sync_api import expect
 
-from registrations import services
-from registrations.services import messages
+from registrations import selectors, services
 from tems.identity import user_key
 from tests.browser.helpers import log_in
 from tests.browser.pages import DESKTOP, PHONE, new_sized_page, serious_axe_violations
@@ -39,6 +38,6 @@ def test_preview_and_a_double_click_on_send_write_one_message(app_server, browse
 
     send.dblclick()
     expect(page.get_by_text("Sending “Still hoping?”")).to_be_visible()
-    [message] = messages.message_list(event_id=event.event_id)
+    [message] = selectors.message_list(event_id=event.event_id)
     assert (message.audience, message.subject) == ("waitlisted", "Still hoping?")
     assert serious_axe_violations(page) == []

@@ -7,7 +7,6 @@ from datetime import UTC, datetime
 import pytest
 
 from registrations import selectors, services
-from registrations.services import messages
 from tems.identity import user_key
 from tests.registrations.helpers import make_event, register
 
@@ -50,7 +49,7 @@ def test_preview_then_send_writes_one_message_however_often_send_is_posted(event
     for _ in range(3):  # a double-click, and a retried post, of the same confirm step
         sent = staff_client.post(page_url(event), {**posted(), "step": "send", "idempotency_key": key})
         assert sent.status_code == 302 and sent["Location"] == page_url(event)
-    [message] = messages.message_list(event_id=event.event_id)
+    [message] = selectors.message_list(event_id=event.event_id)
     assert (message.subject, message.audience) == ("Room change", "confirmed")
     assert "Room change" in staff_client.get(page_url(event)).content.decode()
 
@@ -67,7 +66,7 @@ def test_bad_input_is_a_readable_message_on_the_page(event, staff_client):
     answer = staff_client.post(page_url(event), {**posted(subject="  ", audience="everyone"), "step": "preview"})
     assert answer.status_code == 400
     assert answer.context["form"].errors.keys() == {"subject", "audience"}
-    assert messages.message_list(event_id=event.event_id) == []
+    assert selectors.message_list(event_id=event.event_id) == []
 
 
 def test_students_get_403_and_unknown_events_404(event, student_client, staff_client):
