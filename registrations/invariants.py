@@ -3,7 +3,7 @@ test). Each check sees the items of one consistent scan as a stream and keeps pe
 message names the event (or item) involved."""
 
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -70,7 +70,7 @@ class _PerEvent(StreamingCheck):
             tally["shard_free"] += max(int(item["capacity"]) - int(item.get("taken", 0)), 0)
             tally["lane_waiting"] += int(item.get("waiting", 0))
         elif _waitlist_entry(item):
-            # In its lane's partition (or, from before the lanes, the event's): counted for its event.
+            # In its lane's partition: counted for its event.
             self.count(item, self.events[Event.pk_for(item["event_id"])].tally)
         elif Registration.is_event_side(item["PK"]):
             self.count(item, self.events[_event_pk(item)].tally)
@@ -84,9 +84,9 @@ class _PerEvent(StreamingCheck):
                 stored = dict(counts.stored)
                 if stored.get("seat_shards"):
                     # A sharded event's seats taken are its shards' sum (its own registered_count is gone), and
-                    # its waiting list counts its lanes' entries next to those from before the lanes.
+                    # its waiting list its lanes' (entries from before the lanes are not upgraded: not counted).
                     stored["registered_count"] = counts.tally["shard_taken"]
-                    stored["waitlist_count"] = int(stored.get("waitlist_count") or 0) + counts.tally["lane_waiting"]
+                    stored["waitlist_count"] = counts.tally["lane_waiting"]
                 yield pk, stored, counts.tally
 
 
@@ -233,6 +233,38 @@ class RegistrationsInTheirLayout(StreamingCheck):
                        f"{sorted(self.shard_layouts[event_id] - {layout})}")
 
 
+@invariant("every event is in the current shape")
+class EventsInTheCurrentShape(StreamingCheck):
+    """No item of an older shape that ``event_upgrade`` converts is left, and none is counted as valid by the
+    other checks: a waiting-list entry from before the lanes (in the event's partition) or one that does not
+    carry its registration, a confirmed registration (claim or copy) that names no shard, and an event still
+    marked as giving its registrations their shard. The cure is ``manage.py upgrade_events``."""
+
+    KINDS = ("waiting-list entries from before the lanes", "waiting-list entries not carrying their registration",
+             "confirmed registration items naming no shard", "marked as giving registrations their shard")
+
+    def __init__(self) -> None:
+        self.found: defaultdict[str, Counter] = defaultdict(Counter)
+
+    def observe(self, item: Item) -> None:
+        entity, event_id = item.get("entity"), item.get("event_id")
+        if entity == "WaitlistEntry":
+            if item.get("lane") is None or item["PK"] == WaitlistEntry.legacy_pk_for(event_id):
+                self.found[event_id][self.KINDS[0]] += 1
+            if not WaitlistEntry.item_carries_registration(item):
+                self.found[event_id][self.KINDS[1]] += 1
+        elif entity in ("Registration", "RegistrationClaim"):
+            if item.get("status") == CONFIRMED and item.get("shard") is None:
+                self.found[event_id][self.KINDS[2]] += 1
+        elif _is_event(item) and item.get("giving_shards") is not None:
+            self.found[item["event_id"]][self.KINDS[3]] += 1
+
+    def problems(self) -> Iterator[str]:
+        for event_id, kinds in sorted(self.found.items()):
+            listed = ", ".join(f"{kinds[kind]} {kind}" for kind in self.KINDS if kinds[kind])
+            yield f"event {event_id}: not upgraded ({listed}); run manage.py upgrade_events"
+
+
 @invariant("nobody waits while a seat is free")
 class NobodyWaitsForAFreeSeat(_PerEvent):
     counters = ("capacity", "registered_count", "sliced")
@@ -276,7 +308,7 @@ class WaitlistInOrder(StreamingCheck):
         elif _waitlist_entry(item):
             ticket, pk = int(item["ticket"]), Event.pk_for(item["event_id"])
             lane = None if item.get("lane") is None else int(item["lane"])
-            if (item["PK"], item["SK"]) != WaitlistEntry.key_for(item["event_id"], ticket, lane):
+            if lane is None or (item["PK"], item["SK"]) != WaitlistEntry.key_for(item["event_id"], ticket, lane):
                 self.found.append(f"{item['PK']}/{item['SK']}: holds ticket {ticket} of lane {lane}, out of place")
             self.highest[pk] = max(self.highest[pk], ticket)
             self.entries[pk].add(item["registration_id"], ticket)
@@ -327,8 +359,8 @@ class LanesAndGate(StreamingCheck):
         elif item.get("entity") == "SeatGate":
             self.gate[Event.pk_for(item["event_id"])] = (bool(item.get("state")), int(item.get("opened", 0)),
                                                          int(item.get("shards", 0)))
-        elif _waitlist_entry(item) and item.get("lane") is not None:
-            self.entries[item["PK"]] += 1
+        elif _waitlist_entry(item):
+            self.entries[item["PK"]] += 1  # one from before the lanes, in the event's partition, matches no lane
 
     def problems(self) -> Iterator[str]:
         for pk in sorted(self.waiting.keys() | self.entries.keys()):

@@ -147,6 +147,8 @@ class EventSeats(TableModel):
     ENTITY = None  # a view of another model's item: writes no entity
     capacity = NumberAttribute()
     registered_count = NumberAttribute(default=0)
+    # Entries from before the lanes (each lane counts its own, ``SeatShard.waiting``): 0 or absent once the event
+    # is upgraded, and every write that passes the waiting list over checks so (``upgrade.current_shape``).
     waitlist_count = NumberAttribute(default=0)
     waitlist_seq = NumberAttribute(null=True)  # absent on events created before the waitlist existed
     waitlist_left = NumberAttribute(null=True)
@@ -156,6 +158,9 @@ class EventSeats(TableModel):
     sliced = NumberAttribute(null=True)
     # Checked by the waitlist join's condition: no registration is written under a layout the event is not in.
     layout = NumberAttribute(null=True)
+    # Present only while ``event_upgrade`` gives registrations confirmed before the shards their shard: it fences
+    # off cancels and promotions (``upgrade.current_shape``), and each registration given one moves it by one.
+    giving_shards = NumberAttribute(null=True)
 
     @classmethod
     def key_for(cls, event_id: str) -> tuple[str, str]:
@@ -325,10 +330,11 @@ class RegistrationFields:
     status = UnicodeAttribute()
     created_at = UTCDateTimeAttribute()
     ticket = NumberAttribute(null=True)  # the waitlist ticket while waitlisted
-    # The seat shard holding a confirmed registration's seat (its cancel frees that one); absent on registrations
-    # confirmed before the shards, whose cancel frees any shard with a seat taken.
+    # The seat shard holding a confirmed registration's seat (its cancel frees that one). Absent on registrations
+    # confirmed before the shards until ``event_upgrade`` gives them the shard their seat is counted on.
     shard = NumberAttribute(null=True)
-    # The waiting-list lane (a shard number) whose entry holds the ticket; absent for tickets from before lanes.
+    # The waiting-list lane (a shard number) whose entry holds the ticket. Absent for tickets from before the
+    # lanes until ``event_upgrade`` moves their entries into a lane.
     lane = NumberAttribute(null=True)
 
 
@@ -457,13 +463,16 @@ class WaitlistEntry(TableModel):
 
     Tickets come in blocks from the event's ``waitlist_seq`` (see registrations.seating.tickets): unique, ordered
     by when their block was claimed, and the head of the queue is the smallest ticket over all lanes (one
-    Query with Limit 1 per lane). Entries from before the lanes stay at ``EVENT#<event_id>`` (``lane`` None).
-    A position is never stored: it is counted on read, so a cancellation in the middle rewrites nothing.
+    Query with Limit 1 per lane). A position is never stored: it is counted on read, so a cancellation in the
+    middle rewrites nothing.
 
     An entry is also the event-side copy of its waitlisted registration: it carries the registration's fields
     and its attendee-index key, and no ``EVENTREG#`` copy exists until the promotion writes one (a join is then
-    one item fewer, and pays one item's write units less). Entries from before that carry neither
-    (``carries_registration`` False): their registration has its copy.
+    one item fewer, and pays one item's write units less).
+
+    Two older shapes, read and converted by ``event_upgrade`` only: entries from before the lanes at
+    ``legacy_key_for`` (``lane`` None, counted on the event's ``waitlist_count``), and entries from before they
+    carried their registration (``carries_registration`` False; their registration had a waitlisted copy).
     """
 
     SK_PREFIX = "WAITLIST#"
@@ -496,12 +505,21 @@ class WaitlistEntry(TableModel):
         return f"{cls.SK_PREFIX}{ticket:0{cls.TICKET_DIGITS}d}"
 
     @classmethod
-    def lane_pk_for(cls, event_id: str, lane: int | None) -> str:
-        return Event.pk_for(event_id) if lane is None else SeatShard.pk_for(event_id, int(lane))
+    def lane_pk_for(cls, event_id: str, lane: int) -> str:
+        return SeatShard.pk_for(event_id, int(lane))
 
     @classmethod
-    def key_for(cls, event_id: str, ticket: int, lane: int | None = None) -> tuple[str, str]:
+    def key_for(cls, event_id: str, ticket: int, lane: int) -> tuple[str, str]:
         return cls.lane_pk_for(event_id, lane), cls.sk_for(ticket)
+
+    @staticmethod
+    def legacy_pk_for(event_id: str) -> str:
+        """Where entries from before the lanes sat (the event's own partition): read by the upgrade only."""
+        return Event.pk_for(event_id)
+
+    @classmethod
+    def legacy_key_for(cls, event_id: str, ticket: int) -> tuple[str, str]:
+        return cls.legacy_pk_for(event_id), cls.sk_for(ticket)
 
 
 class WaitlistDepartures(TableModel):

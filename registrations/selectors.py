@@ -249,8 +249,6 @@ def waitlist_heads(*, event_id: str, limit: int,
     if event is None:
         return []
     partitions = [WaitlistEntry.lane_pk_for(event_id, int(lane.shard)) for lane in lanes_read if lane.waiting]
-    if event.waitlist_count:  # entries from before the lanes
-        partitions.append(WaitlistEntry.lane_pk_for(event_id, None))
     queries = (WaitlistEntry.query(pk, WaitlistEntry.sk.startswith(WaitlistEntry.SK_PREFIX), consistent_read=True,
                                    limit=limit) for pk in partitions)
     return list(heapq.merge(*(itertools.islice(query, limit) for query in queries),
@@ -268,7 +266,7 @@ def waitlist_entries(*, event_id: str) -> list[WaitlistEntry]:
     event, lanes_read = waitlist_lanes(event_id=event_id)
     if event is None:
         return []
-    lanes = [None, *(int(lane.shard) for lane in lanes_read)]
+    lanes = [int(lane.shard) for lane in lanes_read]
     entries = [entry for lane in lanes for entry in WaitlistEntry.query(
         WaitlistEntry.lane_pk_for(event_id, lane), WaitlistEntry.sk.startswith(WaitlistEntry.SK_PREFIX),
         consistent_read=True)]

@@ -123,9 +123,9 @@ def shards_get(*, event_id: str, count: int, consistent: bool = True) -> list[Se
 
 
 def seats_taken(events: Iterable) -> None:
-    """Set ``registered_count`` of each sharded event (``Event`` or ``EventSeats``) to its shards' sum, and add
-    its lanes' waiting to ``waitlist_count`` (which counts only entries from before the lanes), in one
-    BatchGetItem for all of them (PynamoDB splits it by 100 keys)."""
+    """Set ``registered_count`` of each sharded event (``Event`` or ``EventSeats``) to its shards' sum and
+    ``waitlist_count`` to its lanes' waiting, in one BatchGetItem for all of them (PynamoDB splits it by 100
+    keys)."""
     sharded = [event for event in events if getattr(event, "seat_shards", None)]
     if not sharded:
         return
@@ -141,7 +141,7 @@ def seats_taken(events: Iterable) -> None:
         hints.remember_shards(_event_id(event), int(event.seat_shards))
         event.registered_count = totals.get(_event_id(event), 0)
         if hasattr(event, "waitlist_count"):  # EventCheckins, the door's view, has no waiting list
-            event.waitlist_count = int(event.waitlist_count or 0) + waiting.get(_event_id(event), 0)
+            event.waitlist_count = waiting.get(_event_id(event), 0)
 
 
 def _event_id(event) -> str:
@@ -150,13 +150,13 @@ def _event_id(event) -> str:
 
 
 def event_seats(event_id: str) -> EventSeats:
-    """The event's seat counters with ``registered_count`` summed from its shards and ``waitlist_count`` counting
-    its lanes too (strongly consistent)."""
+    """The event's seat counters with ``registered_count`` summed from its shards and ``waitlist_count`` from its
+    lanes (strongly consistent)."""
     seats = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
     if seats.seat_shards:
         shards = shards_get(event_id=event_id, count=int(seats.seat_shards))
         seats.registered_count = sum(int(s.taken) for s in shards)
-        seats.waitlist_count = int(seats.waitlist_count or 0) + sum(int(s.waiting or 0) for s in shards)
+        seats.waitlist_count = sum(int(s.waiting or 0) for s in shards)
     return seats
 
 

@@ -12,9 +12,7 @@ from registrations.errors import RegistrationError
 from registrations.models import (
     CANCELLED,
     CONFIRMED,
-    CURRENT_LAYOUT,
     WAITLISTED,
-    EventSeats,
     Registration,
     RegistrationClaim,
     SeatGate,
@@ -42,8 +40,8 @@ from registrations.services.common import (
     remember_answer,
     stored_answer,
 )
-from registrations.services.promotion import SeatWrites, add_promotion, nobody_before_lanes
-from registrations.services.upgrade import event_upgrade, freeable_shard, upgrade_if_refused_for_layout
+from registrations.services.promotion import SeatWrites, add_promotion
+from registrations.services.upgrade import current_shape, event_upgrade, upgrade_if_old_shape, upgrade_if_refused
 from tems.clock import utcnow
 from tems.errors import DomainError
 from tems.idempotency import (
@@ -110,17 +108,20 @@ def _cancel(*, user_id: str, registration_id: str, now: datetime, sleep: Callabl
             response = cancel_response(registration_id=registration_id, event_id=seen.event_id)
             return _remember(user_id=user_id, key=key, response=response, now=now, sleep=sleep)
         seen = registration
+        if upgrade_if_old_shape(event_id=registration.event_id, items=[registration]):
+            continue  # confirmed before the shards, or waiting from before the lanes: it has its shard or lane now
         head, shard, lanes, gate = None, None, [], None
         if registration.status == CONFIRMED:
-            shard = freeable_shard(event_id=registration.event_id,
-                                   registration_shard=None if registration.shard is None else int(registration.shard))
+            shard = int(registration.shard)
             event, gate, lanes = selectors.waitlist_lanes_and_gate(event_id=registration.event_id)
             if gate is None:
-                event_upgrade(event_id=registration.event_id)  # an event of an older shape: brought up to date
+                event_upgrade(event_id=registration.event_id)  # an event from before the gate item
                 continue
             if len(lanes) != int(gate.shards):
                 continue  # an edit added shards between the event's read and the lanes': read again
             heads = selectors.waitlist_heads(event_id=registration.event_id, limit=1, lanes=(event, lanes))
+            if upgrade_if_old_shape(event_id=registration.event_id, items=heads):
+                continue
             head = heads[0] if heads else None
         transaction = _cancel_transaction(registration, head, now=now, shard=shard, lanes=lanes, gate=gate)
         response = cancel_response(registration_id=registration_id, event_id=registration.event_id)
@@ -134,8 +135,8 @@ def _cancel(*, user_id: str, registration_id: str, now: datetime, sleep: Callabl
                 return StoredOutcome(stored_answer(cancelled.reasons[IDEMPOTENCY].raw_item, key[1]), replayed=True)
             if cancelled.only_conflicts:
                 conflicts.pause()
-            elif upgrade_if_refused_for_layout(cancelled, EVENT_SEATS, event_id=registration.event_id):
-                continue  # the event's registrations were still in the legacy layout: they are in the current one now
+            elif upgrade_if_refused(cancelled, EVENT_SEATS, event_id=registration.event_id):
+                continue  # the event was of an older shape (current_shape): it is in the current one now
             # Any failed condition means a read above is stale (a promotion, a new joiner, a concurrent cancel):
             # read again and rebuild; the loop is bounded.
             continue
@@ -177,27 +178,26 @@ def _cancel_transaction(registration: Registration, head: WaitlistEntry | None, 
     # The status we read decides which counter moves, so the delete only applies if it is still that status.
     transaction.delete(USER_REGISTRATION, Registration(*Registration.user_key_for(user_id, registration_id)),
                        condition=Registration.status == registration.status)
-    # A waitlisted registration's event-side copy is its waitlist entry (deleted below) unless it joined before
-    # entries carried it: absent, or still waitlisted, is the same registration (a promotion would have written
-    # it confirmed, and then the user copy's condition fails too).
-    as_read = Registration.status == registration.status
-    transaction.delete(EVENT_REGISTRATION, Registration(*Registration.event_key_for(event_id, registration_id)),
-                       condition=(Registration.pk.does_not_exist() | as_read) if registration.status == WAITLISTED
-                       else as_read)
     transaction.save(OUTBOX, outbox_message(message_type="RegistrationCancelled", now=now, payload={
         "registration_id": registration_id, "event_id": event_id, "user": user_id,
         "previous_status": registration.status,
     }))
     writes = SeatWrites(event_id)
-    # Every branch writes or checks the event's item: there, that the registration's items are where this
-    # transaction looks for them (services/upgrade.py); a refusal's image says whether to upgrade the event first.
-    writes.event(condition=EventSeats.layout == CURRENT_LAYOUT)
+    # Every branch writes or checks the event's item: there, that the event is in the shape this transaction is
+    # built for (services/upgrade.py); a refusal's image says whether to upgrade the event first.
+    writes.event(condition=current_shape())
     if registration.status == WAITLISTED:
-        entry = WaitlistEntry(*WaitlistEntry.key_for(event_id, int(registration.ticket), registration.lane),
-                              ticket=int(registration.ticket), lane=registration.lane)
-        transaction.delete(WAITLIST_ENTRY, entry, condition=WaitlistEntry.registration_id == registration_id)
+        # The entry is the registration's event-side copy: it carries its status.
+        entry = WaitlistEntry(*WaitlistEntry.key_for(event_id, int(registration.ticket), int(registration.lane)),
+                              ticket=int(registration.ticket), lane=int(registration.lane))
+        transaction.delete(WAITLIST_ENTRY, entry, condition=(WaitlistEntry.registration_id == registration_id)
+                           & (WaitlistEntry.status == WAITLISTED))
         writes.depart(transaction, [entry])
-    elif head is not None:
+        writes.add_to(transaction)
+        return transaction
+    transaction.delete(EVENT_REGISTRATION, Registration(*Registration.event_key_for(event_id, registration_id)),
+                       condition=Registration.status == CONFIRMED)
+    if head is not None:
         # The freed seat passes straight to the head, in the same shard: the shard stays full, the list shrinks.
         add_promotion(transaction, head, now=now, shard=shard)
         writes.depart(transaction, [head])
@@ -211,13 +211,11 @@ def _cancel_transaction(registration: Registration, head: WaitlistEntry | None, 
         for lane in lanes:
             writes.shard(int(lane.shard), actions=reopened_lane(gate), condition=nobody_in_lane())
         writes.shard(shard, actions=[SeatShard.taken.add(-1)], condition=SeatShard.taken > 0)
-        writes.event(condition=nobody_before_lanes())
     else:
         # Nobody was waiting and the gate is open: the seat goes back to the shard it came from, under the
         # condition that the gate is still open, and the gate's epoch moves, so a close that read this shard
         # full before now fails its own condition: of the two only one takes effect.
         add_freed(transaction, event_id=event_id)
         writes.shard(shard, actions=[SeatShard.taken.add(-1)], condition=SeatShard.taken > 0)
-        writes.event(condition=nobody_before_lanes())
     writes.add_to(transaction)
     return transaction

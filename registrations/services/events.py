@@ -27,7 +27,7 @@ from registrations.services.common import (
     stored_answer,
 )
 from registrations.services.promotion import waitlist_promote
-from registrations.services.upgrade import counter_is, event_upgrade
+from registrations.services.upgrade import event_upgrade, nobody_before_lanes, upgrade_if_refused
 from tems.clock import utcnow
 from tems.idempotency import StoredResponse, add_completed_record
 from tems.outbox import OutboxMessage, outbox_message
@@ -222,7 +222,7 @@ def event_update(
             actions.append(Event.reminder_hours.set(reminder_hours))
         condition = Event.pk.exists()
         if counters is not None and counters.seat_shards:
-            count, before_lanes = int(counters.seat_shards), int(counters.waitlist_count or 0)
+            count = int(counters.seat_shards)
             sliced = int(counters.capacity if counters.sliced is None else counters.sliced)
             try:
                 gate = gate_get(event_id=event_id)
@@ -234,7 +234,7 @@ def event_update(
             if gate is None:
                 raise busy_error("This event's seats are changing right now; nothing was saved. Try again.")
             shards_read = shards.shards_get(event_id=event_id, count=count)
-            waiting = before_lanes + sum(int(shard.waiting or 0) for shard in shards_read)
+            waiting = sum(int(shard.waiting or 0) for shard in shards_read)
             # A raise while people wait stays unsliced: waitlist_promote hands it to them before any newcomer.
             # With nobody waiting the new slices are for newcomers: the waiting list's gate opens (under the
             # condition, on every shard, that nobody joined its lane since the read).
@@ -244,7 +244,8 @@ def event_update(
                         reopen=not waiting, raised=bool(waiting) and capacity > target, layout=counters.layout,
                         gate=gate)
             actions += [Event.sliced.set(target), Event.seat_shards.set(len(sizes))]
-            condition &= ((counter_is(Event.waitlist_count, before_lanes)) & (Event.sliced == sliced)
+            # Nobody waits from before the lanes: ``waiting`` counts the lanes (services/upgrade.py).
+            condition &= (nobody_before_lanes() & (Event.sliced == sliced)
                           & (Event.seat_shards == count) & layout_as_read(Event.layout, counters.layout))
         # PynamoDB adds "version = :expected" and "ADD version 1": the check and the change are one write.
         transaction.update(EVENT, Event(*Event.key_for(event_id), version=expected_version), actions=actions,
@@ -271,6 +272,8 @@ def event_update(
                         f"(version {expected_version} → {current.version}). Nothing of yours was saved.",
                         current=event_to_dict(current), expected_version=expected_version,
                     ) from None
+                if upgrade_if_refused(cancelled, EVENT, event_id=event_id, layout=False):
+                    continue  # people waited from before the lanes: they are in the lanes now
             # A slice below its shard's taken seats, or the counters moved since the read. The images say how
             # many seats the refused shards hold; a read explains the rest: too few seats, or try again.
             taken = shards.event_seats(event_id)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
@@ -24,7 +25,13 @@ from registrations.seating import positions, shards
 from registrations.seating.gate import CLOSED, RAISED, add_gate, lane_open
 from registrations.seating.shards import add_reslice, planned_sizes
 from registrations.services.common import EVENT_SEATS, QUEUE, SEAT, busy_error, conflict_backoff, layout_as_read
-from registrations.services.upgrade import event_upgrade, upgrade_if_legacy
+from registrations.services.upgrade import (
+    event_upgrade,
+    no_older_shape,
+    upgrade_if_legacy,
+    upgrade_if_old_shape,
+    upgrade_if_refused,
+)
 from tems.clock import utcnow
 from tems.outbox import outbox_message
 from tems.transactions import LabelledTransaction, TransactionCancelled
@@ -75,13 +82,9 @@ class SeatWrites:
         """``entries`` leave the waiting list: their lanes' ``waiting`` and the queue's ``left`` move with the
         departure counters (the caller deletes the entries in the same transaction)."""
         positions.record_departures(transaction, event_id=self.event_id, tickets=[int(e.ticket) for e in entries])
-        legacy = sum(1 for entry in entries if entry.lane is None)
-        for lane in sorted({int(entry.lane) for entry in entries if entry.lane is not None}):
-            gone = sum(1 for entry in entries if entry.lane is not None and int(entry.lane) == lane)
+        for lane, gone in sorted(Counter(int(entry.lane) for entry in entries).items()):
             self.shard(lane, actions=[SeatShard.waiting.add(-gone)], condition=SeatShard.waiting >= gone)
         self.queue_left += len(entries)
-        if legacy:
-            self.event(actions=[EventSeats.waitlist_count.add(-legacy)], condition=EventSeats.waitlist_count >= legacy)
 
     def add_to(self, transaction: LabelledTransaction) -> None:
         if self.queue_left:
@@ -111,43 +114,30 @@ def _both(first: Any, second: Any) -> Any:
     return first if second is None else first & second
 
 
-def nobody_before_lanes():
-    # Entries from before the lanes are counted on the event's item.
-    return EventSeats.waitlist_count.does_not_exist() | (EventSeats.waitlist_count == 0)
-
-
-def add_promotion(transaction: LabelledTransaction, head: WaitlistEntry, *, now: datetime, shard: int | None,
-                   suffix: str = "") -> None:
+def add_promotion(transaction: LabelledTransaction, head: WaitlistEntry, *, now: datetime, shard: int,
+                  suffix: str = "") -> None:
     """Move the waitlist head to confirmed, holding a seat of ``shard``: its claim, both registration items and its
-    entry, in ``transaction``. An entry that carries its registration (``WaitlistEntry.carries_registration``)
-    is the event-side copy: the promotion writes the confirmed copy from it; an older entry's copy is updated."""
-    is_waiting = Registration.status == WAITLISTED
+    entry, in ``transaction``. The entry is the registration's event-side copy: the promotion writes the
+    confirmed copy from it (the caller read it through ``upgrade.upgrade_if_old_shape``)."""
+    # No condition of its own: the entry's delete below (still this registration's) is what admits it once.
     # The seat's shard, so the promoted registration's cancel frees the shard it holds a seat in.
-    holds = [Registration.shard.remove()] if shard is None else [Registration.shard.set(shard)]
-    copies = [(HEAD_USER_REGISTRATION, Registration(*Registration.user_key_for(head.user_id, head.registration_id)))]
-    if head.carries_registration:
-        # No condition of its own: the entry's delete below (still this registration's) is what admits it once.
-        transaction.save(HEAD_EVENT_REGISTRATION + suffix, Registration(
-            *Registration.event_key_for(head.event_id, head.registration_id), registration_id=head.registration_id,
-            event_id=head.event_id, user_id=head.user_id, user_name=head.user_name, status=CONFIRMED,
-            created_at=head.created_at, shard=shard, promoted_at=now, gsi1pk=head.gsi1pk, gsi1sk=head.gsi1sk))
-    else:
-        copies.append((HEAD_EVENT_REGISTRATION,
-                       Registration(*Registration.event_key_for(head.event_id, head.registration_id))))
-    for label, model in copies:
-        transaction.update(label + suffix, model, actions=[
-            Registration.status.set(CONFIRMED), Registration.ticket.remove(), Registration.lane.remove(),
-            Registration.promoted_at.set(now), *holds,
-        ], condition=Registration.pk.exists() & is_waiting)
+    transaction.save(HEAD_EVENT_REGISTRATION + suffix, Registration(
+        *Registration.event_key_for(head.event_id, head.registration_id), registration_id=head.registration_id,
+        event_id=head.event_id, user_id=head.user_id, user_name=head.user_name, status=CONFIRMED,
+        created_at=head.created_at, shard=shard, promoted_at=now, gsi1pk=head.gsi1pk, gsi1sk=head.gsi1sk))
+    transaction.update(
+        HEAD_USER_REGISTRATION + suffix, Registration(*Registration.user_key_for(head.user_id, head.registration_id)),
+        actions=[Registration.status.set(CONFIRMED), Registration.ticket.remove(), Registration.lane.remove(),
+                 Registration.promoted_at.set(now), Registration.shard.set(shard)],
+        condition=Registration.pk.exists() & (Registration.status == WAITLISTED))
     transaction.update(
         HEAD_CLAIM + suffix, RegistrationClaim(*RegistrationClaim.key_for(head.event_id, head.user_id)),
         actions=[RegistrationClaim.status.set(CONFIRMED), RegistrationClaim.ticket.remove(),
-                 RegistrationClaim.lane.remove(),
-                 *([RegistrationClaim.shard.remove()] if shard is None else [RegistrationClaim.shard.set(shard)])],
+                 RegistrationClaim.lane.remove(), RegistrationClaim.shard.set(shard)],
         condition=RegistrationClaim.registration_id == head.registration_id,
     )
     transaction.delete(HEAD_WAITLIST_ENTRY + suffix,
-                       WaitlistEntry(*WaitlistEntry.key_for(head.event_id, int(head.ticket), head.lane)),
+                       WaitlistEntry(*WaitlistEntry.key_for(head.event_id, int(head.ticket), int(head.lane))),
                        condition=WaitlistEntry.registration_id == head.registration_id)
     transaction.save(OUTBOX_PROMOTED + suffix, outbox_message(message_type="RegistrationPromoted", now=now, payload={
         "registration_id": head.registration_id, "event_id": head.event_id, "user": head.user_id,
@@ -161,23 +151,24 @@ class PromotionRounds:
     counts, and PROMOTION_STALE_ROUNDS of them in a row give up for now ('busy'); progress starts that count
     again, so a long waiting list is never cut short."""
 
-    def __init__(self, sleep: Callable[[float], None]) -> None:
+    def __init__(self, sleep: Callable[[float], None], *, event_id: str) -> None:
         self.conflicts = conflict_backoff(sleep)
         self.stale_in_a_row = 0
+        self.event_id = event_id
 
     def commit(self, transaction: LabelledTransaction) -> bool:
-        """Send the round's transaction: True if it committed; False, after its pause or count, if not."""
+        """Send the round's transaction: True if it committed; False, after its pause or count, if not (an event
+        whose item showed an older shape is upgraded first)."""
         try:
             transaction.commit()
         except TransactionCancelled as cancelled:
-            conflicted = cancelled.only_conflicts
-        else:
-            return True
-        if conflicted:
-            self.conflicts.pause()
-        else:
-            self.stale()  # the counters or the queue moved since the read: look again
-        return False
+            if cancelled.only_conflicts:
+                self.conflicts.pause()
+            else:
+                upgrade_if_refused(cancelled, EVENT_SEATS, event_id=self.event_id, layout=False)
+                self.stale()  # the counters or the queue moved since the read: look again
+            return False
+        return True
 
     def stale(self) -> None:
         self.stale_in_a_row += 1
@@ -204,7 +195,7 @@ def waitlist_promote(*, event_id: str, now: datetime | None = None,
     """
     now = now or utcnow()
     promoted = 0
-    rounds = PromotionRounds(sleep)
+    rounds = PromotionRounds(sleep, event_id=event_id)
     while True:
         seats, gate, lanes = selectors.waitlist_lanes_and_gate(event_id=event_id)
         if seats is None:
@@ -215,7 +206,7 @@ def waitlist_promote(*, event_id: str, now: datetime | None = None,
             continue
         capacity, sliced = int(seats.capacity), int(seats.capacity if seats.sliced is None else seats.sliced)
         count = int(seats.seat_shards)
-        waiting = int(seats.waitlist_count or 0) + sum(int(lane.waiting or 0) for lane in lanes)
+        waiting = sum(int(lane.waiting or 0) for lane in lanes)
         unsliced = capacity - sliced
         # Done when every seat is in a shard, and (nobody waiting) there are as many shards as the rule asks:
         # seats promoted into one shard are resliced over all of them for the next free seats.
@@ -243,11 +234,15 @@ def waitlist_promote(*, event_id: str, now: datetime | None = None,
             continue  # the heads' items are moved into the current layout first (services/upgrade.py)
         # The layout as read: promoted heads are written under the current keys, and new shards take it on.
         unchanged = ((EventSeats.capacity == capacity) & (EventSeats.sliced == sliced)
-                     & (EventSeats.seat_shards == count) & layout_as_read(EventSeats.layout, seats.layout))
+                     & (EventSeats.seat_shards == count) & layout_as_read(EventSeats.layout, seats.layout)
+                     & no_older_shape())
         transaction = LabelledTransaction()
         writes = SeatWrites(event_id)
         heads = (selectors.waitlist_heads(event_id=event_id, limit=min(unsliced, PROMOTION_BATCH),
                                           lanes=(seats, lanes)) if waiting and unsliced > 0 else [])
+        if upgrade_if_old_shape(event_id=event_id, items=heads):
+            rounds.stale()
+            continue
         if heads:
             # Their departure counters share the transaction's 100 items: far apart tickets need more of them.
             heads = heads[:positions.fit_batch([int(h.ticket) for h in heads], items_per_ticket=6, fixed_items=3)]
@@ -268,7 +263,7 @@ def waitlist_promote(*, event_id: str, now: datetime | None = None,
             transaction.update(
                 EVENT_SEATS, EventSeats(*EventSeats.key_for(event_id)),
                 actions=[EventSeats.sliced.set(capacity), EventSeats.seat_shards.set(len(sizes))],
-                condition=unchanged & nobody_before_lanes(),
+                condition=unchanged, return_old_on_failure=True,
             )
         if rounds.commit(transaction):
             promoted += len(heads)

@@ -8,7 +8,21 @@ The shapes an event may still have, each from before a change of design (docs/re
 - before the queue item: the waiting list's sequence on the event's item (``queue_make`` makes it);
 - before the departure tree: departures not counted (``rebuild_departures`` counts them from the entries);
 - before the attendee index: event-side copies with no index key (``attendees.backfill_index``);
-- the legacy registration layout (below).
+- the legacy registration layout (below);
+- before the lanes: waiting-list entries in the event's partition, counted on its ``waitlist_count``
+  (``entries_into_lanes`` moves them into lanes, keeping their tickets);
+- before entries carried their registration: a bare entry beside a waitlisted event-side copy
+  (``entries_carry_registrations`` puts the copy's fields into the entry and deletes the copy);
+- before the shards' registrations named their shard: confirmed registrations with no ``shard``
+  (``registrations_into_shards`` gives each the shard its seat is counted on).
+
+Request paths know only the current shape. A write that could pass over an older one carries its fence in the
+condition of an item it writes anyway, and a refusal whose image shows the old shape calls ``event_upgrade``
+and tries again: ``layout = CURRENT_LAYOUT`` on a seat, a lane or the event's item (below), and on the event's
+item, for every cancel and promotion, ``current_shape()``: nobody waits from before the lanes (they would be
+passed over: the head is read from the lanes) and no registration is being given its shard. A registration or
+an entry a request read is the other way an old shape shows: ``upgrade_if_old_shape`` upgrades the event and the
+request reads again; an item read in the current shape never goes back to an older one.
 
 In LEGACY_LAYOUT a registration's claim (``EVENT#<e>`` / ``REGCLAIM#<user>``) and its event-side copy
 (``EVENT#<e>`` / ``REGISTRATION#<id>``) sat in the event's own partition; in CURRENT_LAYOUT the claim is under
@@ -46,7 +60,10 @@ from pynamodb.exceptions import PutError, UpdateError
 from registrations import attendees
 from registrations.errors import RegistrationError
 from registrations.models import (
+    CONFIRMED,
     CURRENT_LAYOUT,
+    REGISTRATION_BUCKETS,
+    WAITLISTED,
     Event,
     EventSeats,
     Registration,
@@ -59,12 +76,24 @@ from registrations.models import (
     layout_of,
 )
 from registrations.seating import positions, shards, tickets
-from registrations.seating.gate import GATE, OPEN, RAISED, GateBusy, gate_get, new_gate
+from registrations.seating.gate import (
+    CLOSED,
+    GATE,
+    OPEN,
+    RAISED,
+    GateBusy,
+    gate_close,
+    gate_get,
+    lane_copy,
+    new_gate,
+)
 from registrations.services.common import (
     CLAIM,
     EVENT_REGISTRATION,
     EVENT_SEATS,
+    LANE,
     USER_REGISTRATION,
+    WAITLIST_ENTRY,
     WRITE_POLICY,
     busy_error,
     layout_as_read,
@@ -81,6 +110,7 @@ logger = logging.getLogger(__name__)
 
 LEGACY_CLAIM = "legacy_claim"
 LEGACY_EVENT_REGISTRATION = "legacy_event_registration"
+LEGACY_WAITLIST_ENTRY = "legacy_waitlist_entry"
 
 # Claims read per BatchGetItem of their two copies (two keys each: PynamoDB sends at most 100 keys a request).
 MOVE_BATCH = 50
@@ -144,6 +174,9 @@ class EventShape:
     layout: LayoutUpgrade | None = None
     departure_nodes: int = 0  # departure counters written from its entries
     indexed: int = 0  # registrations given their attendee index key
+    into_lanes: int = 0  # waiting-list entries from before the lanes moved into a lane
+    carried: int = 0  # entries given their registration's fields (its waitlisted copy deleted)
+    shards_given: int = 0  # registrations confirmed before the shards given the shard their seat is counted on
 
     @property
     def duplicates(self) -> list[tuple[str, str]]:
@@ -153,6 +186,9 @@ class EventShape:
         done = [*(["moved into seat shards"] if self.sharded else []),
                 *([f"{self.layout.moved} registration(s) moved into the current layout"]
                   if self.layout is not None and self.layout.marked else []),
+                *([f"{self.into_lanes} waiting-list entr(ies) moved into lanes"] if self.into_lanes else []),
+                *([f"{self.carried} entr(ies) carrying their registration"] if self.carried else []),
+                *([f"{self.shards_given} registration(s) given their shard"] if self.shards_given else []),
                 *([f"{self.departure_nodes} departure node(s) written"] if self.departure_nodes else []),
                 *([f"{self.indexed} registration(s) indexed"] if self.indexed else [])]
         return ", ".join(done) or "already current"
@@ -163,8 +199,11 @@ def event_upgrade(*, event_id: str, sleep: Callable[[float], None] = time.sleep)
 
     In order: its seat counter moved into seat shards (``shard_event``), its claims and event-side copies moved
     out of its partition (``layout_upgrade``), its gate and queue items made from what its shards and its item
-    kept (``gate_of``, ``queue_make``), its departure counters written from its entries
-    (``rebuild_departures``) and its registrations indexed for the attendee list (``attendees.backfill_index``).
+    kept (``gate_of``, ``queue_make``), its waiting-list entries from before the lanes moved into lanes
+    (``entries_into_lanes``) and every entry made its registration's copy (``entries_carry_registrations``),
+    its registrations confirmed before the shards given theirs (``registrations_into_shards``), its departure
+    counters written from its entries (``rebuild_departures``) and its registrations indexed for the attendee
+    list (``attendees.backfill_index``).
     Every step is conditioned on what it read, so it is idempotent, safe while students register, and a run
     stopped anywhere is finished by the next. A write path calls it when a refusal shows an older shape;
     ``manage.py upgrade_events`` calls it for every event at deploy. Raises RegistrationError('busy') when the
@@ -182,6 +221,9 @@ def event_upgrade(*, event_id: str, sleep: Callable[[float], None] = time.sleep)
         queue_make(event_id)
     except (GateBusy, tickets.QueueBusy):
         pass  # DynamoDB did not take it just then: the next write that needs the item makes it
+    shape.into_lanes = entries_into_lanes(event_id=event_id, sleep=sleep)
+    shape.carried = entries_carry_registrations(event_id=event_id, sleep=sleep)
+    shape.shards_given = registrations_into_shards(event_id=event_id, sleep=sleep)
     shape.departure_nodes = rebuild_departures(event_id=event_id)
     shape.indexed = attendees.backfill_index(event_id=event_id)
     return shape
@@ -192,6 +234,58 @@ def upgrade_if_legacy(*, event_id: str, layout: Any) -> bool:
     legacy layout, bring the event to the current shape and return True (the caller builds its write again);
     else False."""
     if layout_of(layout) == CURRENT_LAYOUT:
+        return False
+    event_upgrade(event_id=event_id)
+    return True
+
+
+def nobody_before_lanes():
+    """Nobody waits from before the lanes: the event's ``waitlist_count`` counts only them (absent or 0)."""
+    return EventSeats.waitlist_count.does_not_exist() | (EventSeats.waitlist_count == 0)
+
+
+def no_older_shape():
+    """On the event's item: nobody waits from before the lanes (the head is read from the lanes only) and no
+    registration is being given its shard (``registrations_into_shards`` counts the seats nobody names while no
+    seat is freed)."""
+    return nobody_before_lanes() & EventSeats.giving_shards.does_not_exist()
+
+
+def current_shape():
+    """The fence on the event's item of every cancel: ``no_older_shape()`` and its registrations in the current
+    layout. A refusal's ALL_OLD image says which: ``upgrade_if_refused``."""
+    return (EventSeats.layout == CURRENT_LAYOUT) & no_older_shape()
+
+
+def upgrade_if_refused(cancelled: TransactionCancelled, label: str, *, event_id: str, layout: bool = True) -> bool:
+    """A write refused on the event's item (``label``) under ``current_shape()`` or ``no_older_shape()``: if its
+    ALL_OLD image shows an older shape, bring the event to the current one and return True (the caller builds its
+    write again). ``layout`` only counts where it was asked for."""
+    if not cancelled.failed(label) or not cancelled.reasons[label].raw_item:
+        return False
+    image = EventSeats.from_raw_data(cancelled.reasons[label].raw_item)
+    if ((layout_of(image.layout) == CURRENT_LAYOUT or not layout) and not int(image.waitlist_count or 0)
+            and image.giving_shards is None):
+        return False
+    event_upgrade(event_id=event_id)
+    return True
+
+
+def is_old_shape(item: Registration | RegistrationClaim | WaitlistEntry) -> bool:
+    """Whether a registration or waiting-list entry as read is of an older shape: an entry from before the lanes
+    or one that does not carry its registration, a waiting registration with no lane, a confirmed one with no
+    shard."""
+    if isinstance(item, WaitlistEntry):
+        return item.lane is None or not item.carries_registration
+    if item.status == CONFIRMED:
+        return item.shard is None
+    return item.status == WAITLISTED and item.lane is None
+
+
+def upgrade_if_old_shape(*, event_id: str, items: Iterable[Registration | RegistrationClaim | WaitlistEntry]) -> bool:
+    """If any of ``items`` (what a request read) is of an older shape (``is_old_shape``), bring the event to the
+    current shape and return True: the caller reads again. An item read in the current shape stays in it."""
+    if not any(is_old_shape(item) for item in items):
         return False
     event_upgrade(event_id=event_id)
     return True
@@ -387,17 +481,254 @@ def counter_is(counter, value: int):
     return (counter == value) | counter.does_not_exist() if value == 0 else counter == value
 
 
-def freeable_shard(*, event_id: str, registration_shard: int | None) -> int:
-    """The shard a confirmed registration's cancel frees: its own, or for one confirmed before the shards (no
-    ``shard``), the shard with the most seats taken (the cancel's ``taken > 0`` condition decides)."""
-    if registration_shard is not None:
-        return int(registration_shard)
-    event = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
-    if not event.seat_shards:
-        event_upgrade(event_id=event_id)
-        event = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
-    read = shards.shards_get(event_id=event_id, count=int(event.seat_shards))
-    return int(max(read, key=lambda shard: int(shard.taken)).shard) if read else 0
+# --- waiting-list entries from before the lanes, and from before they carried their registration --------------
+
+
+def entries_into_lanes(*, event_id: str, sleep: Callable[[float], None] = time.sleep) -> int:
+    """Move every waiting-list entry from before the lanes into a lane whose gate is closed, keeping its ticket;
+    returns how many this call moved.
+
+    The ticket is the entry's place: the head is the smallest ticket over the lanes and a position counts the
+    tickets and departures below it, so an entry keeps its place in any lane, and these tickets, from the
+    sequence before the lanes, are below every lane's: the moved entries stay ahead of everyone, in their order,
+    at their positions. Each move is ONE transaction: the old entry deleted under "still this registration's",
+    the new one put under ``attribute_not_exists``, the claim and the student's copy told the lane under "still
+    waiting with this ticket", the lane's ``waiting`` up under "gate closed" (so nobody waits in an open lane) and
+    the event's ``waitlist_count`` down. Until it reaches 0, every cancel and promotion is refused by
+    ``current_shape()`` (it would read the head from the lanes alone and pass these over) and upgrades the event
+    itself. Concurrent upgrades meet on the old entry's condition.
+    """
+    moved = 0
+    for _ in range(UPGRADE_MAX_PASSES):
+        try:
+            seats = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
+        except EventSeats.DoesNotExist:
+            return moved
+        if not int(seats.waitlist_count or 0) or not seats.seat_shards:
+            return moved
+        entries = list(WaitlistEntry.query(WaitlistEntry.legacy_pk_for(event_id),
+                                           WaitlistEntry.sk.startswith(WaitlistEntry.SK_PREFIX), consistent_read=True))
+        lanes = _closed_lanes(event_id, int(seats.seat_shards))
+        if not entries or not lanes:
+            logger.error("event %s: waitlist_count=%s from before the lanes, %d such entries, %d closed lanes: left "
+                         "as it is", event_id, seats.waitlist_count, len(entries), len(lanes))
+            return moved
+        stale = 0
+        for entry in entries:
+            if _entry_into_lane(event_id, entry, lanes[int(entry.ticket) % len(lanes)], sleep=sleep):
+                moved += 1
+            else:
+                stale += 1
+        if not stale:
+            return moved
+    raise busy_error("This event's waiting list is being moved right now; try again in a moment.")
+
+
+def _closed_lanes(event_id: str, count: int) -> list[int]:
+    """The event's lanes whose gate is closed. None closed while people wait: the event's gate is copied into
+    lane 0, closed first if every shard is full (a gate open beside waiting people is left for staff)."""
+    for _ in range(2):
+        read = shards.shards_get(event_id=event_id, count=count)
+        closed = [int(lane.shard) for lane in read if lane.gate_closed]
+        if closed:
+            return closed
+        try:
+            gate = gate_of(event_id=event_id)
+            if not gate.closed:
+                full = all(int(shard.taken) >= int(shard.capacity) for shard in shards.shards_get(
+                    event_id=event_id, count=int(gate.shards)))
+                if not (full and gate_close(gate=gate)):
+                    return []
+            lane_copy(gate=gate, lane=0)
+        except GateBusy:
+            return []
+    return []
+
+
+def _entry_into_lane(event_id: str, entry: WaitlistEntry, lane: int, *, sleep: Callable[[float], None]) -> bool:
+    ticket, registration_id = int(entry.ticket), entry.registration_id
+    kept = {name: value for name, value in entry.attribute_values.items() if name not in ("pk", "sk", "lane")}
+    still_waiting = (RegistrationClaim.registration_id == registration_id) & (
+        RegistrationClaim.status == WAITLISTED) & (RegistrationClaim.ticket == ticket)
+    transaction = LabelledTransaction()
+    transaction.delete(LEGACY_WAITLIST_ENTRY, WaitlistEntry(*WaitlistEntry.legacy_key_for(event_id, ticket)),
+                       condition=WaitlistEntry.registration_id == registration_id)
+    transaction.save(WAITLIST_ENTRY, WaitlistEntry(*WaitlistEntry.key_for(event_id, ticket, lane), lane=lane, **kept),
+                     condition=WaitlistEntry.pk.does_not_exist())
+    transaction.update(CLAIM, RegistrationClaim(*RegistrationClaim.key_for(event_id, entry.user_id)),
+                       actions=[RegistrationClaim.lane.set(lane)], condition=still_waiting)
+    transaction.update(USER_REGISTRATION, Registration(*Registration.user_key_for(entry.user_id, registration_id)),
+                       actions=[Registration.lane.set(lane)],
+                       condition=(Registration.status == WAITLISTED) & (Registration.ticket == ticket))
+    transaction.update(LANE, SeatShard(*SeatShard.key_for(event_id, lane)), actions=[SeatShard.waiting.add(1)],
+                       condition=SeatShard.pk.exists() & (SeatShard.gate >= CLOSED)
+                       & (SeatShard.layout == CURRENT_LAYOUT))
+    transaction.update(EVENT_SEATS, EventSeats(*EventSeats.key_for(event_id)),
+                       actions=[EventSeats.waitlist_count.add(-1)], condition=EventSeats.waitlist_count >= 1)
+    return _committed(transaction, sleep)
+
+
+def _committed(transaction: LabelledTransaction, sleep: Callable[[float], None]) -> bool:
+    """Send one step's transaction: False if a condition failed (something changed since the read)."""
+    try:
+        WRITE_POLICY.sleeping(sleep).run(transaction.commit, busy=lambda _: busy_error(
+            "This event's registrations are being moved right now; try again in a moment."))
+    except TransactionCancelled:
+        return False
+    return True
+
+
+def entries_carry_registrations(*, event_id: str, sleep: Callable[[float], None] = time.sleep) -> int:
+    """Make every lane entry its waitlisted registration's event-side copy; returns how many this call changed.
+
+    An entry from before that carries no registration fields, and its registration has a waitlisted copy of its
+    own. Each is ONE transaction: the copy's fields and attendee index key set on the entry under "still this
+    registration's and still bare", the copy deleted under "still waiting", the student's copy checked still
+    waiting. A cancel refuses a bare entry (its delete needs ``status``) and a promotion reads its heads through
+    ``upgrade_if_old_shape``, so nothing but upgrades touches one; concurrent upgrades meet on "still bare".
+    """
+    carried = 0
+    for _ in range(UPGRADE_MAX_PASSES):
+        try:
+            seats = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
+        except EventSeats.DoesNotExist:
+            return carried
+        bare = [entry for lane in range(int(seats.seat_shards or 0)) for entry in WaitlistEntry.query(
+            WaitlistEntry.lane_pk_for(event_id, lane), WaitlistEntry.sk.startswith(WaitlistEntry.SK_PREFIX),
+            filter_condition=WaitlistEntry.status.does_not_exist(), consistent_read=True)]
+        stale = 0
+        for batch in _batched(bare, MOVE_BATCH):
+            keys = [key for entry in batch for key in (
+                Registration.event_key_for(event_id, entry.registration_id),
+                Registration.user_key_for(entry.user_id, entry.registration_id))]
+            copies = {(copy.pk, copy.sk): copy for copy in Registration.batch_get(keys, consistent_read=True)}
+            for entry in batch:
+                event_copy = copies.get(Registration.event_key_for(event_id, entry.registration_id))
+                user_copy = copies.get(Registration.user_key_for(entry.user_id, entry.registration_id))
+                if user_copy is None or user_copy.status != WAITLISTED:
+                    stale += 1  # cancelled or promoted since the entries were read
+                elif _carry(event_id, entry, event_copy, user_copy, sleep=sleep):
+                    carried += 1
+                else:
+                    stale += 1
+        if not stale:
+            return carried
+    raise busy_error("This event's waiting list is being moved right now; try again in a moment.")
+
+
+def _carry(event_id: str, entry: WaitlistEntry, event_copy: Registration | None, user_copy: Registration, *,
+           sleep: Callable[[float], None]) -> bool:
+    registration_id = entry.registration_id
+    source = event_copy if event_copy is not None else user_copy
+    index = attendees.index_fields(event_id=event_id, name=source.user_name or source.user_id,
+                                   registration_id=registration_id)
+    transaction = LabelledTransaction()
+    transaction.update(WAITLIST_ENTRY, WaitlistEntry(entry.pk, entry.sk), actions=[
+        *([WaitlistEntry.user_name.set(source.user_name)] if source.user_name is not None else []),
+        WaitlistEntry.status.set(WAITLISTED), WaitlistEntry.created_at.set(source.created_at),
+        WaitlistEntry.gsi1pk.set(index["gsi1pk"]), WaitlistEntry.gsi1sk.set(index["gsi1sk"]),
+    ], condition=(WaitlistEntry.registration_id == registration_id) & WaitlistEntry.status.does_not_exist())
+    if event_copy is not None:
+        transaction.delete(EVENT_REGISTRATION, Registration(*Registration.event_key_for(event_id, registration_id)),
+                           condition=Registration.status == WAITLISTED)
+    transaction.condition_check(USER_REGISTRATION, Registration, *Registration.user_key_for(
+        entry.user_id, registration_id), condition=Registration.status == WAITLISTED)
+    return _committed(transaction, sleep)
+
+
+# --- registrations confirmed before the shards ------------------------------------------------------------------
+
+
+def registrations_into_shards(*, event_id: str, sleep: Callable[[float], None] = time.sleep) -> int:
+    """Give every confirmed registration that names no shard (confirmed before the shards) the shard its seat is
+    counted on; returns how many this call gave one.
+
+    ``shard_event`` counted those seats in the shards without saying whose they were, and a cancel must free the
+    shard that counts its seat: a shard's ``taken`` is at least the registrations naming it. So each is given a
+    shard whose ``taken`` exceeds the registrations already naming it. Those counts hold still only while no
+    seat is freed: first the event's item is marked ``giving_shards`` (one write, under "not marked"), which
+    refuses every cancel and promotion (``current_shape()``); seats taken meanwhile add a seat and a registration
+    naming it together, and the shards are read before the registrations, so they can only make a shard look
+    fuller. Then each registration is ONE transaction: its claim and both copies given the shard under "still
+    confirmed with no shard", the mark moved by one under "as read" (concurrent upgrades take turns on it). A
+    pass that finds none left removes the mark under "as read".
+    """
+    given = 0
+    for _ in range(UPGRADE_MAX_PASSES):
+        try:
+            seats = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
+        except EventSeats.DoesNotExist:
+            return given
+        if not seats.seat_shards:
+            return given
+        count, mark = int(seats.seat_shards), seats.giving_shards
+        read = shards.shards_get(event_id=event_id, count=count)  # before the registrations: see above
+        naming = [0] * count
+        nameless: list[Registration] = []
+        for bucket in range(REGISTRATION_BUCKETS):
+            for copy in Registration.query(Registration.event_pk_for(event_id, bucket),
+                                           Registration.sk.startswith(Registration.SK_PREFIX), consistent_read=True):
+                if copy.status != CONFIRMED:
+                    continue
+                if copy.shard is None:
+                    nameless.append(copy)
+                elif int(copy.shard) < count:
+                    naming[int(copy.shard)] += 1
+        if mark is None:
+            if not nameless:
+                return given
+            _mark_giving(event_id)
+            continue  # count again now that no seat can be freed
+        free = {int(shard.shard): int(shard.taken) - naming[int(shard.shard)] for shard in read}
+        turn, stale = int(mark), False
+        for copy in sorted(nameless, key=lambda copy: copy.registration_id):
+            shard = next((k for k in sorted(free) if free[k] > 0), None)
+            if shard is None:
+                logger.error("event %s: registration %s is confirmed but no shard counts a seat for it",
+                             event_id, copy.registration_id)
+                break
+            if not _give_shard(event_id, copy, shard, turn=turn, sleep=sleep):
+                stale = True
+                break
+            free[shard], turn, given = free[shard] - 1, turn + 1, given + 1
+        if not stale and _unmark_giving(event_id, turn=turn, sleep=sleep):
+            return given
+    raise busy_error("This event's registrations are being moved right now; try again in a moment.")
+
+
+def _mark_giving(event_id: str) -> None:
+    try:
+        EventSeats(*EventSeats.key_for(event_id)).update(actions=[EventSeats.giving_shards.set(0)],
+                                                         condition=EventSeats.giving_shards.does_not_exist())
+    except UpdateError as error:
+        if response_code(error) in TRANSIENT:
+            raise busy_error("This event's registrations are being moved right now; try again.") from error
+        if not is_conditional_check_failed(error):
+            raise
+
+
+def _give_shard(event_id: str, copy: Registration, shard: int, *, turn: int,
+                sleep: Callable[[float], None]) -> bool:
+    user_id, registration_id = copy.user_id, copy.registration_id
+    nameless = (Registration.status == CONFIRMED) & Registration.shard.does_not_exist()
+    transaction = LabelledTransaction()
+    transaction.update(CLAIM, RegistrationClaim(*RegistrationClaim.key_for(event_id, user_id)),
+                       actions=[RegistrationClaim.shard.set(shard)],
+                       condition=(RegistrationClaim.registration_id == registration_id)
+                       & (RegistrationClaim.status == CONFIRMED) & RegistrationClaim.shard.does_not_exist())
+    for label, key in ((USER_REGISTRATION, Registration.user_key_for(user_id, registration_id)),
+                       (EVENT_REGISTRATION, Registration.event_key_for(event_id, registration_id))):
+        transaction.update(label, Registration(*key), actions=[Registration.shard.set(shard)], condition=nameless)
+    transaction.update(EVENT_SEATS, EventSeats(*EventSeats.key_for(event_id)),
+                       actions=[EventSeats.giving_shards.set(turn + 1)], condition=EventSeats.giving_shards == turn)
+    return _committed(transaction, sleep)
+
+
+def _unmark_giving(event_id: str, *, turn: int, sleep: Callable[[float], None]) -> bool:
+    transaction = LabelledTransaction()
+    transaction.update(EVENT_SEATS, EventSeats(*EventSeats.key_for(event_id)),
+                       actions=[EventSeats.giving_shards.remove()], condition=EventSeats.giving_shards == turn)
+    return _committed(transaction, sleep)
 
 
 # --- events from before the queue item ------------------------------------------------------------------
@@ -460,7 +791,7 @@ def rebuild_departures(*, event_id: str) -> int:
         except WaitlistQueue.DoesNotExist:
             queue = None
         queue_seq = None if queue is None else queue.seq
-        partitions = [WaitlistEntry.lane_pk_for(event_id, None),
+        partitions = [WaitlistEntry.legacy_pk_for(event_id),
                       *(WaitlistEntry.lane_pk_for(event_id, int(lane.shard)) for lane in lanes)]
         live = {int(entry.ticket) for pk in partitions for entry in WaitlistEntry.query(
             pk, WaitlistEntry.sk.startswith(WaitlistEntry.SK_PREFIX), consistent_read=True)}

@@ -44,7 +44,7 @@ ITEM_SHAPES = {
     "EventCheckins": {"PK", "SK", "checked_in_count", "registered_count", "seat_shards", "layout"},
     "EventSeats": {
         "PK", "SK", "capacity", "registered_count", "seat_shards", "sliced", "starts_at", "waitlist_count",
-        "waitlist_seq", "layout", "waitlist_left"
+        "waitlist_seq", "layout", "waitlist_left", "giving_shards"
     },
     "IdempotencyRecord": {
         "PK", "SK", "attempt_id", "created_at", "entity", "expires_at", "fingerprint", "key", "lease_expires_at",
