@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from lab.techniques.registration import registration_fingerprint
 from registrations import selectors, services
-from registrations.models import EventSeats, Registration, RegistrationClaim, SeatShard, WaitlistEntry
+from registrations.models import WAITLISTED, EventSeats, Registration, RegistrationClaim, SeatShard, WaitlistEntry
 from registrations.seating import shards
 from registrations.services import registration as registration_service
 
@@ -78,3 +78,39 @@ def seat_taken_under(monkeypatch, condition) -> None:
         return transaction, response
 
     monkeypatch.setattr(registration_service, "confirm_transaction", broken)
+
+
+def as_before_entries_carried_it(entry: WaitlistEntry) -> None:
+    """Store a waiting registration as joins wrote it before: a waitlisted event-side copy, and a bare entry."""
+    Registration(*Registration.event_key_for(entry.event_id, entry.registration_id),
+                 registration_id=entry.registration_id, event_id=entry.event_id, user_id=entry.user_id,
+                 user_name=entry.user_name, status=WAITLISTED, created_at=entry.created_at, ticket=entry.ticket,
+                 lane=entry.lane, gsi1pk=entry.gsi1pk, gsi1sk=entry.gsi1sk).save()
+    entry.update(actions=[WaitlistEntry.user_name.remove(), WaitlistEntry.status.remove(),
+                          WaitlistEntry.created_at.remove(), WaitlistEntry.gsi1pk.remove(),
+                          WaitlistEntry.gsi1sk.remove()])
+
+
+def as_before_the_lanes(entry: WaitlistEntry) -> None:
+    """Store a waiting registration as joins wrote it before the lanes (and before entries carried it): a bare
+    entry in the event's own partition, counted on the event's ``waitlist_count``, and no lane anywhere."""
+    as_before_entries_carried_it(entry)
+    event_id, ticket = entry.event_id, int(entry.ticket)
+    bare = WaitlistEntry.get(entry.pk, entry.sk, consistent_read=True)
+    WaitlistEntry(*WaitlistEntry.legacy_key_for(event_id, ticket), **{
+        name: value for name, value in bare.attribute_values.items() if name not in ("pk", "sk", "lane")}).save()
+    bare.delete()
+    SeatShard(*SeatShard.key_for(event_id, int(entry.lane))).update(actions=[SeatShard.waiting.add(-1)])
+    EventSeats(*EventSeats.key_for(event_id)).update(actions=[EventSeats.waitlist_count.add(1)])
+    for item in (RegistrationClaim(*RegistrationClaim.key_for(event_id, entry.user_id)),
+                 Registration(*Registration.user_key_for(entry.user_id, entry.registration_id)),
+                 Registration(*Registration.event_key_for(event_id, entry.registration_id))):
+        item.update(actions=[type(item).lane.remove()])
+
+
+def as_confirmed_before_the_shards(event_id: str, user_id: str) -> None:
+    """Store a confirmed registration as it was before the shards: its claim and copies name no shard."""
+    claim = RegistrationClaim.get(*RegistrationClaim.key_for(event_id, user_id), consistent_read=True)
+    for item in (claim, Registration(*Registration.user_key_for(user_id, claim.registration_id)),
+                 Registration(*Registration.event_key_for(event_id, claim.registration_id))):
+        item.update(actions=[type(item).shard.remove()])

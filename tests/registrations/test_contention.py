@@ -371,7 +371,6 @@ def test_a_cancel_freeing_its_seat_without_the_gate_condition_is_caught(through_
     newcomer who joined in between waits beside the freed seat."""
     monkeypatch.setattr(cancel_service, "nobody_in_lane", lambda: SeatShard.pk.exists())
     monkeypatch.setattr(cancel_service, "add_freed", lambda transaction, *, event_id: None)
-    monkeypatch.setattr(cancel_service, "nobody_before_lanes", lambda: EventSeats.pk.exists())
     cancels_racing_newcomers(through_model, settings, monkeypatch)
     found = broken_invariants()
     assert "nobody waits while a seat is free" in found or (

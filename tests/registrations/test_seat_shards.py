@@ -27,6 +27,7 @@ from registrations.models import (
 from registrations.seating import gate as gate_service
 from registrations.seating import positions, router, shards, tickets
 from registrations.seating.hints import hints
+from registrations.services import cancel as cancel_service
 from registrations.services import promotion as promotion_service
 from registrations.services import registration as registration_service
 from registrations.services import upgrade as upgrade_service
@@ -478,9 +479,12 @@ def test_a_cancel_frees_the_shard_its_seat_came_from(ddb):
 
 
 def test_a_cancel_freeing_another_shard_is_caught(ddb, monkeypatch):
-    monkeypatch.setattr(upgrade_service, "freeable_shard",
-                        lambda *, event_id, registration_shard: (int(registration_shard) + 1) % 2)
-    monkeypatch.setattr("registrations.services.cancel.freeable_shard", upgrade_service.freeable_shard)
+    original = cancel_service._cancel_transaction
+
+    def another_shard(registration, head, *, shard, **kwargs):
+        return original(registration, head, shard=None if shard is None else (shard + 1) % 2, **kwargs)
+
+    monkeypatch.setattr(cancel_service, "_cancel_transaction", another_shard)
     with pytest.raises(AssertionError):
         test_a_cancel_frees_the_shard_its_seat_came_from(None)
 
@@ -650,17 +654,21 @@ def test_an_event_from_before_the_shards_is_moved_into_them(ddb):
     assert "moved into seat shards" in out.getvalue()
     assert not upgrade_service.shard_event(event_id=event.event_id)  # twice: nothing more to do
     assert sum(int(s.taken) for s in shards_of(event.event_id)) == 3
-    assert_invariants_clean()
-    # The first registration moves the claims out of the event's partition (its seat is refused for the legacy
-    # layout first), so the old students stay registered once.
+    # The seats are in shards; the registrations do not name theirs yet, and the invariants say so.
+    assert set(broken_invariants()) == {"every event is in the current shape"}
+    # The first registration upgrades the event (its seat is refused for the legacy layout first): the claims
+    # leave the event's partition and each old registration is given the shard its seat is counted on, so the
+    # old students stay registered once.
     outcomes = [register(event.event_id, f"new{n}").data["status"] for n in range(3)]
     assert outcomes == [CONFIRMED, CONFIRMED, WAITLISTED]
     assert register(event.event_id, "old0").response.status == 200  # already registered, not a second seat
     assert_invariants_clean()
-    # A registration confirmed before the shards holds no shard: its cancel frees one with a seat taken, and
-    # the seat goes to the head of the queue.
-    assert selectors.claim_get(event_id=event.event_id, user_id="old1").shard is None
+    # Its cancel frees the shard it was given, and the seat goes to the head of the queue.
+    held = int(selectors.claim_get(event_id=event.event_id, user_id="old1").shard)
+    taken = {int(s.shard): int(s.taken) for s in shards_of(event.event_id)}
     cancel_of(event.event_id, "old1")()
+    assert {int(s.shard): int(s.taken) for s in shards_of(event.event_id)} == taken
+    assert int(selectors.claim_get(event_id=event.event_id, user_id="new2").shard) == held
     assert selectors.claim_get(event_id=event.event_id, user_id="new2").status == CONFIRMED
     assert_invariants_clean()
 

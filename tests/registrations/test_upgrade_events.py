@@ -3,6 +3,7 @@ twice changes nothing, a stopped run resumes, and the randomized history with fa
 the upgraded event (registrations.services.upgrade)."""
 
 import io
+from collections import Counter
 
 import pytest
 from django.core.management import call_command
@@ -10,6 +11,7 @@ from django.core.management.base import CommandError
 
 from registrations import attendees, selectors
 from registrations.models import (
+    CONFIRMED,
     CURRENT_LAYOUT,
     Event,
     EventSeats,
@@ -17,13 +19,21 @@ from registrations.models import (
     RegistrationClaim,
     SeatGate,
     WaitlistDepartures,
+    WaitlistEntry,
     WaitlistQueue,
     layout_of,
 )
 from registrations.seating import positions, shards
 from registrations.services import registration_cancel
-from tests.helpers import assert_invariants_clean
-from tests.registrations.helpers import into_legacy_layout, make_event, register
+from tests.helpers import assert_invariants_clean, broken_invariants
+from tests.registrations.helpers import (
+    as_before_entries_carried_it,
+    as_before_the_lanes,
+    as_confirmed_before_the_shards,
+    into_legacy_layout,
+    make_event,
+    register,
+)
 from tests.registrations.test_history import run_history
 
 
@@ -92,6 +102,34 @@ def before_the_index() -> str:
     return event_id
 
 
+def before_the_lanes() -> str:
+    """A waiting list from before the lanes, and seats from before the registrations named their shard: a full
+    event of two shards whose first three waiting students' entries sit bare in its own partition (their
+    registrations keep waitlisted copies), counted on its ``waitlist_count``; one more joined a lane since; two
+    of the seated name no shard."""
+    event_id = make_event(capacity=4).event_id
+    for n in range(4):
+        register(event_id, f"seated{n}", user_name=f"Seated {n}")
+    for n in range(3):
+        register(event_id, f"early{n}", user_name=f"Early {n}")
+    for entry in selectors.waitlist_entries(event_id=event_id):
+        as_before_the_lanes(entry)
+    register(event_id, "later", user_name="Later")  # a lane's ticket, behind every one from before the lanes
+    for user in ("seated0", "seated2"):
+        as_confirmed_before_the_shards(event_id, user)
+    return event_id
+
+
+def before_entries_carried_them() -> str:
+    """Lane entries that do not carry their registration: each has a waitlisted event-side copy of its own."""
+    event_id = make_event(capacity=1).event_id
+    for user in ("c0", "c1", "c2"):
+        register(event_id, user, user_name=user.upper())
+    for entry in selectors.waitlist_entries(event_id=event_id):
+        as_before_entries_carried_it(entry)
+    return event_id
+
+
 def _read(model, key):
     try:
         return model.get(*key, consistent_read=True)
@@ -110,18 +148,30 @@ def assert_current(event_id: str) -> None:
     assert queue is not None and queue.claim_last is not None
     assert not list(RegistrationClaim.query(Event.pk_for(event_id),
                                             RegistrationClaim.sk.startswith(RegistrationClaim.SK_PREFIX)))
+    assert not int(event.waitlist_count or 0) and event.giving_shards is None
+    assert not list(WaitlistEntry.query(WaitlistEntry.legacy_pk_for(event_id),
+                                        WaitlistEntry.sk.startswith(WaitlistEntry.SK_PREFIX)))
     waiting = selectors.waitlist_entries(event_id=event_id)
+    assert all(entry.carries_registration and entry.lane is not None for entry in waiting)
+    assert sum(int(lane.waiting or 0) for lane in read) == len(waiting)
     places = positions.positions(tickets=[(event_id, int(entry.ticket)) for entry in waiting])
     assert [places[(event_id, int(entry.ticket))] for entry in waiting] == list(range(1, len(waiting) + 1))
+    # Every confirmed registration names the shard that counts its seat, as many as each shard counts.
+    confirmed = [r for r in selectors.event_registrations(event_id=event_id) if r.status == CONFIRMED]
+    assert all(r.shard is not None for r in confirmed)
+    assert Counter(int(r.shard) for r in confirmed) == Counter(
+        {int(lane.shard): int(lane.taken) for lane in read if int(lane.taken)})
     listed = attendees.attendee_page(event_id=event_id, limit=50).items
     assert len(listed) == len(list(selectors.event_registrations(event_id=event_id)))
 
 
 @pytest.fixture
-def old_table(ddb):
+def old_table(ddb, settings):
+    settings.SEATS_PER_SHARD = 2  # events of several shards: seats counted on one, registrations naming another
     return {"before the shards": before_the_shards(), "before the gate": before_the_gate(),
             "before the queue": before_the_queue(), "before the departure tree": before_the_departure_tree(),
-            "before the index": before_the_index()}
+            "before the index": before_the_index(), "before the lanes": before_the_lanes(),
+            "before entries carried them": before_entries_carried_them()}
 
 
 def upgrade(*args: str) -> str:
@@ -134,19 +184,32 @@ def test_every_older_shape_is_upgraded_and_the_history_then_keeps_every_promise(
     for event_id in old_table.values():
         with pytest.raises(AssertionError):
             assert_current(event_id)
+    found = broken_invariants()
+    assert "every event is in the current shape" in found
+    waiting_before = [(entry.user_id, int(entry.ticket)) for entry in WaitlistEntry.query(
+        WaitlistEntry.legacy_pk_for(old_table["before the lanes"]), WaitlistEntry.sk.startswith("WAITLIST#"))]
+    assert [user for user, _ in waiting_before] == ["early0", "early1", "early2"]
     report = upgrade()
     assert f"{old_table['before the shards']}: moved into seat shards, 3 registration(s) moved" in report
+    assert (f"{old_table['before the lanes']}: 3 waiting-list entr(ies) moved into lanes, 3 entr(ies) carrying "
+            "their registration, 2 registration(s) given their shard") in report
+    assert f"{old_table['before entries carried them']}: 2 entr(ies) carrying their registration" in report
     assert f"{len(old_table)} event(s) in the current shape" in report
     for event_id in old_table.values():
         assert_current(event_id)
     assert_invariants_clean()
     again = upgrade()  # idempotent: nothing moves twice
-    assert "moved" not in again and "indexed" not in again
+    assert "moved" not in again and "indexed" not in again and "given" not in again and "carrying" not in again
     assert_invariants_clean()
-    # The old students keep their seats, and the randomized history with faults runs on the upgraded event.
-    history, problems = run_history(11, event_id=old_table["before the shards"])
-    assert problems == {}
-    assert sum(len(answers) for answers in history.answers.values()) > 0
+    # The waiting list kept its order: those from before the lanes first, with their tickets, then the later one.
+    waiting = [(entry.user_id, int(entry.ticket))
+               for entry in selectors.waitlist_entries(event_id=old_table["before the lanes"])]
+    assert waiting[:3] == waiting_before and [user for user, _ in waiting[3:]] == ["later"]
+    # The old students keep their seats, and the randomized history with faults runs on the upgraded events.
+    for seed, shape in ((11, "before the shards"), (12, "before the lanes")):
+        history, problems = run_history(seed, event_id=old_table[shape])
+        assert problems == {}, shape
+        assert sum(len(answers) for answers in history.answers.values()) > 0
 
 
 def test_a_stopped_run_resumes_after_the_last_event_it_finished(old_table, monkeypatch):

@@ -8,11 +8,11 @@ from __future__ import annotations
 import pytest
 
 from registrations import attendees, selectors, services
-from registrations.models import CONFIRMED, WAITLISTED, Registration, WaitlistEntry
+from registrations.models import CONFIRMED, WAITLISTED, Registration
 from registrations.services.common import EVENT_REGISTRATION, WAITLIST_ENTRY
 from tems.transactions import LabelledTransaction
 from tests.helpers import assert_invariants_clean, broken_invariants
-from tests.registrations.helpers import make_event, register
+from tests.registrations.helpers import as_before_entries_carried_it, make_event, register
 
 
 @pytest.fixture
@@ -39,17 +39,6 @@ def event_copy(event_id: str, registration_id: str) -> Registration | None:
 def listed(event_id: str) -> list[tuple[str, str, int | None]]:
     return [(row["user"], row["status"], row["position"])
             for row in attendees.attendee_page(event_id=event_id, limit=50).items]
-
-
-def as_before_entries_carried_it(entry: WaitlistEntry) -> None:
-    """Store a waiting registration as joins wrote it before: a waitlisted event-side copy, and a bare entry."""
-    Registration(*Registration.event_key_for(entry.event_id, entry.registration_id),
-                 registration_id=entry.registration_id, event_id=entry.event_id, user_id=entry.user_id,
-                 user_name=entry.user_name, status=WAITLISTED, created_at=entry.created_at, ticket=entry.ticket,
-                 lane=entry.lane, gsi1pk=entry.gsi1pk, gsi1sk=entry.gsi1sk).save()
-    entry.update(actions=[WaitlistEntry.user_name.remove(), WaitlistEntry.status.remove(),
-                          WaitlistEntry.created_at.remove(), WaitlistEntry.gsi1pk.remove(),
-                          WaitlistEntry.gsi1sk.remove()])
 
 
 def test_a_join_writes_six_items_and_its_entry_is_the_event_side_copy(ddb, committed):
