@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, datetime
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 
 from lab.techniques.registration import registration_fingerprint
 from registrations import selectors, services
@@ -28,6 +29,15 @@ def register(event_id: str, user_id: str, key: str | None = None, **kwargs):
         event_id=event_id, user_id=user_id, idempotency_key=key or new_key(),
         fingerprint=registration_fingerprint(event_id=event_id, user_id=user_id), **kwargs,
     )
+
+
+def spaced_clock(*, start: datetime | None = None) -> Callable[[], datetime]:
+    """A clock for joins that must take their tickets in the order they are made, one block each: every call is
+    two seconds after the last (past ``BLOCK_SECONDS``, so no lane hands a later joiner a ticket of an older
+    block), starting five minutes ago, so the requests after them run on the real clock."""
+    moments = iter(range(10**6))
+    base = start or (datetime.now(UTC) - timedelta(minutes=5))
+    return lambda: base + timedelta(seconds=2 * next(moments))
 
 
 def _kept(item) -> dict:

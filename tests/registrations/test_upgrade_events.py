@@ -33,6 +33,7 @@ from tests.registrations.helpers import (
     into_legacy_layout,
     make_event,
     register,
+    spaced_clock,
 )
 from tests.registrations.test_history import run_history
 
@@ -110,11 +111,12 @@ def before_the_lanes() -> str:
     event_id = make_event(capacity=4).event_id
     for n in range(4):
         register(event_id, f"seated{n}", user_name=f"Seated {n}")
+    clock = spaced_clock()  # tickets in the order of the joins: those from before the lanes first
     for n in range(3):
-        register(event_id, f"early{n}", user_name=f"Early {n}")
+        register(event_id, f"early{n}", user_name=f"Early {n}", clock=clock)
     for entry in selectors.waitlist_entries(event_id=event_id):
         as_before_the_lanes(entry)
-    register(event_id, "later", user_name="Later")  # a lane's ticket, behind every one from before the lanes
+    register(event_id, "later", user_name="Later", clock=clock)  # a lane's ticket, behind every one before
     for user in ("seated0", "seated2"):
         as_confirmed_before_the_shards(event_id, user)
     return event_id
