@@ -39,6 +39,7 @@ from tests.registrations.helpers import (
 
 LAYOUT_CHECK = "registrations are kept where their event's layout puts them"
 OLD = ("ann", "bob", "cat", "dan", "eve")  # three seats, then two on the waiting list
+NOT_UPGRADED = "every event is in the current shape"
 
 
 @pytest.fixture(autouse=True)
@@ -107,13 +108,14 @@ def test_a_first_registration_writes_nothing_into_the_event_partition(ddb):
 
 def test_the_command_moves_an_old_event_and_nobody_registers_twice(old_event):
     event, first = old_event
-    assert_invariants_clean()  # the legacy layout is a consistent state of its own
+    # The legacy layout is consistent in itself; its waiting entries, bare as then, are an older shape.
+    assert set(broken_invariants()) == {NOT_UPGRADED}
     out = io.StringIO()
     call_command("upgrade_registrations", "--event", event.event_id, stdout=out)
     assert f"{event.event_id}: {len(OLD)} registration(s) moved, now in the current layout" in out.getvalue()
     assert registration_items_in_event_partition(event.event_id) == []
     assert event_layouts(event.event_id) == {CURRENT_LAYOUT}
-    assert_invariants_clean()
+    assert set(broken_invariants()) == {NOT_UPGRADED}  # the other steps of event_upgrade are still to run
     for user in OLD:
         again = register(event.event_id, user)
         assert (again.response.status, again.data["registration_id"]) == (200, first[user]["registration_id"])
@@ -123,6 +125,7 @@ def test_the_command_moves_an_old_event_and_nobody_registers_twice(old_event):
     out = io.StringIO()
     call_command("upgrade_registrations", "--event", event.event_id, stdout=out)
     assert "already in the current layout" in out.getvalue()
+    call_command("upgrade_events", stdout=io.StringIO())
     assert_invariants_clean()
 
 
