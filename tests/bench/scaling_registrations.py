@@ -93,7 +93,7 @@ def _seed_waitlist(n: int, me: str) -> tuple[str, int]:
     for ticket in live:
         user = me if ticket == last else f"waiting-{ticket}"
         registration_id = _registration_id(ticket)
-        items.append(WaitlistEntry(*WaitlistEntry.key_for(event_id, ticket), registration_id=registration_id,
+        items.append(WaitlistEntry(*WaitlistEntry.legacy_key_for(event_id, ticket), registration_id=registration_id,
                                    event_id=event_id, user_id=user, ticket=ticket))
         if ticket == last:
             items.append(Registration(*Registration.user_key_for(me, registration_id), registration_id=registration_id,
@@ -148,7 +148,7 @@ def attendee_list(n: int) -> Callable[[], object]:
                                                            registration_id=registration_id)))
         items.append(RegistrationClaim(*RegistrationClaim.key_for(event_id, user), **fields))
         if waitlisted:
-            items.append(WaitlistEntry(*WaitlistEntry.key_for(event_id, ticket), registration_id=registration_id,
+            items.append(WaitlistEntry(*WaitlistEntry.legacy_key_for(event_id, ticket), registration_id=registration_id,
                                        event_id=event_id, user_id=user, ticket=ticket))
     _save_all(items)
     return lambda: client.get(f"/api/events/{event_id}/attendees?limit={PAGE}")

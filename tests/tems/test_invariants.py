@@ -86,7 +86,7 @@ def _synthetic(events: int, per_event: int):
                "layout": CURRENT_LAYOUT}
         for r in range(per_event):
             registration = {"event_id": event_id, "user_id": f"u{r}", "registration_id": f"r{e}-{r}",
-                            "status": CONFIRMED}
+                            "status": CONFIRMED, "shard": 0}
             keys = {"claim": RegistrationClaim.key_for(event_id, f"u{r}"),
                     "event": Registration.event_key_for(event_id, f"r{e}-{r}"),
                     "user": Registration.user_key_for(f"u{r}", f"r{e}-{r}")}

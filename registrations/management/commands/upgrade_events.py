@@ -26,9 +26,11 @@ class _Progress:
 
 class Command(EventCommand):
     help = ("Bring every event to the current shape (registrations.services.upgrade.event_upgrade): seat shards, the "
-            "waiting list's gate and queue items, the registration layout, the waitlist departure counters and the "
-            "attendee index. Run it at every deploy. Idempotent (each step is conditioned on what it read, so running "
-            "it twice, or while students register, changes nothing twice) and resumable: a stopped run prints the "
+            "waiting list's gate and queue items, the registration layout, waiting-list entries into lanes and "
+            "carrying their registration, confirmed registrations naming their shard, the waitlist departure "
+            "counters and the attendee index. Run it at every deploy. Idempotent (each step is conditioned on "
+            "what it read, so running it twice, or while students register, changes nothing twice) and "
+            "resumable: a stopped run prints the "
             "last event it finished, and --after EVENT_ID goes on from there. Replaces shard_seats, "
             "upgrade_registrations and registrations_backfill, which remain as single steps.")
 
