@@ -28,7 +28,8 @@ from tems.idempotency import IdempotencyRecord
 # (the attendee index), ``layout`` on the event, its views, its seat shards and the user-side registration (where
 # the event's registrations live, docs/registrations.md), and the waiting list's lanes: ``waitlist_left`` on the
 # event, the lane and gate attributes on a seat shard, ``lane`` on an entry and its registration's items; the
-# waiting list's queue item, where the lanes claim their blocks of tickets since.
+# waiting list's queue item, where the lanes claim their blocks of tickets since; ``giving_shards`` on the event's
+# seat view, only while the upgrade gives registrations confirmed before the shards their shard.
 ITEM_SHAPES = {
     "CheckIn": {
         "PK", "SK", "checked_in_at", "checked_in_by", "door", "entity", "event_id", "registration_id", "scan_key",
