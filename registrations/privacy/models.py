@@ -29,7 +29,8 @@ class EventRetention(TableModel):
     An item of its own rather than a field of ``Event``: it carries its own version (staff setting it never
     turns an open edit page of the event stale), and while answers are still to be erased it is listed in GSI1
     under ``RETENTION`` by the time they fall due, so the retention job reads exactly the events that are due.
-    ``done_at`` is set, and the listing removed, once no answer of the event is left.
+    ``partition`` is the job's progress through the event's partitions; ``done_at`` is set, and the listing
+    removed, once no answer of the event is left.
     """
 
     ITEM = "RETENTION"
@@ -39,6 +40,10 @@ class EventRetention(TableModel):
     days = NumberAttribute()
     due_at = UTCDateTimeAttribute()
     done_at = UTCDateTimeAttribute(null=True)
+    # How far the retention job got: the partitions before this one hold no answer any more, nor this one up to
+    # ``last_key`` (JSON; absent: from its start).
+    partition = NumberAttribute(default=0)
+    last_key = UnicodeAttribute(null=True)
     updated_at = UTCDateTimeAttribute(default=utcnow)
     updated_by = UnicodeAttribute(default="")
     version = VersionAttribute()

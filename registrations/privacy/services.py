@@ -60,10 +60,12 @@ LIVE_LISTINGS = 3
 # seconds): the periodic job takes it up. A few at a time, so one pass of the relay stays short.
 RESUME_AFTER = timedelta(minutes=2)
 RESUME_PER_RUN = 5
-# The retention job erases answers a page at a time, this many pages per run over all due events, so one pass
-# of the relay stays short; an event with more left stays due and is continued at the next run.
+# The retention job erases answers a page at a time, at most this many Queries per run over all due events, so
+# one pass of the relay stays short; an event with more left stays due and is continued at the next run. An
+# event's registrations sit in about twenty partitions (its copies' buckets, the legacy one, the waiting list's
+# lanes), each a Query even when empty: 64 finish a small event in one run.
 RETENTION_PAGE_ITEMS = 25
-RETENTION_PAGES_PER_RUN = 8
+RETENTION_PAGES_PER_RUN = 64
 RETENTION_EVENTS_PER_RUN = 10
 
 ERASURE = "erasure"
@@ -324,8 +326,10 @@ def retention_set(*, event_id: str, days: int | None, expected_version: int | No
     else:
         due = EventRetention.due_for(event.starts_at, days)
         retention = EventRetention(*EventRetention.key_for(event_id), event_id=event_id, days=days, due_at=due,
-                                   updated_by=updated_by, version=expected_version,
-                                   gsi1pk=EventRetention.COLLECTION, gsi1sk=EventRetention.listing_key(due, event_id))
+                                   updated_by=updated_by, gsi1pk=EventRetention.COLLECTION,
+                                   gsi1sk=EventRetention.listing_key(due, event_id))
+        if expected_version is not None:
+            retention.version = expected_version  # PynamoDB's save checks it and writes the next one
         transaction.save(RETENTION, retention)
     try:
         WRITE_POLICY.run(transaction.commit, busy=lambda _: busy_error("Please try again in a moment."))
@@ -357,31 +361,41 @@ def _remove_answers(pk: str, sk: str) -> None:
             raise  # absent item or answers gone already: nothing to remove
 
 
-def _erase_event_answers(event: Event, *, pages: int) -> tuple[bool, int]:
-    """Remove the answers of one event's registrations, at most ``pages`` pages; (all gone, pages used).
+def _erase_event_answers(event: Event, retention: EventRetention, *, pages: int) -> tuple[bool, int]:
+    """Remove the answers of one event's registrations, at most ``pages`` Queries, from where the last run got
+    to; (all gone, Queries used).
 
     Each page is one Query of items that still have answers: the registration's user-side copy and claim lose
-    theirs first, the event-side item last, so an interrupted page is found again by the next run's Query.
+    theirs first, the event-side item last, so a page interrupted halfway is found again by the next run's Query
+    of it. After each page the retention item records where to go on (under its version: if staff changed the
+    retention meanwhile, the progress is dropped and the next run reads those pages again, harmlessly).
     """
     used = 0
-    for pk, prefix in _answer_partitions(event):
-        while True:
-            if used == pages:
-                return False, used
-            found = Registration.query(pk, Registration.sk.startswith(prefix),
-                                       filter_condition=Path(ANSWERS_ATTRIBUTE).exists(),
-                                       limit=RETENTION_PAGE_ITEMS, consistent_read=True)
-            page = next(found.page_iter)
-            used += 1
-            for raw in page.get("Items", []):
-                item = selectors.item_from_raw(raw)
-                if item.get("user_id") and item.get("registration_id"):
-                    layout = LEGACY_LAYOUT if Registration.is_legacy_event_side(pk) else CURRENT_LAYOUT
-                    _remove_answers(*Registration.user_key_for(item["user_id"], item["registration_id"]))
-                    _remove_answers(*RegistrationClaim.key_in(layout, item["event_id"], item["user_id"]))
-                _remove_answers(item["PK"], item["SK"])
-            if not page.get("LastEvaluatedKey"):
-                break
+    partitions = _answer_partitions(event)
+    number = int(retention.partition or 0)
+    start = json.loads(retention.last_key) if retention.last_key else None
+    while number < len(partitions):
+        if used == pages:
+            return False, used
+        pk, prefix = partitions[number]
+        found = Registration.query(pk, Registration.sk.startswith(prefix),
+                                   filter_condition=Path(ANSWERS_ATTRIBUTE).exists(), last_evaluated_key=start,
+                                   limit=RETENTION_PAGE_ITEMS, consistent_read=True)
+        page = next(found.page_iter)
+        used += 1
+        for raw in page.get("Items", []):
+            item = selectors.item_from_raw(raw)
+            if item.get("user_id") and item.get("registration_id"):
+                layout = LEGACY_LAYOUT if Registration.is_legacy_event_side(pk) else CURRENT_LAYOUT
+                _remove_answers(*Registration.user_key_for(item["user_id"], item["registration_id"]))
+                _remove_answers(*RegistrationClaim.key_in(layout, item["event_id"], item["user_id"]))
+            _remove_answers(item["PK"], item["SK"])
+        start = page.get("LastEvaluatedKey")
+        if not start:
+            number += 1
+        _retention_update(retention, [EventRetention.partition.set(number),
+                                      EventRetention.last_key.set(json.dumps(start)) if start
+                                      else EventRetention.last_key.remove()])
     return True, used
 
 
@@ -411,7 +425,7 @@ def answers_retention_sweep(*, now: datetime | None = None) -> int:
                                               EventRetention.gsi1sk.set(EventRetention.listing_key(due_at,
                                                                                                    event.event_id))])
                 continue
-            done, used = _erase_event_answers(event, pages=pages)
+            done, used = _erase_event_answers(event, retention, pages=pages)
             pages -= used
             if not done:
                 continue

@@ -52,3 +52,22 @@ def past_event_with(user: User):
     """An event that has happened, which ``user`` attended: registered while it was still to come."""
     event = make_event(capacity=3, starts_at=PAST)
     return event, register_person(event.event_id, user).data
+
+
+def seed_answers(pk: str, sk: str, answers: dict[str, str]) -> None:
+    """Store ``answers`` on an existing item as the custom-questions feature does (an ``answers`` map)."""
+    boto3_client().update_item(
+        TableName=current_config().table_name, Key={"PK": {"S": pk}, "SK": {"S": sk}},
+        UpdateExpression="SET answers = :a", ConditionExpression="attribute_exists(PK)",
+        ExpressionAttributeValues={":a": {"M": {name: {"S": value} for name, value in answers.items()}}})
+
+
+def seed_registration_answers(event_id: str, registration: dict, user: User, answers: dict[str, str]) -> None:
+    """On every item of the registration: both copies and the claim."""
+    from registrations.models import Registration, RegistrationClaim
+
+    key = user_key(user)
+    for pk, sk in (Registration.user_key_for(key, registration["registration_id"]),
+                   Registration.event_key_for(event_id, registration["registration_id"]),
+                   RegistrationClaim.key_for(event_id, key)):
+        seed_answers(pk, sk, answers)
