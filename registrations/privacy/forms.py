@@ -8,7 +8,8 @@ from registrations.privacy.models import MAX_RETENTION_DAYS
 class EraseForm(forms.Form):
     """Erasing cannot be undone, so the person types their username to say they mean it."""
 
-    confirm = forms.CharField(max_length=150, label="Type your username to confirm")
+    # Not stripped: what is typed must be the username itself.
+    confirm = forms.CharField(max_length=150, strip=False, label="Type your username to confirm")
 
     def __init__(self, *args, username: str, **kwargs):
         super().__init__(*args, **kwargs)
