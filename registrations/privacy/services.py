@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from pynamodb.exceptions import PutError, UpdateError
+from pynamodb.exceptions import UpdateError
 from pynamodb.expressions.operand import Path
 
 from registrations import selectors as registration_selectors
@@ -367,8 +367,7 @@ def _erase_event_answers(event: Event, retention: EventRetention, *, pages: int)
 
     Each page is one Query of items that still have answers: the registration's user-side copy and claim lose
     theirs first, the event-side item last, so a page interrupted halfway is found again by the next run's Query
-    of it. After each page the retention item records where to go on (under its version: if staff changed the
-    retention meanwhile, the progress is dropped and the next run reads those pages again, harmlessly).
+    of it. After each page the retention item records where to go on.
     """
     used = 0
     partitions = _answer_partitions(event)
@@ -436,8 +435,11 @@ def answers_retention_sweep(*, now: datetime | None = None) -> int:
 
 
 def _retention_update(retention: EventRetention, actions: list) -> None:
+    """The job's own changes to a retention (progress, done, a new due time): not under the version read, so a
+    lost answer's retry, or staff saving meanwhile, cannot strand the job on a stale version; only while the
+    retention exists (staff may have removed it)."""
     try:
-        retention.update(actions=actions)  # under the version read: a change by staff meanwhile wins
-    except (UpdateError, PutError) as error:
+        retention.update(actions=actions, condition=EventRetention.pk.exists(), add_version_condition=False)
+    except UpdateError as error:
         if not is_conditional_check_failed(error):
             raise
