@@ -296,6 +296,8 @@ def erasures_resume(*, now: datetime | None = None) -> int:
                                                                                                      "~"),
                                          limit=RESUME_PER_RUN):
         account = get_user_model().objects.filter(pk=erasure.account_id).first() if erasure.account_id else None
+        if account is not None:
+            accounts.account_deactivate(account_id=account.pk)  # the request may have died before it did
         _erase(user_id=erasure.user_id, account_id=account.pk if account else None,
                username=account.get_username() if account else None, email=account.email if account else None,
                now=now)

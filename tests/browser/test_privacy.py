@@ -9,6 +9,7 @@ from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
 from registrations import selectors, services
+from registrations.privacy.selectors import retention_get
 from tems.identity import user_key
 from tests.browser.helpers import log_in
 from tests.browser.pages import DESKTOP, PHONE, new_sized_page, serious_axe_violations
@@ -63,11 +64,13 @@ def test_staff_set_the_answer_retention_of_an_event(app_server, browser, context
     page.goto(f"{app_server}/events/{event.event_id}/")
     page.get_by_role("link", name="Answer retention").click()
     assert serious_axe_violations(page) == []
-    page.get_by_label("Erase answers this many days after the event").fill("-4")
+    days = page.get_by_label("Erase answers this many days after the event")
+    days.fill("-4")
     page.get_by_role("button", name="Save").click()
-    expect(page.locator(".field-error")).to_be_visible()
-    assert serious_axe_violations(page) == []
+    # The browser holds the form back (the field says min 0); the server refuses it too (tests of the views).
+    assert days.evaluate("field => field.validity.valid") is False
+    assert retention_get(event_id=event.event_id) is None
     page.get_by_label("Erase answers this many days after the event").fill("30")
     page.get_by_role("button", name="Save").click()
-    expect(page.get_by_text("Answers are erased from 1 July 2030")).to_be_visible()
+    expect(page.get_by_text("Answers are erased from 2 July 2030")).to_be_visible()
     assert serious_axe_violations(page) == []

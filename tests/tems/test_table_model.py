@@ -16,7 +16,7 @@ from pynamodb.attributes import (
 from pynamodb.exceptions import AttributeNullError
 
 import inventory.models  # noqa: F401 - registers the models
-import registrations.models  # noqa: F401
+import registrations.models
 import registrations.privacy.models  # noqa: F401
 import tems.outbox
 import tems.ratelimit  # noqa: F401
