@@ -99,7 +99,7 @@ def pseudonym_for(user_id: str) -> str:
 
 # --- erasure ------------------------------------------------------------------------------------------------
 
-def personal_data_erase(*, user, now: datetime | None = None) -> ErasureReport:
+def personal_data_erase(*, user, now: datetime | None = None, allow_staff: bool = False) -> ErasureReport:
     """Erase ``user`` and everything TEMS holds about them; returns what was done.
 
     Records the erasure (so it is finished even if this process dies), stops the account (no log-in, sessions
@@ -108,9 +108,10 @@ def personal_data_erase(*, user, now: datetime | None = None) -> ErasureReport:
     from others' stored answers and from undelivered outbox messages, then deletes the account. Running it again
     finishes what is left and changes nothing already done. Raises RegistrationError: 'forbidden' for a staff
     account (its name is in the audit trail of events and check-ins, which erasure would break: an administrator
-    decides), 'busy' (a cancel met contention for too long; the erasure stays recorded and is resumed).
+    decides, with ``manage.py erase_account --staff``; ``allow_staff``), 'busy' (a cancel met contention for too
+    long; the erasure stays recorded and is resumed).
     """
-    if user.is_staff or user.is_superuser:
+    if (user.is_staff or user.is_superuser) and not allow_staff:
         raise RegistrationError("forbidden", "A staff account is erased by an administrator, not from this page.")
     now = now or utcnow()
     user_id = user_key(user)

@@ -165,3 +165,14 @@ def test_a_staff_account_is_not_erased_from_its_own_page(ddb, staff_user):
     assert refused.value.code == "forbidden"
     staff_user.refresh_from_db()
     assert staff_user.is_active
+
+
+def test_an_administrator_erases_a_staff_account_with_the_command(ddb, staff_user):
+    from django.core.management import CommandError, call_command
+
+    with pytest.raises(CommandError, match="administrator"):
+        call_command("erase_account", "staffer")
+    with pytest.raises(CommandError, match="No account"):
+        call_command("erase_account", "nobody")
+    call_command("erase_account", "staffer", "--staff")
+    assert not User.objects.filter(username="staffer").exists()
