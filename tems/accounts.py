@@ -1,5 +1,6 @@
 """Accounts: proving an e-mail address before TEMS mails it, per-account mail budgets, the accounts of people who
-log in through the university's single sign-on, and log-in throttling's view of the client address.
+log in through the university's single sign-on (and local accounts linked to it), what Django's database holds
+about a person for their export and its erasure, and log-in throttling's view of the client address.
 
 Anyone can sign up with anyone's address, so an unproven address gets exactly one kind of mail: the link that
 proves it (and that one is bounded per hour). Every other mail (the outbox relay's notifications) goes only to a

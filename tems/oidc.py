@@ -5,7 +5,8 @@ discovery document, read on the first SSO log-in of a process (never at import o
 process lives. The library does the code flow (state, nonce, PKCE, the token exchange, the ID token's signature
 against the provider's published keys); TEMS adds what it leaves open: the token's issuer and audience are
 checked, userinfo must describe the same subject, and the account is found by that subject
-(``tems.accounts.sso_account_for``), never by e-mail.
+(``tems.accounts.sso_account_for``), never by e-mail. A logged-in local account is linked to its owner's subject
+only by an explicit round trip the owner starts (``OidcLinkView``; ``tems.accounts.sso_link``).
 """
 
 from __future__ import annotations
