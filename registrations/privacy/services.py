@@ -144,8 +144,8 @@ def _erase(*, user_id: str, account_id: int | None, username: str | None, email:
         WriteRateCounter(item["PK"], item["SK"]).delete()
         report.deleted += 1
     if username:
-        deleted, redacted = _stored_answers_and_outbox(user_id=user_id, names=[username, *([email] if email else [])],
-                                                       pseudonym=pseudonym)
+        deleted, redacted = _stored_answers_and_outbox(
+            user_id=user_id, fragments=_fragments(username=username, email=email, pseudonym=pseudonym))
         report.deleted += deleted
         report.redacted += redacted
     if account_id is not None:
@@ -218,38 +218,57 @@ def _pseudonymise(registration: dict[str, Any], *, pseudonym: str) -> int:
     return 1
 
 
-def _quoted(name: str) -> list[str]:
-    # How a name appears inside stored JSON: escaped (outbox payloads) or as UTF-8 (stored answers).
-    return sorted({json.dumps(name), json.dumps(name, ensure_ascii=False)})
+# The JSON keys under which stored answers and outbox messages carry a person's display name (the registration's
+# ``user_name``, the door's ``user``). A name is matched only as such a key's value: a username is chosen freely,
+# and one spelled like a status ("confirmed") must not rewrite every stored answer that says it.
+NAME_KEYS = ("user", "user_name")
 
 
-def _stored_answers_and_outbox(*, user_id: str, names: list[str], pseudonym: str) -> tuple[int, int]:
-    """Delete the person's own stored answers; redact their name from others' (a door's scan answer names the
-    ticket's holder) and from undelivered outbox messages, which are kept: their handlers must still run.
+def _quoted(value: str) -> list[str]:
+    # How a string appears inside stored JSON: escaped (outbox payloads) or as UTF-8 (stored answers).
+    return sorted({json.dumps(value), json.dumps(value, ensure_ascii=False)})
+
+
+def _fragments(*, username: str, email: str | None, pseudonym: str) -> dict[str, str]:
+    """Each way the person appears in stored JSON, with what replaces it: the name as the value of a name key
+    (compact or spaced separators), the address as any string (it is unmistakable)."""
+    replaced = {}
+    for quoted in _quoted(username):
+        for key in NAME_KEYS:
+            for separator in (":", ": "):
+                replaced[f'"{key}"{separator}{quoted}'] = f'"{key}"{separator}{json.dumps(pseudonym)}'
+    for quoted in _quoted(email) if email else []:
+        replaced[quoted] = json.dumps(pseudonym)
+    return replaced
+
+
+def _stored_answers_and_outbox(*, user_id: str, fragments: dict[str, str]) -> tuple[int, int]:
+    """Delete the person's own stored answers; redact them from others' (a door's scan answer names the ticket's
+    holder) and from undelivered outbox messages, which are kept: their handlers must still run.
 
     These items are keyed by tap and by message, not by person, so no partition or index lists them: one
     filtered Scan of the table finds them (it reads the whole table; erasures are rare, and the records expire
     within a day anyway). Returns (deleted, redacted).
     """
-    own = IdempotencyRecord.pk.startswith(IdempotencyRecord.pk_for(user_id, ""))
-    quoted = [q for name in names for q in _quoted(name)]
-    mentions_record = _any(IdempotencyRecord.response_body.contains(q) for q in quoted)
-    mentions_message = _any([*(OutboxMessage.payload.contains(q) for q in quoted),
-                             OutboxMessage.payload.contains(json.dumps(user_id))])
+    own_prefix = IdempotencyRecord.pk_for(user_id, "")
+    message_prefix = OutboxMessage.key_for("")[0]
+    own = IdempotencyRecord.pk.startswith(own_prefix)
+    mentions_record = _any(IdempotencyRecord.response_body.contains(fragment) for fragment in fragments)
+    mentions_message = _any(OutboxMessage.payload.contains(fragment) for fragment in fragments)
     records = IdempotencyRecord.pk.startswith(IdempotencyRecord.pk_for("", "")[:-1])
-    messages = OutboxMessage.pk.startswith(OutboxMessage.key_for("")[0])
+    messages = OutboxMessage.pk.startswith(message_prefix)
     condition = (records & (own | mentions_record)) | (messages & mentions_message)
     deleted = redacted = 0
     for page in IdempotencyRecord.scan(filter_condition=condition, consistent_read=True).page_iter:
         for raw in page.get("Items", []):
             item = selectors.item_from_raw(raw)
-            if str(item["PK"]).startswith(IdempotencyRecord.pk_for(user_id, "")):
+            if str(item["PK"]).startswith(own_prefix):
                 IdempotencyRecord(item["PK"], item["SK"]).delete()
                 deleted += 1
-            elif str(item["PK"]).startswith(OutboxMessage.key_for("")[0]):
-                redacted += _redact(OutboxMessage, item, "payload", quoted, pseudonym)
+            elif str(item["PK"]).startswith(message_prefix):
+                redacted += _redact(OutboxMessage, item, "payload", fragments)
             else:
-                redacted += _redact(IdempotencyRecord, item, "response_body", quoted, pseudonym)
+                redacted += _redact(IdempotencyRecord, item, "response_body", fragments)
     return deleted, redacted
 
 
@@ -261,13 +280,13 @@ def _any(conditions):
     return combined
 
 
-def _redact(model, item: dict[str, Any], attribute: str, quoted: list[str], pseudonym: str) -> int:
+def _redact(model, item: dict[str, Any], attribute: str, fragments: dict[str, str]) -> int:
     before = item.get(attribute)
     if not isinstance(before, str):
         return 0
     after = before
-    for q in quoted:
-        after = after.replace(q, json.dumps(pseudonym))
+    for fragment, replacement in fragments.items():
+        after = after.replace(fragment, replacement)
     if after == before:
         return 0
     field = getattr(model, attribute)

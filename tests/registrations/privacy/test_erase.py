@@ -16,15 +16,18 @@ from registrations.privacy.models import Erasure
 from registrations.privacy.services import personal_data_erase, pseudonym_for
 from registrations.tickets import ticket_token
 from tems import accounts
+from tems.idempotency import IdempotencyRecord
 from tems.identity import UserIdentity, user_key
 from tems.models import EmailAddress, SingleSignOnIdentity
 from tems.outbox import OutboxMessage
 from tests.helpers import assert_invariants_clean
+from tests.registrations.helpers import make_event
 from tests.registrations.privacy.helpers import (
     ERASED_AT,
     full_event_with_waiting,
     past_event_with,
     person,
+    register_person,
     status_of,
     table_dump,
 )
@@ -176,3 +179,18 @@ def test_an_administrator_erases_a_staff_account_with_the_command(ddb, staff_use
         call_command("erase_account", "nobody")
     call_command("erase_account", "staffer", "--staff")
     assert not User.objects.filter(username="staffer").exists()
+
+
+def test_a_username_spelled_like_a_status_rewrites_nobody_elses_stored_answers(ddb):
+    confirmed, bob = person("confirmed", "c@uni.test"), person("bob", "bob@uni.test")
+    event = make_event(capacity=3)
+    register_person(event.event_id, bob)
+    register_person(event.event_id, confirmed)
+    before = table_dump()
+    assert before.count('\\"status\\":\\"confirmed\\"') >= 2
+
+    personal_data_erase(user=confirmed, now=ERASED_AT)
+
+    bobs = list(IdempotencyRecord.scan(IdempotencyRecord.pk.startswith(IdempotencyRecord.pk_for(user_key(bob), ""))))
+    assert bobs and all('"status":"confirmed"' in record.response_body for record in bobs)
+    assert '"user_name":"confirmed"' not in table_dump().replace("\\", "")
