@@ -1,5 +1,6 @@
 """Accounts: proving an e-mail address before TEMS mails it, per-account mail budgets, the accounts of people who
-log in through the university's single sign-on, and log-in throttling's view of the client address.
+log in through the university's single sign-on (and local accounts linked to it), what Django's database holds
+about a person for their export and its erasure, and log-in throttling's view of the client address.
 
 Anyone can sign up with anyone's address, so an unproven address gets exactly one kind of mail: the link that
 proves it (and that one is bounded per hour). Every other mail (the outbox relay's notifications) goes only to a
@@ -14,9 +15,13 @@ import re
 import secrets
 from datetime import datetime
 
+from axes.models import AccessAttempt, AccessFailureLog, AccessLog
 from django.conf import settings
+from django.contrib.admin.models import LogEntry
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.contenttypes.models import ContentType
+from django.contrib.sessions.models import Session
 from django.core import signing
 from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
@@ -195,6 +200,84 @@ def _sso_username(claims: dict, *, suffixed: bool) -> str:
     if suffixed or users.filter(username__iexact=base).exists():
         return f"{base}-{secrets.token_hex(3)}"
     return base
+
+
+# --- linking a local account to single sign-on -----------------------------------------------------------
+
+def sso_link(*, user: AbstractBaseUser, issuer: str, subject: str) -> None:
+    """Attach ``subject`` at ``issuer`` to ``user``, a local account its owner is logged in to, so the next log-in
+    through the provider finds this account.
+
+    Only the logged-in owner links, by an explicit round trip through the provider (tems.oidc): never an
+    address the provider sends. The database decides: the (issuer, subject) pair and the (account, issuer) pair
+    are each unique, so a subject is never linked to two accounts nor an account to two subjects of one provider,
+    however two links race. Linking the same subject again is harmless. Raises AccountError('conflict') for a
+    subject linked to another account, or an account linked to another subject of this provider.
+    """
+    try:
+        with transaction.atomic():
+            SingleSignOnIdentity.objects.create(user=user, issuer=issuer, subject=subject)
+    except IntegrityError:
+        # A read only to explain the refusal.
+        holder = SingleSignOnIdentity.objects.filter(issuer=issuer, subject=subject).values_list("user_id", flat=True)
+        holder = next(iter(holder), None)
+        if holder == user.pk:
+            return
+        if holder is not None:
+            raise AccountError("conflict", "That university account is already linked to another TEMS account. "
+                                           "Log in with it instead, or ask the events team.") from None
+        raise AccountError("conflict", "Your TEMS account is already linked to another university account.") from None
+
+
+# --- a person's account data: export and erasure ----------------------------------------------------------
+
+def account_data(*, user: AbstractBaseUser) -> dict:
+    """What Django's database holds about ``user``, for the person's own export."""
+    address = EmailAddress.objects.filter(user=user).first()
+    return {
+        "username": user.get_username(),
+        "email": user.email,
+        "first_name": getattr(user, "first_name", ""),
+        "last_name": getattr(user, "last_name", ""),
+        "date_joined": user.date_joined.isoformat() if getattr(user, "date_joined", None) else None,
+        "last_login": user.last_login.isoformat() if user.last_login else None,
+        "email_verified_at": address.verified_at.isoformat() if address and address.verified_at else None,
+        "single_sign_on": [{"issuer": link.issuer, "subject": link.subject, "linked_at": link.created_at.isoformat()}
+                           for link in SingleSignOnIdentity.objects.filter(user=user).order_by("created_at")],
+    }
+
+
+def _sessions_end(account_id: int) -> int:
+    """Delete every session of the account: a session row may hold the provider's ID token, with the person's
+    name and address in it. Sessions are stored encoded, so each is decoded to see whose it is."""
+    ended = 0
+    for session in Session.objects.iterator():
+        if str(session.get_decoded().get("_auth_user_id")) == str(account_id):
+            ended += session.delete()[0]
+    return ended
+
+
+def account_deactivate(*, account_id: int) -> None:
+    """Stop the account acting while it is erased: no log-in, and every session of it ended."""
+    get_user_model().objects.filter(pk=account_id).update(is_active=False)
+    _sessions_end(account_id)
+
+
+def account_erase(*, account_id: int) -> None:
+    """Delete the account and every row of Django's database about it: its sessions, its log-in throttling
+    records (kept by username), admin log entries about it, then the user, whose identity, address, mail quotas
+    and single sign-on links go with it. Erasing an account that is gone already does nothing."""
+    user = get_user_model().objects.filter(pk=account_id).first()
+    _sessions_end(account_id)
+    if user is None:
+        return
+    username = user.get_username()
+    with transaction.atomic():
+        for model in (AccessAttempt, AccessFailureLog, AccessLog):
+            model.objects.filter(username=username).delete()
+        LogEntry.objects.filter(content_type=ContentType.objects.get_for_model(user),
+                                object_id=str(account_id)).delete()
+        user.delete()
 
 
 # --- log-in throttling -------------------------------------------------------------------------------------

@@ -64,7 +64,9 @@ class SingleSignOnIdentity(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["issuer", "subject"], name="sso_identity_one_per_subject")]
+        constraints = [models.UniqueConstraint(fields=["issuer", "subject"], name="sso_identity_one_per_subject"),
+                       # A local account linked to the provider is linked to one person there (tems.accounts.sso_link).
+                       models.UniqueConstraint(fields=["user", "issuer"], name="sso_identity_one_per_account")]
 
     def __str__(self) -> str:
         return f"{self.subject} at {self.issuer} -> user {self.user_id}"

@@ -5,7 +5,8 @@ discovery document, read on the first SSO log-in of a process (never at import o
 process lives. The library does the code flow (state, nonce, PKCE, the token exchange, the ID token's signature
 against the provider's published keys); TEMS adds what it leaves open: the token's issuer and audience are
 checked, userinfo must describe the same subject, and the account is found by that subject
-(``tems.accounts.sso_account_for``), never by e-mail.
+(``tems.accounts.sso_account_for``), never by e-mail. A logged-in local account is linked to its owner's subject
+only by an explicit round trip the owner starts (``OidcLinkView``; ``tems.accounts.sso_link``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import SuspiciousOperation
 from django.http import Http404, HttpResponseRedirect
 from django.shortcuts import redirect, render, resolve_url
@@ -32,6 +34,9 @@ from tems.identity import IdentityModelBackend
 logger = logging.getLogger(__name__)
 
 DISCOVERY_PATH = "/.well-known/openid-configuration"
+# The session key of a link round trip's intent (the account id), and where the callback keeps it for the backend.
+LINK_SESSION_KEY = "tems_sso_link_account"
+LINK_REQUEST_ATTRIBUTE = "tems_sso_link_account"
 _ENDPOINTS = ("authorization_endpoint", "token_endpoint", "userinfo_endpoint", "jwks_uri")
 
 
@@ -131,6 +136,13 @@ class OidcBackend(OIDCAuthenticationBackend):
         # OpenID Connect Core 5.3.2: userinfo about anyone but the token's subject must not be used.
         if claims.get("sub") != payload["sub"]:
             raise SuspiciousOperation("userinfo describes another subject than the ID token")
+        linking = getattr(self.request, LINK_REQUEST_ATTRIBUTE, None)
+        if linking is not None:
+            # The round trip a logged-in owner started from their account page: this subject is theirs now.
+            if not self.request.user.is_authenticated or self.request.user.pk != linking:
+                raise SuspiciousOperation("a link started by another session")
+            accounts.sso_link(user=self.request.user, issuer=settings.TEMS_OIDC_ISSUER, subject=payload["sub"])
+            return self.request.user
         user = accounts.sso_account_for(issuer=settings.TEMS_OIDC_ISSUER, subject=payload["sub"], claims=claims)
         return user if self.user_can_authenticate(user) else None
 
@@ -165,21 +177,63 @@ class OidcStartView(OIDCAuthenticationRequestView):
 
 class OidcCallbackView(OIDCAuthenticationCallbackView):
     """Where the provider sends the browser back: the code becomes a TEMS session, or a message on the log-in
-    page (an expired or replayed link, a refused or disabled account, an unreachable provider), never a 5xx."""
+    page (an expired or replayed link, a refused or disabled account, an unreachable provider), never a 5xx.
+
+    After a "link" round trip (``OidcLinkView``) the subject is attached to the logged-in account instead, and
+    the answer is a message on the account page."""
 
     def get(self, request):
         if not enabled():
             raise Http404("Single sign-on is not configured.")
+        # One round trip only: the link intent is used (or dropped) by the callback that follows it.
+        setattr(request, LINK_REQUEST_ATTRIBUTE, request.session.pop(LINK_SESSION_KEY, None))
         try:
             return super().get(request)
-        except (requests.RequestException, ProviderUnavailable, SuspiciousOperation, jwt.PyJWTError,
-                accounts.AccountError) as error:
+        except accounts.AccountError as error:
+            if getattr(request, LINK_REQUEST_ATTRIBUTE) is None:
+                logger.warning("single sign-on log-in refused: %s", error)
+                return self.login_failure()
+            messages.error(request, error.detail)
+            return redirect("account")
+        except (requests.RequestException, ProviderUnavailable, SuspiciousOperation, jwt.PyJWTError) as error:
             logger.warning("single sign-on log-in refused: %s", error)
             return self.login_failure()
 
+    def login_success(self):
+        response = super().login_success()
+        if getattr(self.request, LINK_REQUEST_ATTRIBUTE, None) is not None:
+            messages.success(self.request, f"Your account is linked to {settings.TEMS_OIDC_NAME}: from now on you "
+                                           f"can log in with it.")
+        return response
+
     def login_failure(self):
+        if getattr(self.request, LINK_REQUEST_ATTRIBUTE, None) is not None:
+            messages.error(self.request, f"Linking your {settings.TEMS_OIDC_NAME} account did not succeed. Please "
+                                         "try again.")
+            return redirect("account")
         return _failed(self.request, f"Log-in with {settings.TEMS_OIDC_NAME} did not succeed. Please try again; "
                                      "if it keeps failing, ask the events team.")
+
+
+class OidcLinkView(OidcStartView):
+    """"Link university account" on the account page: a POST by the logged-in owner (CSRF-checked), then the
+    same round trip through the provider as a log-in, whose callback attaches the subject to this account.
+
+    The intent is kept in this session under the account's id, so the callback links only for the account that
+    asked, and only once."""
+
+    http_method_names = ["post"]
+
+    def post(self, request):
+        if not request.user.is_authenticated:
+            return redirect_to_login(request.get_full_path())
+        if not enabled():
+            raise Http404("Single sign-on is not configured.")
+        request.session[LINK_SESSION_KEY] = request.user.pk
+        response = self.get(request)
+        # Back to the account page afterwards, whatever the log-in's own "next" was.
+        request.session["oidc_login_next"] = resolve_url("account")
+        return response
 
 
 class LogoutView(auth_views.LogoutView):

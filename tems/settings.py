@@ -264,6 +264,8 @@ OUTBOX_HANDLERS = {
 # relays may run them.
 RELAY_PERIODIC_JOBS = {
     "event_reminders": "registrations.services.messages.reminders_sweep",
+    "answers_retention": "registrations.privacy.services.answers_retention_sweep",
+    "erasures_resume": "registrations.privacy.services.erasures_resume",
 }
 RELAY_JOB_INTERVAL_SECONDS = float(os.environ.get("TEMS_RELAY_JOB_INTERVAL_SECONDS", "60"))
 # Without DJANGO_EMAIL_HOST, mails are printed where `make run` runs; with it, they go out over SMTP (STARTTLS and

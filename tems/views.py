@@ -71,6 +71,21 @@ def verify_email_confirm(request: HttpRequest, token: str) -> HttpResponse:
     return redirect("registrations:event_list" if request.user.is_authenticated else "login")
 
 
+@login_required
+@require_GET
+def account(request: HttpRequest) -> HttpResponse:
+    """The account page: the address and whether it is proven, the university account it is linked to (or the
+    button that links one), and the way to the person's own data."""
+    links = list(request.user.sso_identities.all())
+    issuer = settings.TEMS_OIDC_ISSUER
+    return render(request, "registration/account.html", {
+        "verified": accounts.email_address_verified(user=request.user),
+        "sso_name": settings.TEMS_OIDC_NAME,
+        "sso_links": links,
+        "can_link": bool(issuer) and not any(link.issuer == issuer for link in links),
+    })
+
+
 def login_locked_out(request: HttpRequest, original_response: HttpResponse | None = None,
                      credentials: dict | None = None) -> HttpResponse:
     """django-axes' answer once an account and address are locked out (its AXES_LOCKOUT_CALLABLE)."""

@@ -301,3 +301,80 @@ def test_staff_see_the_links_in_the_admin(staff_user, client, sso):
     admin.force_login(staff_user)
     page = admin.get("/admin/tems/singlesignonidentity/")
     assert page.status_code == 200 and "u-1001" in page.content.decode()
+
+
+# --- linking a local account -------------------------------------------------------------------------------
+
+def _link(client: Client, idp: LocalIdP, subject: str):
+    """The account page's "Link university account": the POST, the provider's log-in, and the way back."""
+    start = client.post("/accounts/sso/link/")
+    assert start.status_code == 302 and start["Location"].startswith(f"{idp.issuer}/"), start
+    back = urlsplit(idp.log_in(start["Location"], subject=subject))
+    return client.get(f"{back.path}?{back.query}")
+
+
+@pytest.mark.django_db
+def test_a_local_account_is_linked_by_its_owner_and_then_found_by_subject(client, sso, student):
+    client.force_login(student)
+    page = client.get("/accounts/").content.decode()
+    assert "Link university account" in page
+    key = user_key(student)
+
+    response = _link(client, sso, "u-1001")
+
+    assert response.status_code == 302 and response["Location"] == "/accounts/"
+    assert "linked" in _messages(response)
+    link = SingleSignOnIdentity.objects.get(user=student)
+    assert (link.issuer, link.subject) == (sso.issuer, "u-1001")
+    assert "Link university account" not in client.get("/accounts/").content.decode()
+    # The next SSO log-in, from another browser, finds this very account, with its data.
+    other = Client()
+    assert _sso_log_in(other, sso, "u-1001").status_code == 302
+    assert _logged_in_as(other) == student and user_key(_logged_in_as(other)) == key
+    assert User.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_a_subject_linked_to_another_account_is_refused(client, sso, student, other_student):
+    first = Client()
+    first.force_login(other_student)
+    _link(first, sso, "u-1001")
+    client.force_login(student)
+
+    response = _link(client, sso, "u-1001")
+
+    assert response.status_code == 302 and response["Location"] == "/accounts/"
+    assert "already linked to another" in _messages(response)
+    assert SingleSignOnIdentity.objects.get(subject="u-1001").user == other_student
+    assert not SingleSignOnIdentity.objects.filter(user=student).exists()
+    assert _logged_in_as(client) == student  # still logged in as themself, not as the subject's account
+
+
+@pytest.mark.django_db
+def test_an_account_links_one_subject_of_a_provider(client, sso, student):
+    client.force_login(student)
+    _link(client, sso, "u-1001")
+    accounts.sso_link(user=student, issuer=sso.issuer, subject="u-1001")  # again: harmless
+    with pytest.raises(accounts.AccountError) as refused:
+        accounts.sso_link(user=student, issuer=sso.issuer, subject="u-2002")
+    assert refused.value.code == "conflict"
+    assert list(SingleSignOnIdentity.objects.filter(user=student).values_list("subject", flat=True)) == ["u-1001"]
+
+
+@pytest.mark.django_db
+def test_linking_needs_a_logged_in_post_and_a_link_intent(client, sso, student):
+    assert client.post("/accounts/sso/link/")["Location"].startswith("/accounts/login/")
+    client.force_login(student)
+    assert client.get("/accounts/sso/link/").status_code == 405
+    # A plain SSO log-in from a logged-in browser (no link asked) never attaches the subject to this account.
+    response = _sso_log_in(client, sso, "u-1001")
+    assert response.status_code == 302
+    assert not SingleSignOnIdentity.objects.filter(user=student).exists()
+
+
+@pytest.mark.django_db
+def test_the_link_button_is_absent_while_single_sign_on_is_off(client, student, settings):
+    settings.TEMS_OIDC_ISSUER = ""
+    client.force_login(student)
+    assert "Link university account" not in client.get("/accounts/").content.decode()
+    assert client.post("/accounts/sso/link/").status_code == 404

@@ -16,7 +16,8 @@ from pynamodb.attributes import (
 from pynamodb.exceptions import AttributeNullError
 
 import inventory.models  # noqa: F401 - registers the models
-import registrations.models  # noqa: F401
+import registrations.models
+import registrations.privacy.models  # noqa: F401
 import tems.outbox
 import tems.ratelimit  # noqa: F401
 from registrations.models import Event, EventSeats, Registration
@@ -29,7 +30,8 @@ from tems.idempotency import IdempotencyRecord
 # the event's registrations live, docs/registrations.md), and the waiting list's lanes: ``waitlist_left`` on the
 # event, the lane and gate attributes on a seat shard, ``lane`` on an entry and its registration's items; the
 # waiting list's queue item, where the lanes claim their blocks of tickets since; ``giving_shards`` on the event's
-# seat view, only while the upgrade gives registrations confirmed before the shards their shard.
+# seat view, only while the upgrade gives registrations confirmed before the shards their shard; the privacy
+# features' erasure and answer retention items.
 ITEM_SHAPES = {
     "CheckIn": {
         "PK", "SK", "checked_in_at", "checked_in_by", "door", "entity", "event_id", "registration_id", "scan_key",
@@ -42,7 +44,12 @@ ITEM_SHAPES = {
         "title", "updated_at", "updated_by", "version", "waitlist_count", "waitlist_seq", "layout", "waitlist_left",
         "reminder_hours", "cancelled_at",
     },
+    "Erasure": {"GSI1PK", "GSI1SK", "PK", "SK", "account_id", "done_at", "entity", "requested_at", "user_id"},
     "EventCheckins": {"PK", "SK", "checked_in_count", "registered_count", "seat_shards", "layout"},
+    "EventRetention": {
+        "GSI1PK", "GSI1SK", "PK", "SK", "days", "done_at", "due_at", "entity", "event_id", "last_key", "partition",
+        "updated_at", "updated_by", "version"
+    },
     "EventSeats": {
         "PK", "SK", "capacity", "registered_count", "seat_shards", "sliced", "starts_at", "waitlist_count",
         "waitlist_seq", "layout", "waitlist_left", "giving_shards"
