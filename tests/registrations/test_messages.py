@@ -125,7 +125,7 @@ def drain(smtp: Sink) -> None:
 
 
 def event_messages(event_id: str) -> list[EventMessage]:
-    return selectors.message_list(event_id=event_id, limit=100)
+    return selectors.message_list(event_id=event_id, limit=100).items
 
 
 # --- a double-click on send ---------------------------------------------------------------------------------
