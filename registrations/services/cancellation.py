@@ -116,9 +116,7 @@ def _cancel_transaction(event: EventCancellation, *, now: datetime, cancelled_by
                    & (EventCancellation.seat_shards == count) & (EventCancellation.layout == CURRENT_LAYOUT)),
         return_old_on_failure=True,
     )
-    for shard in range(count):
-        transaction.update(f"{SEAT}_{shard}", SeatShard(*SeatShard.key_for(event_id, shard)),
-                           actions=[SeatShard.cancelled_at.set(now)], condition=SeatShard.pk.exists())
+    _mark_shards(transaction, event_id=event_id, count=count, now=now)
     message_id = EventMessage.cancellation_id_for(event_id)
     transaction.save(MESSAGE, EventMessage(
         *EventMessage.key_for(event_id, message_id), event_id=event_id, message_id=message_id,
@@ -129,6 +127,14 @@ def _cancel_transaction(event: EventCancellation, *, now: datetime, cancelled_by
     transaction.save(OUTBOX, outbox_message(message_type=CANCELLATION_REQUESTED, now=now,
                                             payload={"event_id": event_id, "message_id": message_id}))
     return transaction
+
+
+def _mark_shards(transaction: LabelledTransaction, *, event_id: str, count: int, now: datetime) -> None:
+    """The cancellation's mark on every seat shard (at most ``shards.MAX_SHARDS``, so the transaction stays
+    within DynamoDB's 100 items): where the seat's and the join's conditions look for it."""
+    for shard in range(count):
+        transaction.update(f"{SEAT}_{shard}", SeatShard(*SeatShard.key_for(event_id, shard)),
+                           actions=[SeatShard.cancelled_at.set(now)], condition=SeatShard.pk.exists())
 
 
 def _already_cancelled(event: EventCancellation, when: datetime, *, user_id: str, key: str, fingerprint: str,
