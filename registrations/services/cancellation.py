@@ -25,6 +25,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from pynamodb.exceptions import TransactWriteError
+
 from registrations.errors import RegistrationError, cancelled_in_image
 from registrations.models import CURRENT_LAYOUT, EventCancellation, EventMessage, SeatShard, layout_of
 from registrations.services.common import (
@@ -44,7 +46,7 @@ from registrations.services.upgrade import event_upgrade
 from tems.clock import utcnow
 from tems.idempotency import StoredResponse, add_completed_record
 from tems.outbox import outbox_message
-from tems.transactions import LabelledTransaction, TransactionCancelled
+from tems.transactions import TRANSIENT, LabelledTransaction, TransactionCancelled, response_code
 
 # Outbox message type (settings.OUTBOX_HANDLERS): the notice's fan-out, by the same handler as staff messages.
 CANCELLATION_REQUESTED = "EventCancellationRequested"
@@ -85,6 +87,13 @@ def event_cancel_once(*, event_id: str, user_id: str, cancelled_by: str, idempot
                              response=response, now=now)
         try:
             transaction.commit()
+        except TransactWriteError as error:
+            if response_code(error) not in TRANSIENT:
+                raise
+            # botocore gave up retrying, or the answer was lost: every item is conditioned, so a round that was
+            # applied is found by the next one (the record replays it).
+            conflicts.pause()
+            continue
         except TransactionCancelled as cancelled:
             if cancelled.failed(IDEMPOTENCY):
                 return StoredOutcome(stored_answer(cancelled.reasons[IDEMPOTENCY].raw_item, fingerprint),

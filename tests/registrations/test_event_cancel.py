@@ -17,6 +17,7 @@ from tems.clock import utcnow
 from tems.invariants import check_all
 from tems.outbox import OutboxMessage
 from tests.registrations.helpers import make_event, new_key, register
+from tests.support.faults import ERROR, LOST, Fault, inject
 
 STAFF = "staff-key"
 
@@ -185,3 +186,15 @@ def test_a_registration_in_flight_is_either_before_the_cancellation_or_refused(e
     monkeypatch.setattr(registration, "confirm_transaction", cancelled_meanwhile)
     assert_refused_as_cancelled(lambda: register(event.event_id, "racer"))
     assert selectors.claim_get(event_id=event.event_id, user_id="racer") is None
+
+
+@pytest.mark.parametrize("kind", [LOST, ERROR])
+def test_a_lost_answer_or_a_failed_try_cancels_once_and_answers_the_first_answer(event, kind):
+    """The cancellation's transaction applied but its answer lost (botocore retries, or the service's next round
+    does): the record replays it; a 500 after botocore's retries: the next round writes it. One notice either way."""
+    with inject(Fault(kind, operations={"TransactWriteItems"}, times=1 if kind == LOST else 4)) as faults:
+        outcome = cancel(event.event_id)
+    assert faults.fired(kind) and outcome.response.status == 200
+    assert selectors.event_get(event_id=event.event_id).is_cancelled
+    assert len(outbox_of(event.event_id, cancellation.CANCELLATION_REQUESTED)) == 1
+    assert {name: found for name, found in check_all().items() if found} == {}
