@@ -21,8 +21,8 @@ from django.contrib.auth.models import User
 
 from registrations import attendees, selectors, services
 from registrations.checkins import services as checkin_services
-from registrations.models import CONFIRMED, Event, EventMessage, Registration
-from registrations.services import messages
+from registrations.models import CONFIRMED, WAITLISTED, Event, EventMessage, Registration
+from registrations.services import cancellation, messages
 from registrations.tickets import ticket_token
 from tems import outbox
 from tems.accounts import email_address_mark_verified
@@ -509,9 +509,10 @@ def test_reminders_off_or_past_events_are_not_swept(ddb, db):
 
 # --- an event of 10,000 ---------------------------------------------------------------------------------------
 
-def seed_confirmed(event_id: str, count: int) -> set[str]:
+def seed_confirmed(event_id: str, count: int, *, waiting_from: int | None = None) -> set[str]:
     """``count`` confirmed event-side copies with their attendee index keys, written directly (registering ten
-    thousand students one transaction at a time would take this machine minutes)."""
+    thousand students one transaction at a time would take this machine minutes); from ``waiting_from`` on they
+    are waitlisted instead."""
     ids = set()
     now = utcnow() - timedelta(minutes=5)
     with Registration.batch_write() as batch:
@@ -520,15 +521,23 @@ def seed_confirmed(event_id: str, count: int) -> set[str]:
             ids.add(registration_id)
             batch.save(Registration(
                 *Registration.event_key_for(event_id, registration_id), registration_id=registration_id,
-                event_id=event_id, user_id=f"u{n}", user_name=f"user{n:05d}", status=CONFIRMED, created_at=now,
+                event_id=event_id, user_id=f"u{n}", user_name=f"user{n:05d}", created_at=now,
+                status=CONFIRMED if waiting_from is None or n < waiting_from else WAITLISTED,
                 **attendees.index_fields(event_id=event_id, name=f"user{n:05d}", registration_id=registration_id)))
     return ids
 
 
-def test_ten_thousand_recipients_are_queued_a_page_at_a_time_over_many_relay_passes(ddb, db, monkeypatch):
+@pytest.mark.parametrize("kind", ["staff message", "cancellation notice"])
+def test_ten_thousand_recipients_are_queued_a_page_at_a_time_over_many_relay_passes(ddb, db, monkeypatch, kind):
     event = make_event(capacity=5)
-    registered = seed_confirmed(event.event_id, 10_000)
-    send(event.event_id, key=new_key())
+    if kind == "staff message":
+        registered = seed_confirmed(event.event_id, 10_000)
+        send(event.event_id, key=new_key())
+        first_pass = messages.STAFF_MESSAGE_REQUESTED
+    else:  # everyone with a seat or a place in line: 7,000 confirmed and 3,000 waiting
+        registered = seed_confirmed(event.event_id, 10_000, waiting_from=7_000)
+        cancel_event(event.event_id)
+        first_pass = cancellation.CANCELLATION_REQUESTED
     pages: list[int] = []
     original = messages._page
 
@@ -540,7 +549,7 @@ def test_ten_thousand_recipients_are_queued_a_page_at_a_time_over_many_relay_pas
     monkeypatch.setattr(messages, "_page", counted)
     # The relay's part, without sending ten thousand mails: hand each pass's outbox message to the fan-out and
     # delete it. The next pass's message is the one the pass left (its id says which).
-    [pending] = [m for m in outbox.outbox_pending() if m.message_type == messages.STAFF_MESSAGE_REQUESTED]
+    [pending] = [m for m in outbox.outbox_pending() if m.message_type == first_pass]
     passes = 0
     while True:
         passes += 1
