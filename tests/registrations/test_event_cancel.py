@@ -168,9 +168,8 @@ def test_a_key_reused_for_another_request_is_refused(event):
     assert refused.value.code == "unprocessable"
 
 
-def test_a_registration_in_flight_is_either_before_the_cancellation_or_refused(event, monkeypatch):
-    """The seat's condition and the cancellation's mark are on the same shard item: whichever commits second
-    sees the other. A registration planned before the cancellation and sent after it is refused."""
+def registration_meeting_a_cancellation(event_id: str, monkeypatch):
+    """A registration whose round was built before the event was cancelled and is sent after it."""
     from registrations.services import registration
 
     original = registration.confirm_transaction
@@ -179,13 +178,30 @@ def test_a_registration_in_flight_is_either_before_the_cancellation_or_refused(e
         built = original(attempt, shard)
         if not cancelled_meanwhile.done:
             cancelled_meanwhile.done = True
-            cancel(event.event_id)
+            cancel(event_id)
         return built
 
     cancelled_meanwhile.done = False
     monkeypatch.setattr(registration, "confirm_transaction", cancelled_meanwhile)
-    assert_refused_as_cancelled(lambda: register(event.event_id, "racer"))
+    return register(event_id, "racer")
+
+
+def test_a_registration_in_flight_is_either_before_the_cancellation_or_refused(event, monkeypatch):
+    """The seat's condition and the cancellation's mark are on the same shard item: whichever commits second
+    sees the other. A registration planned before the cancellation and sent after it is refused."""
+    assert_refused_as_cancelled(lambda: registration_meeting_a_cancellation(event.event_id, monkeypatch))
     assert selectors.claim_get(event_id=event.event_id, user_id="racer") is None
+
+
+def test_the_in_flight_check_catches_a_seat_condition_that_ignores_the_mark(event, monkeypatch):
+    from registrations.models import CURRENT_LAYOUT
+    from registrations.seating import shards
+
+    # Broken: the seat's condition as it was before the cancellation existed.
+    monkeypatch.setattr(shards, "admitting", lambda created_at: (SeatShard.starts_at > created_at)
+                        & (SeatShard.layout == CURRENT_LAYOUT))
+    assert registration_meeting_a_cancellation(event.event_id, monkeypatch).kind == "created"
+    assert selectors.claim_get(event_id=event.event_id, user_id="racer") is not None
 
 
 @pytest.mark.parametrize("kind", [LOST, ERROR])
