@@ -330,6 +330,7 @@ def registration_page(*, user_id: str, cursor: str | None = None,
             "event_title": event.title if event else registration.event_id,
             "event_starts_at": event.starts_at.isoformat() if event else None,
             "event_location": event.location if event else "",
+            "event_cancelled": bool(event and event.is_cancelled),
         })
     return Page(items=rows, next_cursor=page.next_cursor)
 

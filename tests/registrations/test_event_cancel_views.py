@@ -60,7 +60,7 @@ def test_a_student_sees_the_cancellation_and_no_register_or_cancel_button(event,
                                                                            client):
     api_cancel_as_staff(event)
     mine = student_client.get(f"/events/{event.event_id}/").content.decode()
-    assert "This event is cancelled." in mine and "Cancel my registration" not in mine
+    assert "This event is cancelled." in mine and "cancel-step" not in mine
     client.force_login(other_student)
     theirs = client.get(f"/events/{event.event_id}/").content.decode()
     assert "The event is cancelled." in theirs and 'class="register-form"' not in theirs
@@ -180,3 +180,12 @@ def test_messages_written_before_the_list_was_ordered_are_placed_in_it_once(ddb)
     call_command("upgrade_messages", "--event", event.event_id)
     assert [m.subject for m in selectors.message_list(event_id=event.event_id)] == ["Old two", "Old one"]
     assert messages.messages_index(event_id=event.event_id) == 0  # a second run places nothing
+
+
+def test_my_registrations_say_the_event_is_cancelled_and_offer_no_cancel(event, student, student_client,
+                                                                          staff_client):
+    api_cancel(staff_client, event.event_id, str(uuid.uuid4()))
+    [row] = student_client.get("/api/me/registrations").json()["registrations"]
+    assert row["event_cancelled"] is True and row["status"] == "confirmed"
+    page = student_client.get("/me/registrations/").content.decode()
+    assert "Event cancelled" in page and "cancel-step" not in page
