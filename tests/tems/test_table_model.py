@@ -28,7 +28,8 @@ from tems.idempotency import IdempotencyRecord
 # (the attendee index), ``layout`` on the event, its views, its seat shards and the user-side registration (where
 # the event's registrations live, docs/registrations.md), and the waiting list's lanes: ``waitlist_left`` on the
 # event, the lane and gate attributes on a seat shard, ``lane`` on an entry and its registration's items; the
-# waiting list's queue item, where the lanes claim their blocks of tickets since.
+# waiting list's queue item, where the lanes claim their blocks of tickets since; ``cancelled_at`` on the event,
+# its views and its seat shards (the event's cancellation, which every write that admits someone checks).
 ITEM_SHAPES = {
     "CheckIn": {
         "PK", "SK", "checked_in_at", "checked_in_by", "door", "entity", "event_id", "registration_id", "scan_key",
@@ -39,12 +40,12 @@ ITEM_SHAPES = {
         "GSI1PK", "GSI1SK", "PK", "SK", "capacity", "checked_in_count", "created_at", "created_by", "description",
         "entity", "event_id", "expires_at", "location", "registered_count", "seat_shards", "sliced", "starts_at",
         "title", "updated_at", "updated_by", "version", "waitlist_count", "waitlist_seq", "layout", "waitlist_left",
-        "reminder_hours", "cancelled_at",
+        "reminder_hours", "cancelled_at", "cancelled_by",
     },
-    "EventCheckins": {"PK", "SK", "checked_in_count", "registered_count", "seat_shards", "layout"},
+    "EventCheckins": {"PK", "SK", "checked_in_count", "registered_count", "seat_shards", "layout", "cancelled_at"},
     "EventSeats": {
         "PK", "SK", "capacity", "registered_count", "seat_shards", "sliced", "starts_at", "waitlist_count",
-        "waitlist_seq", "layout", "waitlist_left"
+        "waitlist_seq", "layout", "waitlist_left", "cancelled_at"
     },
     "IdempotencyRecord": {
         "PK", "SK", "attempt_id", "created_at", "entity", "expires_at", "fingerprint", "key", "lease_expires_at",
@@ -75,7 +76,7 @@ ITEM_SHAPES = {
     },
     "SeatShard": {
         "PK", "SK", "capacity", "entity", "event_id", "shard", "shards", "starts_at", "taken", "layout", "gate",
-        "opened", "lane_next", "lane_end", "lane_at", "lane_left", "lane_size", "waiting"
+        "opened", "lane_next", "lane_end", "lane_at", "lane_left", "lane_size", "waiting", "cancelled_at"
     },
     "SeatGate": {"PK", "SK", "entity", "event_id", "state", "epoch", "opened", "shards"},
     "WaitlistEntry": {"PK", "SK", "entity", "event_id", "registration_id", "ticket", "user_id", "lane", "user_name",
