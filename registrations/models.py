@@ -176,10 +176,7 @@ class EventCancellation(TableModel):
 
     ENTITY = None  # a view of another model's item: writes no entity
     event_id = UnicodeAttribute()
-    title = TextAttribute(null=True)
-    starts_at = UTCDateTimeAttribute(null=True)
-    registered_count = NumberAttribute(null=True)
-    waitlist_count = NumberAttribute(null=True)
+    title = TextAttribute(null=True)  # the notice's subject
     seat_shards = NumberAttribute(null=True)
     layout = NumberAttribute(null=True)
     cancelled_at = UTCDateTimeAttribute(null=True)
