@@ -88,15 +88,27 @@ def attendee_list(request: HttpRequest, event_id: str) -> HttpResponse:
 @api_view("GET", "POST", staff=True)
 def event_messages(request: HttpRequest, event_id: str) -> HttpResponse:
     """Staff: ``POST`` ``{audience, subject, body}`` with an Idempotency-Key sends a message to the event's
-    attendees once (202, ``Location`` of its progress); ``GET`` lists the event's messages and reminders."""
+    attendees once (202, ``Location`` of its progress); ``GET`` lists the event's messages and reminders, newest
+    first, a page at a time (``?cursor=&limit=``, ``next``)."""
     if request.method == "GET":
         selectors.event_get(event_id=event_id, consistent=False, with_seats=False)  # 404 for an unknown event
-        return json_response({"messages": [messages.message_to_dict(m)
-                                           for m in selectors.message_list(event_id=event_id)]})
+        page = selectors.message_list(event_id=event_id, **page_args(request))
+        return json_response({"messages": [messages.message_to_dict(m) for m in page],
+                              "next": next_page_url(request, page)})
     form = parse_form(request, MessageForm, RegistrationError)
     outcome = messages.message_send_once(
         event_id=event_id, user_id=user_key(request.user), created_by=request.user.get_username(),
         idempotency_key=key_from_request(request), fingerprint=request_fingerprint(request), **form.cleaned_data)
+    return outcome.response.to_http(replayed=outcome.replayed)
+
+
+@api_view("POST", staff=True)
+def event_cancel(request: HttpRequest, event_id: str) -> HttpResponse:
+    """Staff: cancel the event once per Idempotency-Key (200); a cancelled event answers the same 200 to any key
+    and sends nothing again. Its notice's progress is at ``notice``."""
+    outcome = services.event_cancel_once(
+        event_id=event_id, user_id=user_key(request.user), cancelled_by=request.user.get_username(),
+        idempotency_key=key_from_request(request), fingerprint=request_fingerprint(request))
     return outcome.response.to_http(replayed=outcome.replayed)
 
 

@@ -401,7 +401,7 @@ class CheckinsMatch(_PerEvent):
 
 
 # The outbox message types whose handler goes on with a message's fan-out (registrations.services.messages).
-_FAN_OUT_TYPES = {"StaffMessageRequested", "ReminderRequested", "EventMessageFanOut"}
+_FAN_OUT_TYPES = {"StaffMessageRequested", "ReminderRequested", "EventMessageFanOut", "EventCancellationRequested"}
 
 
 @invariant("every event message is fanned out, or its fan-out waits in the outbox")
@@ -424,3 +424,31 @@ class MessagesFannedOut(StreamingCheck):
             if message_id not in self.pending:
                 yield (f"{EventMessage.pk_for(event_id)}: message {message_id} is not fanned out and nothing "
                        "goes on with it")
+
+
+@invariant("a cancelled event admits nobody: every seat shard carries its cancellation, and it has its notice")
+class CancelledEventsMarked(StreamingCheck):
+    """An event whose ``cancelled_at`` is set must have the same mark on every one of its seat shards (the seat's
+    and the join's conditions read it there) and its one cancellation notice. Keeps per-event marks only."""
+
+    def __init__(self) -> None:
+        self.cancelled: dict[str, tuple[str, int]] = {}  # event id -> (cancelled_at, shard count)
+        self.marked: dict[str, set[int]] = defaultdict(set)  # event id -> shards carrying that mark
+        self.marks: dict[tuple[str, int], str] = {}
+        self.notices: set[str] = set()
+
+    def observe(self, item: Item) -> None:
+        if _is_event(item) and item.get("cancelled_at") is not None:
+            self.cancelled[item["event_id"]] = (item["cancelled_at"], int(item.get("seat_shards") or 0))
+        elif item.get("entity") == "SeatShard" and item.get("cancelled_at") is not None:
+            self.marks[(item["event_id"], int(item["shard"]))] = item["cancelled_at"]
+        elif item.get("entity") == "EventMessage" and item.get("kind") == EventMessage.CANCELLATION:
+            self.notices.add(item["event_id"])
+
+    def problems(self) -> Iterator[str]:
+        for event_id, (at, count) in sorted(self.cancelled.items()):
+            unmarked = [k for k in range(count) if self.marks.get((event_id, k)) != at]
+            if unmarked:
+                yield f"{Event.pk_for(event_id)}: cancelled, but seat shards {unmarked} do not carry it"
+            if event_id not in self.notices:
+                yield f"{Event.pk_for(event_id)}: cancelled without its cancellation notice"

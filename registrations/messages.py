@@ -23,8 +23,11 @@ from tems.errors import DomainError
 from tems.http import after_save
 from tems.idempotency import key_from_request, request_fingerprint
 from tems.identity import user_key
+from tems.pagination import next_page_url, page_args
 
 PAGE = "registrations/event_messages.html"
+# How the list of sent messages names each audience, the cancellation notice's too.
+AUDIENCE_NAMES = {**messages.AUDIENCE_LABELS, messages.REGISTRANTS: "Everyone registered or waiting"}
 
 
 def _counts(event) -> dict[str, int]:
@@ -71,8 +74,11 @@ def message_page(request: HttpRequest, event_id: str) -> HttpResponse:
             # The preview: the number it will reach, and a Send button carrying this step's one key.
             confirm = {"count": counts[form.cleaned_data["audience"]],
                        "audience": messages.AUDIENCE_LABELS[form.cleaned_data["audience"]], "key": str(uuid.uuid4())}
-    context = {"event": event, "form": form, "confirm": confirm,
-               "sent": [(message, messages.AUDIENCE_LABELS.get(message.audience, message.audience))
-                        for message in selectors.message_list(event_id=event_id)]}
+    try:
+        sent = selectors.message_list(event_id=event_id, **page_args(request))
+    except DomainError as error:
+        raise Http404(error.detail) from None  # a forged or foreign cursor, or a limit out of range
+    context = {"event": event, "form": form, "confirm": confirm, "next_url": next_page_url(request, sent),
+               "sent": [(message, AUDIENCE_NAMES.get(message.audience, message.audience)) for message in sent]}
     status = 400 if request.method == "POST" and not form.is_valid() else 200
     return render(request, f"{PAGE}#message-form" if request.htmx else PAGE, context, status=status)

@@ -85,9 +85,11 @@ class Event(TableModel):
     expires_at = TTLAttribute(null=True)
     # Hours before the start at which confirmed registrants are reminded by e-mail (absent: the default; 0: off).
     reminder_hours = NumberAttribute(null=True)
-    # Set when the event is called off (by the event cancellation, which does not exist yet): read only through
-    # ``is_cancelled``, the one predicate every "not for a cancelled event" rule asks.
+    # Set when the event is called off (registrations.services.cancellation, ``event_cancel_once``), in the same
+    # transaction that copies it onto every seat shard: read only through ``is_cancelled``, the one predicate every
+    # "not for a cancelled event" rule asks. Writes that admit someone check it by their own conditions.
     cancelled_at = UTCDateTimeAttribute(null=True)
+    cancelled_by = UnicodeAttribute(null=True)
 
     by_start = CollectionIndex()
     gsi1pk = UnicodeAttribute(attr_name="GSI1PK", default=COLLECTION)
@@ -161,6 +163,29 @@ class EventSeats(TableModel):
     # Present only while ``event_upgrade`` gives registrations confirmed before the shards their shard: it fences
     # off cancels and promotions (``upgrade.current_shape``), and each registration given one moves it by one.
     giving_shards = NumberAttribute(null=True)
+    # The event's cancellation: a promotion and a registration's cancel write this item under "not cancelled".
+    cancelled_at = UTCDateTimeAttribute(null=True)
+
+    @classmethod
+    def key_for(cls, event_id: str) -> tuple[str, str]:
+        return Event.key_for(event_id)
+
+
+class EventCancellation(TableModel):
+    """The cancellation's view of the same ``EVENT#<id>`` / ``METADATA`` item, without its version attribute.
+
+    The cancellation writes the event under "not cancelled yet" (so a second one changes nothing) and checks the
+    shard count and layout it copied the mark under; an open edit page then learns of it from its own refused
+    write (``event_update`` checks ``cancelled_at``), not from a bumped version.
+    """
+
+    ENTITY = None  # a view of another model's item: writes no entity
+    event_id = UnicodeAttribute()
+    title = TextAttribute(null=True)  # the notice's subject
+    seat_shards = NumberAttribute(null=True)
+    layout = NumberAttribute(null=True)
+    cancelled_at = UTCDateTimeAttribute(null=True)
+    cancelled_by = UnicodeAttribute(null=True)
 
     @classmethod
     def key_for(cls, event_id: str) -> tuple[str, str]:
@@ -178,6 +203,8 @@ class SeatShard(TableModel):
     where else to look and the seat's own condition can close registration at the start. ``layout`` is the
     event's too: a seat is taken only under ``layout = CURRENT_LAYOUT``, so no registration is written under the
     current keys while the event's claims may still sit under the legacy ones (docs/registrations.md).
+    ``cancelled_at`` is the event's cancellation, copied onto every shard by the cancellation's transaction: a seat
+    or a ticket is taken only while it is absent, so a cancelled event admits nobody without a read.
     """
 
     ITEM = "SHARD"
@@ -190,6 +217,7 @@ class SeatShard(TableModel):
     taken = NumberAttribute(default=0)
     starts_at = UTCDateTimeAttribute(null=True)
     layout = NumberAttribute(null=True)
+    cancelled_at = UTCDateTimeAttribute(null=True)
 
     # Each shard is also one lane of the event's waiting list (see registrations.seating.tickets, "Lanes"). ``gate`` is
     # the lane's copy of the event's gate (``SeatGate.state``): a join needs it closed. A lane copies a closed
@@ -568,6 +596,7 @@ class EventCheckins(TableModel):
     checked_in_count = NumberAttribute(null=True)  # absent until the first check-in
     seat_shards = NumberAttribute(null=True)
     layout = NumberAttribute(null=True)  # a check-in reads the event-side copy where the current layout puts it
+    cancelled_at = UTCDateTimeAttribute(null=True)  # the door admits nobody to a cancelled event
 
     @classmethod
     def key_for(cls, event_id: str) -> tuple[str, str]:
@@ -632,12 +661,14 @@ class EventMessage(TableModel):
 
     SK_PREFIX = "MESSAGE#"
     PK_PREFIX = "EVENTMSG#"
+    LIST_PREFIX = "EVENTMSGS#"
     STAFF = "staff"
     REMINDER = "reminder"
+    CANCELLATION = "cancellation"
 
     event_id = UnicodeAttribute()
     message_id = UnicodeAttribute()
-    kind = UnicodeAttribute()  # STAFF | REMINDER
+    kind = UnicodeAttribute()  # STAFF | REMINDER | CANCELLATION
     audience = UnicodeAttribute()
     subject = TextAttribute()
     body = TextAttribute()
@@ -653,10 +684,25 @@ class EventMessage(TableModel):
     pages = NumberAttribute(default=0)
     queued = NumberAttribute(default=0)
     done_at = UTCDateTimeAttribute(null=True)
+    # The event's messages newest first: GSI1 under ``EVENTMSGS#<event_id>``, sorted by when each was written (the
+    # base key is derived from the tap, so it cannot sort by time). Absent on messages written before the list
+    # was ordered: ``manage.py upgrade_messages`` adds it (``message_index_fields``).
+    listing = CollectionIndex()
+    gsi1pk = UnicodeAttribute(attr_name="GSI1PK", null=True)
+    gsi1sk = UnicodeAttribute(attr_name="GSI1SK", null=True)
 
     @classmethod
     def pk_for(cls, event_id: str) -> str:
         return cls.PK_PREFIX + event_id
+
+    @classmethod
+    def list_pk_for(cls, event_id: str) -> str:
+        return cls.LIST_PREFIX + event_id
+
+    @classmethod
+    def index_fields(cls, event_id: str, message_id: str, created_at: datetime) -> dict[str, str]:
+        """The message's place in its event's list: ISO-8601 in UTC sorts by time, the id breaks ties."""
+        return {"gsi1pk": cls.list_pk_for(event_id), "gsi1sk": Event.listing_key(created_at, message_id)}
 
     @classmethod
     def key_for(cls, event_id: str, message_id: str) -> tuple[str, str]:
@@ -669,6 +715,11 @@ class EventMessage(TableModel):
     @staticmethod
     def reminder_id_for(event_id: str) -> str:
         return hashlib.sha256(f"reminder:{event_id}".encode()).hexdigest()[:32]
+
+    @staticmethod
+    def cancellation_id_for(event_id: str) -> str:
+        """An event is called off once: its one cancellation notice, however many taps and keys ask for it."""
+        return hashlib.sha256(f"cancellation:{event_id}".encode()).hexdigest()[:32]
 
     @staticmethod
     def delivery_id_for(message_id: str, registration_id: str) -> str:

@@ -84,7 +84,8 @@ def registration_cancelled(message: OutboxMessage) -> None:
 
 
 def event_message_mail(message: OutboxMessage) -> None:
-    """One recipient's copy of a staff message or reminder (queued by registrations.services.messages).
+    """One recipient's copy of a staff message, reminder or cancellation notice (queued by
+    registrations.services.messages).
 
     Its outbox id, and so its Message-ID, is derived from the message and the registration: a copy sent again
     after a relay died between the SMTP server's answer and the outbox delete is the same mail to the receiver.
@@ -108,6 +109,14 @@ def event_message_mail(message: OutboxMessage) -> None:
               "A reminder: you have a seat at {title}. Show the QR code of your ticket (link below) at the door. "
               "If you can no longer come, cancel on My registrations so someone on the waiting list gets your seat."
               "\n\nRegistration {registration_id}", ticket=True)
+        return
+    if sent.kind == EventMessage.CANCELLATION:
+        # Registrations stand as they were when the event was called off (nothing admits, promotes or cancels
+        # after it), so everyone the fan-out listed is told; the calendar file of each now says CANCELLED.
+        _send(message, "Cancelled: {title}",
+              "{title} has been cancelled by the organisers. Your seat or place on the waiting list no longer "
+              "stands and there is nothing you need to do. If you added it to your calendar, the calendar file "
+              "on My registrations now marks it cancelled.\n\nRegistration {registration_id}")
         return
     # Staff's words are sent as they wrote them: braces in them are text, not placeholders.
     _send(message, "{title}: " + _literal(sent.subject),

@@ -99,6 +99,7 @@ def event_to_dict(event: Event) -> dict:
         "waitlist_count": int(event.waitlist_count),
         "reminder_hours": event.reminder_hours_or_default,
         "version": int(event.version),
+        "cancelled_at": event.cancelled_at.isoformat() if event.cancelled_at else None,
     }
 
 
@@ -327,6 +328,7 @@ def registration_page(*, user_id: str, cursor: str | None = None,
             "event_title": event.title if event else registration.event_id,
             "event_starts_at": event.starts_at.isoformat() if event else None,
             "event_location": event.location if event else "",
+            "event_cancelled": bool(event and event.is_cancelled),
         })
     return Page(items=rows, next_cursor=page.next_cursor)
 
@@ -352,8 +354,9 @@ def message_get(*, event_id: str, message_id: str) -> EventMessage:
         raise RegistrationError("not_found", f"There is no message {message_id!r} for this event.") from None
 
 
-def message_list(*, event_id: str, limit: int = 20) -> list[EventMessage]:
-    """The event's messages and reminders (at most ``limit``), newest first."""
-    found = list(EventMessage.query(EventMessage.pk_for(event_id), EventMessage.sk.startswith(EventMessage.SK_PREFIX),
-                                    limit=limit))
-    return sorted(found, key=lambda message: message.created_at, reverse=True)
+def message_list(*, event_id: str, cursor: str | None = None, limit: int = DEFAULT_PAGE_SIZE) -> Page[EventMessage]:
+    """One page of the event's messages, reminders and cancellation notice, newest first: one Query of the
+    event's message list (GSI1, sorted by when each was written), read backwards. Messages written before the list
+    existed are in it once ``manage.py upgrade_messages`` ran (``services.messages.messages_index``)."""
+    return query_page(EventMessage.listing.query, EventMessage.list_pk_for(event_id), scope=f"messages:{event_id}",
+                      cursor=cursor, limit=limit, scan_index_forward=False)

@@ -257,6 +257,7 @@ OUTBOX_HANDLERS = {
     "StaffMessageRequested": "registrations.services.messages.message_fan_out",
     "ReminderRequested": "registrations.services.messages.message_fan_out",
     "EventMessageFanOut": "registrations.services.messages.message_fan_out",
+    "EventCancellationRequested": "registrations.services.messages.message_fan_out",
     "EventMessageMail": "registrations.notifications.event_message_mail",
 }
 # Jobs the relay runs besides delivering messages, each at most once per RELAY_JOB_INTERVAL_SECONDS per relay

@@ -5,7 +5,8 @@ A first check-in is ONE TransactWriteItems (labelled, reasons read by label):
   idempotency   put the scan's record, already COMPLETED with the 201 it answers   absent or expired
   checkin       put ``CHECKIN#<registration>``                                      attribute_not_exists
   registration  ConditionCheck on the event-side registration item                status = confirmed
-  counter       ``checked_in_count + 1`` on the event                               the event exists, and its
+  counter       ``checked_in_count + 1`` on the event                               the event exists, is not
+                                                                                    cancelled, and its
                                                                                     registrations are in the
                                                                                     current layout
   outbox        put ``CheckInRecorded``
@@ -15,8 +16,9 @@ Whoever loses learns why from the cancellation reasons, in this precedence:
   idempotency   the same scan was answered before: replay its stored bytes (ALL_OLD, no read)
   checkin       another scan admitted the ticket: answer 200 "already checked in" with the FIRST check-in's
                 details from the ALL_OLD image (no read), and store that answer under this scan's key
-  counter       no image: no such event; an image in the legacy layout: the registration condition looked where
-                the copy is not yet, so upgrade the event (registrations.services.upgrade) and try again
+  counter       no image: no such event; an image with ``cancelled_at``: the event was called off (409
+                event_cancelled); an image in the legacy layout: the registration condition looked where the copy
+                is not yet, so upgrade the event (registrations.services.upgrade) and try again
   registration  not admissible: one read of the registration explains why (waitlisted, cancelled); it decides
                 nothing, the condition already did
   conflict      another transaction held an item: jittered pause, bounded, then "busy"
@@ -32,7 +34,7 @@ from datetime import datetime
 from typing import Any
 
 from registrations.checkins import selectors
-from registrations.errors import RegistrationError
+from registrations.errors import RegistrationError, cancelled_in_image, event_cancelled_error
 from registrations.models import CONFIRMED, CURRENT_LAYOUT, CheckIn, CheckInLogEntry, EventCheckins, Registration
 from registrations.services import RegistrationOutcome
 from registrations.services.common import (
@@ -118,7 +120,7 @@ def checkin_create(*, event_id: str, ticket_text: str, door: str, staff_id: str,
     One request for a first check-in. Returns the 201 of the check-in, the 200 "already checked in" naming
     the first check-in (another scan admitted the ticket), or the replay of this key's first answer.
     Raises RegistrationError: 'invalid' (unreadable or forged ticket, bad door), 'conflict' with ``reason``
-    'other_event' | 'waitlisted' | 'cancelled' (not admissible), 'not_found' (no such event),
+    'other_event' | 'waitlisted' | 'cancelled' (not admissible) | 'event_cancelled', 'not_found' (no such event),
     'unprocessable' (the key was used for another request), 'busy' (contention did not clear; nothing written).
     """
     ticket = ticket_read(text=ticket_text)
@@ -140,6 +142,8 @@ def checkin_create(*, event_id: str, ticket_text: str, door: str, staff_id: str,
             if cancelled.failed(CHECKIN):
                 first = CheckIn.from_raw_data(cancelled.reasons[CHECKIN].raw_item)
                 return _already_checked_in(first, scan, sleep=sleep)
+            if cancelled.failed(COUNTER) and (when := cancelled_in_image(cancelled.reasons[COUNTER].raw_item)):
+                raise event_cancelled_error(when) from None
             if upgrade_if_refused_for_layout(cancelled, COUNTER, event_id=event_id):
                 continue  # the registration condition looked under the current key before the copy was there
             if cancelled.failed(COUNTER):
@@ -181,7 +185,8 @@ def _checkin_transaction(scan: _Scan) -> tuple[LabelledTransaction, StoredRespon
     transaction.update(
         COUNTER, EventCheckins(*EventCheckins.key_for(ticket.event_id)),
         actions=[EventCheckins.checked_in_count.add(1)],
-        condition=EventCheckins.pk.exists() & (EventCheckins.layout == CURRENT_LAYOUT), return_old_on_failure=True,
+        condition=(EventCheckins.pk.exists() & (EventCheckins.layout == CURRENT_LAYOUT)
+                   & EventCheckins.cancelled_at.does_not_exist()), return_old_on_failure=True,
     )
     transaction.save(OUTBOX, outbox_message(message_type="CheckInRecorded", now=scan.at, payload={
         **body, "event_id": ticket.event_id,

@@ -35,7 +35,7 @@ from typing import Any
 
 from pynamodb.exceptions import PynamoDBException
 
-from registrations.errors import RegistrationError
+from registrations.errors import RegistrationError, event_cancelled_error
 from registrations.models import CURRENT_LAYOUT, EventSeats, SeatShard, layout_of
 from registrations.seating import shards, tickets
 from registrations.seating.gate import CLOSED, RAISED, GateBusy, gate_close, gate_get, lane_copy
@@ -239,6 +239,8 @@ class Router:
             return
         image = SeatShard.from_raw_data(raw_item)
         hints.remember_lane(image)  # a position read may then skip this lane
+        if image.cancelled_at is not None:
+            raise event_cancelled_error(image.cancelled_at)
         if image.starts_at is not None and image.starts_at <= self.created_at:
             raise closed_error(image.starts_at)
         if layout_of(image.layout) != CURRENT_LAYOUT:

@@ -105,6 +105,14 @@ def first_shard(event_id: str, user_id: str, count: int) -> int:
     return other
 
 
+def admitting(created_at):
+    """The condition of a write that admits someone through a shard (a seat, a ticket of its lane): the event has not
+    started by ``created_at``, its registrations are under the current keys (services/upgrade.py) and it is not
+    cancelled (services/cancellation.py marks every shard in its transaction)."""
+    return ((SeatShard.starts_at > created_at) & (SeatShard.layout == CURRENT_LAYOUT)
+            & SeatShard.cancelled_at.does_not_exist())
+
+
 def new_shards(*, event_id: str, capacity: int, starts_at, layout: int = CURRENT_LAYOUT,
                taken: Iterable[int] = ()) -> list[SeatShard]:
     """A new event's shards, born in its registration layout (a seat is taken only under the current one)."""

@@ -12,6 +12,7 @@ from registrations.services.cancel import (
     registration_cancel,
     registration_cancel_once,
 )
+from registrations.services.cancellation import CANCELLATION_REQUESTED, event_cancel_once
 from registrations.services.common import (
     BUSY_RETRY_AFTER_SECONDS,
     CLAIM,
@@ -91,4 +92,6 @@ __all__ = [
     "cancel_response",
     "registration_cancel",
     "registration_cancel_once",
+    "CANCELLATION_REQUESTED",
+    "event_cancel_once",
 ]

@@ -8,11 +8,12 @@ from datetime import datetime
 from typing import Any
 
 from registrations import selectors
-from registrations.errors import RegistrationError
+from registrations.errors import RegistrationError, cancelled_in_image, event_cancelled_error
 from registrations.models import (
     CANCELLED,
     CONFIRMED,
     WAITLISTED,
+    EventSeats,
     Registration,
     RegistrationClaim,
     SeatGate,
@@ -69,7 +70,8 @@ def registration_cancel(*, user_id: str, registration_id: str, now: datetime | N
     counters and writes ``RegistrationCancelled`` to the outbox; a freed seat goes to the head of the waiting
     list in the same transaction, so the event is never over capacity and no seat sits free while someone waits.
     Returns ``{registration_id, event_id, status: "cancelled"}``. Raises RegistrationError: 'not_found' (no such
-    registration of this user), 'busy' (contention did not clear in time; nothing was written).
+    registration of this user), 'conflict' (reason 'event_cancelled': the event was called off, its registrations
+    stand as they were), 'busy' (contention did not clear in time; nothing was written).
     For a person's tap use ``registration_cancel_once``.
     """
     return _cancel(user_id=user_id, registration_id=registration_id, now=now or utcnow(), sleep=sleep).data
@@ -133,6 +135,8 @@ def _cancel(*, user_id: str, registration_id: str, now: datetime, sleep: Callabl
         except TransactionCancelled as cancelled:
             if cancelled.failed(IDEMPOTENCY):
                 return StoredOutcome(stored_answer(cancelled.reasons[IDEMPOTENCY].raw_item, key[1]), replayed=True)
+            if cancelled.failed(EVENT_SEATS) and (when := cancelled_in_image(cancelled.reasons[EVENT_SEATS].raw_item)):
+                raise event_cancelled_error(when) from None
             if cancelled.only_conflicts:
                 conflicts.pause()
             elif upgrade_if_refused(cancelled, EVENT_SEATS, event_id=registration.event_id):
@@ -184,8 +188,10 @@ def _cancel_transaction(registration: Registration, head: WaitlistEntry | None, 
     }))
     writes = SeatWrites(event_id)
     # Every branch writes or checks the event's item: there, that the event is in the shape this transaction is
-    # built for (services/upgrade.py); a refusal's image says whether to upgrade the event first.
-    writes.event(condition=current_shape())
+    # built for (services/upgrade.py; a refusal's image says whether to upgrade the event first), and that it is
+    # not cancelled: its registrations stand as they were when it was called off (the cancellation's mail goes to
+    # each of them), and no freed seat goes to anyone.
+    writes.event(condition=current_shape() & EventSeats.cancelled_at.does_not_exist())
     if registration.status == WAITLISTED:
         # The entry is the registration's event-side copy: it carries its status.
         entry = WaitlistEntry(*WaitlistEntry.key_for(event_id, int(registration.ticket), int(registration.lane)),

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 
-from registrations.errors import RegistrationError
+from registrations.errors import RegistrationError, event_cancelled_error
 from registrations.models import CURRENT_LAYOUT, Event, EventSeats, SeatGate, SeatShard, WaitlistQueue
 from registrations.seating import shards
 from registrations.seating.gate import GATE, GateBusy, gate_get, new_gate
@@ -194,7 +194,8 @@ def event_update(
     reported in the result, never raised: the edit is saved.
 
     Raises RegistrationError: 'not_found'; 'conflict' (someone saved in between; ``extra['current']`` holds
-    the stored event so the page can show theirs next to yours); 'invalid' (capacity below seats taken); 'busy'.
+    the stored event so the page can show theirs next to yours; reason 'event_cancelled' once the event was called
+    off); 'invalid' (capacity below seats taken); 'busy'.
     ``reminder_hours`` None leaves the event's reminder as it is.
     """
     now = utcnow()
@@ -220,7 +221,8 @@ def event_update(
         ]
         if reminder_hours is not None:  # None: as it is
             actions.append(Event.reminder_hours.set(reminder_hours))
-        condition = Event.pk.exists()
+        # A cancelled event is not edited: a re-slice would write shards without the cancellation's mark.
+        condition = Event.pk.exists() & Event.cancelled_at.does_not_exist()
         if counters is not None and counters.seat_shards:
             count = int(counters.seat_shards)
             sliced = int(counters.capacity if counters.sliced is None else counters.sliced)
@@ -265,6 +267,8 @@ def event_update(
                     raise RegistrationError("not_found", f"There is no event with id {event_id!r}.") from None
                 # The failed write's own ALL_OLD image says why; no read.
                 current = Event.from_raw_data(raw)
+                if current.is_cancelled:
+                    raise event_cancelled_error(current.cancelled_at) from None
                 if current.version != expected_version:
                     raise RegistrationError(
                         "conflict",

@@ -63,6 +63,9 @@ NOT_CHECKED_IN = "not_checked_in"
 AUDIENCES = (CONFIRMED, WAITLISTED, CHECKED_IN, NOT_CHECKED_IN)
 AUDIENCE_LABELS = {CONFIRMED: "Confirmed", WAITLISTED: "On the waiting list", CHECKED_IN: "Checked in",
                    NOT_CHECKED_IN: "Confirmed, not checked in"}
+# Everyone holding a seat or a place in line: the audience of an event's cancellation notice (not one staff choose
+# for a message, so not in AUDIENCES).
+REGISTRANTS = "registrants"
 MAX_SUBJECT_CHARS = 200
 MAX_BODY_CHARS = 5000
 
@@ -140,7 +143,8 @@ def message_send_once(*, event_id: str, user_id: str, created_by: str, idempoten
     message_id = _staff_message_id(event_id, user_id, idempotency_key)
     message = EventMessage(*EventMessage.key_for(event_id, message_id), event_id=event_id, message_id=message_id,
                            kind=EventMessage.STAFF, audience=audience, subject=subject, body=body, created_at=now,
-                           created_by=created_by, registered_before=now, partition=0, pages=0, queued=0)
+                           created_by=created_by, registered_before=now, partition=0, pages=0, queued=0,
+                           **EventMessage.index_fields(event_id, message_id, now))
     location = message_api_location(event_id, message_id)
     response = StoredResponse(202, StoredResponse.json(message_to_dict(message), status=202).body,
                               headers=(("Location", location),))
@@ -228,6 +232,7 @@ def _reminder_create(*, event: Event, at: datetime, now: datetime) -> bool:
         *EventMessage.key_for(event.event_id, message_id), event_id=event.event_id, message_id=message_id,
         kind=EventMessage.REMINDER, audience=CONFIRMED, subject="Reminder", body="", created_at=now,
         created_by="", registered_before=at, partition=0, pages=0, queued=0,
+        **EventMessage.index_fields(event.event_id, message_id, now),
     ), condition=EventMessage.pk.does_not_exist())
     transaction.save(OUTBOX, outbox_message(message_type=REMINDER_REQUESTED, now=now,
                                             payload={"event_id": event.event_id, "message_id": message_id}))
@@ -263,10 +268,16 @@ def _page(message: EventMessage) -> tuple[list[Recipient], dict | None]:
         raw = next(results.page_iter)
         found = [CheckIn.from_raw_data(item) for item in raw.get("Items", [])]
         return [Recipient(c.registration_id, c.user_id) for c in found], raw.get("LastEvaluatedKey")
-    status = WAITLISTED if message.audience == WAITLISTED else CONFIRMED
-    results = Registration.attendees.query(
-        partition, filter_condition=(Registration.status == status)
-        & (Registration.created_at < message.registered_before), limit=PAGE_SIZE, last_evaluated_key=start)
+    if message.audience == REGISTRANTS:
+        wanted = Registration.status.is_in(CONFIRMED, WAITLISTED)
+    else:
+        wanted = Registration.status == (WAITLISTED if message.audience == WAITLISTED else CONFIRMED)
+    if message.kind != EventMessage.CANCELLATION:
+        # A cancellation goes to everyone registered when it committed: nobody can register after it, and a
+        # registration whose clock ran ahead of the cancellation's is still one of them.
+        wanted &= Registration.created_at < message.registered_before
+    results = Registration.attendees.query(partition, filter_condition=wanted, limit=PAGE_SIZE,
+                                           last_evaluated_key=start)
     raw = next(results.page_iter)
     found = [Registration.from_raw_data(item) for item in raw.get("Items", [])]
     recipients = [Recipient(r.registration_id, r.user_id) for r in found]
@@ -338,9 +349,9 @@ def _cursor_as_read(message: EventMessage):
 
 
 def message_fan_out(outbox: OutboxMessage) -> None:
-    """Outbox handler of a message's fan-out (staff message, reminder, or the next pass of either): queue up to
-    ``PAGES_PER_PASS`` pages of mails from the message's cursor on. Idempotent: a finished message, or a page
-    another relay queued first, queues nothing."""
+    """Outbox handler of a message's fan-out (staff message, reminder, cancellation notice, or the next pass of
+    any): queue up to ``PAGES_PER_PASS`` pages of mails from the message's cursor on. Idempotent: a finished
+    message, or a page another relay queued first, queues nothing."""
     data = outbox.data
     try:
         message = EventMessage.get(*EventMessage.key_for(data["event_id"], data["message_id"]), consistent_read=True)
@@ -378,3 +389,24 @@ def _called_off(event_id: str) -> bool:
         return True
     return event.is_cancelled
 
+
+# --- the list's keys for messages written before it was ordered ----------------------------------------------
+
+def messages_index(*, event_id: str) -> int:
+    """Put each of the event's messages that lacks its place in the newest-first list (``EventMessage.listing``)
+    there, by one conditional UpdateItem each (``attribute_not_exists``, so two runs change nothing twice).
+    Run by ``manage.py upgrade_messages``; returns how many it placed."""
+    placed = 0
+    for message in EventMessage.query(EventMessage.pk_for(event_id), EventMessage.sk.startswith(EventMessage.SK_PREFIX),
+                                      filter_condition=EventMessage.gsi1pk.does_not_exist(), consistent_read=True):
+        fields = EventMessage.index_fields(event_id, message.message_id, message.created_at)
+        try:
+            message.update(actions=[EventMessage.gsi1pk.set(fields["gsi1pk"]),
+                                    EventMessage.gsi1sk.set(fields["gsi1sk"])],
+                           condition=EventMessage.gsi1pk.does_not_exist())
+        except UpdateError as error:
+            if not is_conditional_check_failed(error):
+                raise
+            continue  # placed by another run meanwhile
+        placed += 1
+    return placed

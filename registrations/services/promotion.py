@@ -191,6 +191,7 @@ def waitlist_promote(*, event_id: str, now: datetime | None = None,
     and that each entry is still waiting. So it can never overbook or skip the queue, and a crash between two
     rounds leaves a consistent state that the next run continues from. No cap on how many it promotes; it
     gives up only after ``PROMOTION_STALE_ROUNDS`` rounds in a row without progress (RegistrationError 'busy').
+    A cancelled event promotes nobody: every write here is conditioned on ``cancelled_at`` being absent.
     Returns how many registrations this call promoted.
     """
     now = now or utcnow()
@@ -198,7 +199,9 @@ def waitlist_promote(*, event_id: str, now: datetime | None = None,
     rounds = PromotionRounds(sleep, event_id=event_id)
     while True:
         seats, gate, lanes = selectors.waitlist_lanes_and_gate(event_id=event_id)
-        if seats is None:
+        if seats is None or seats.cancelled_at is not None:
+            # A cancelled event promotes nobody: its writes below are conditioned on it not being cancelled, so
+            # this read only spares rounds that would be refused.
             return promoted
         if not seats.seat_shards or gate is None:
             event_upgrade(event_id=event_id)  # an event of an older shape: brought to the current one first
@@ -224,7 +227,8 @@ def waitlist_promote(*, event_id: str, now: datetime | None = None,
                     writes.shard(int(lane.shard), condition=lane_open())
             add_gate(transaction, event_id=event_id, actions=[SeatGate.state.set(CLOSED)],
                      condition=(SeatGate.state >= CLOSED) & (SeatGate.opened == int(gate.opened)))
-            writes.event(condition=(EventSeats.capacity == capacity) & (EventSeats.sliced == sliced))
+            writes.event(condition=(EventSeats.capacity == capacity) & (EventSeats.sliced == sliced)
+                         & EventSeats.cancelled_at.does_not_exist())
             writes.add_to(transaction)
             rounds.commit(transaction)
             continue
@@ -235,7 +239,7 @@ def waitlist_promote(*, event_id: str, now: datetime | None = None,
         # The layout as read: promoted heads are written under the current keys, and new shards take it on.
         unchanged = ((EventSeats.capacity == capacity) & (EventSeats.sliced == sliced)
                      & (EventSeats.seat_shards == count) & layout_as_read(EventSeats.layout, seats.layout)
-                     & no_older_shape())
+                     & no_older_shape() & EventSeats.cancelled_at.does_not_exist())
         transaction = LabelledTransaction()
         writes = SeatWrites(event_id)
         heads = (selectors.waitlist_heads(event_id=event_id, limit=min(unsliced, PROMOTION_BATCH),

@@ -33,7 +33,7 @@ from registrations.models import (
     WaitlistEntry,
     WaitlistQueue,
 )
-from registrations.seating import positions, tickets
+from registrations.seating import positions, shards, tickets
 from registrations.seating.gate import CLOSED, GateBusy
 from registrations.seating.router import Join, Router
 from registrations.services.common import (
@@ -225,13 +225,12 @@ def _base_transaction(attempt: NewRegistration, *, status: str, position: int | 
 def confirm_transaction(attempt: NewRegistration, shard: int) -> tuple[LabelledTransaction, StoredResponse]:
     """One seat of one shard, and nothing else of the event: nobody waits while a shard has room (a seat freed
     with people waiting goes to the head in the same transaction, a raise goes to them first), so the seat's own
-    condition is the whole "free seat nobody waits for" test; ``layout``: see services/upgrade.py."""
+    condition is the whole "free seat nobody waits for" test."""
     transaction, response = _base_transaction(attempt, status=CONFIRMED, position=None, ticket=None, shard=shard)
     transaction.update(
         SEAT, SeatShard(*SeatShard.key_for(attempt.event_id, shard)),
         actions=[SeatShard.taken.add(1)],
-        condition=(SeatShard.pk.exists() & (SeatShard.taken < SeatShard.capacity)
-                   & (SeatShard.starts_at > attempt.created_at) & (SeatShard.layout == CURRENT_LAYOUT)),
+        condition=SeatShard.pk.exists() & (SeatShard.taken < SeatShard.capacity) & shards.admitting(attempt.created_at),
         return_old_on_failure=True,
     )
     return transaction, response
@@ -246,10 +245,8 @@ def join_transaction(attempt: NewRegistration, join: Join) -> tuple[LabelledTran
     join claimed or found one; a stale block is installed as gone and registers nobody (response None)."""
     image, block = join.image, join.block
     # The lane's block is still what its image showed: two joiners of one lane never take the same ticket.
-    # ``layout``: nothing is written under the current keys on an event of an older shape (services/upgrade.py).
     condition = (SeatShard.pk.exists() & _unchanged(SeatShard.lane_next, image.lane_next)
-                 & _unchanged(SeatShard.lane_end, image.lane_end)
-                 & (SeatShard.starts_at > attempt.created_at) & (SeatShard.layout == CURRENT_LAYOUT))
+                 & _unchanged(SeatShard.lane_end, image.lane_end) & shards.admitting(attempt.created_at))
     # Gate 1: closed. Gate 2 (RAISED): closed with seats of a raise waiting to go to the people waiting; a
     # newcomer finishes that promotion first, and joins behind them only if it could not.
     condition &= (SeatShard.gate >= CLOSED) if join.healed else (SeatShard.gate == CLOSED)

@@ -66,7 +66,7 @@ def test_bad_input_is_a_readable_message_on_the_page(event, staff_client):
     answer = staff_client.post(page_url(event), {**posted(subject="  ", audience="everyone"), "step": "preview"})
     assert answer.status_code == 400
     assert answer.context["form"].errors.keys() == {"subject", "audience"}
-    assert selectors.message_list(event_id=event.event_id) == []
+    assert selectors.message_list(event_id=event.event_id).items == []
 
 
 def test_students_get_403_and_unknown_events_404(event, student_client, staff_client):

@@ -31,7 +31,9 @@ from tems.idempotency import IdempotencyRecord
 # event, the lane and gate attributes on a seat shard, ``lane`` on an entry and its registration's items; the
 # waiting list's queue item, where the lanes claim their blocks of tickets since; ``giving_shards`` on the event's
 # seat view, only while the upgrade gives registrations confirmed before the shards their shard; the privacy
-# features' erasure and answer retention items.
+# features' erasure and answer retention items;
+# ``cancelled_at`` on the event, its views and its seat shards (the event's cancellation, which every write that
+# admits someone checks).
 ITEM_SHAPES = {
     "CheckIn": {
         "PK", "SK", "checked_in_at", "checked_in_by", "door", "entity", "event_id", "registration_id", "scan_key",
@@ -42,17 +44,17 @@ ITEM_SHAPES = {
         "GSI1PK", "GSI1SK", "PK", "SK", "capacity", "checked_in_count", "created_at", "created_by", "description",
         "entity", "event_id", "expires_at", "location", "registered_count", "seat_shards", "sliced", "starts_at",
         "title", "updated_at", "updated_by", "version", "waitlist_count", "waitlist_seq", "layout", "waitlist_left",
-        "reminder_hours", "cancelled_at",
+        "reminder_hours", "cancelled_at", "cancelled_by",
     },
     "Erasure": {"GSI1PK", "GSI1SK", "PK", "SK", "account_id", "done_at", "entity", "requested_at", "user_id"},
-    "EventCheckins": {"PK", "SK", "checked_in_count", "registered_count", "seat_shards", "layout"},
+    "EventCheckins": {"PK", "SK", "checked_in_count", "registered_count", "seat_shards", "layout", "cancelled_at"},
     "EventRetention": {
         "GSI1PK", "GSI1SK", "PK", "SK", "days", "done_at", "due_at", "entity", "event_id", "last_key", "partition",
         "updated_at", "updated_by", "version"
     },
     "EventSeats": {
         "PK", "SK", "capacity", "registered_count", "seat_shards", "sliced", "starts_at", "waitlist_count",
-        "waitlist_seq", "layout", "waitlist_left", "giving_shards"
+        "waitlist_seq", "layout", "waitlist_left", "giving_shards", "cancelled_at"
     },
     "IdempotencyRecord": {
         "PK", "SK", "attempt_id", "created_at", "entity", "expires_at", "fingerprint", "key", "lease_expires_at",
@@ -83,7 +85,7 @@ ITEM_SHAPES = {
     },
     "SeatShard": {
         "PK", "SK", "capacity", "entity", "event_id", "shard", "shards", "starts_at", "taken", "layout", "gate",
-        "opened", "lane_next", "lane_end", "lane_at", "lane_left", "lane_size", "waiting"
+        "opened", "lane_next", "lane_end", "lane_at", "lane_left", "lane_size", "waiting", "cancelled_at"
     },
     "SeatGate": {"PK", "SK", "entity", "event_id", "state", "epoch", "opened", "shards"},
     "WaitlistEntry": {"PK", "SK", "entity", "event_id", "registration_id", "ticket", "user_id", "lane", "user_name",

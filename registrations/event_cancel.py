@@ -1,0 +1,52 @@
+"""Staff's "Cancel event" page: a confirmation that says how many people will be told, then one tap.
+
+Thin: it reads the event's counters for the count and calls ``services.event_cancel_once``. The confirmation
+renders one idempotency key with its button, so a double-click (or a retried post) is one cancellation; the
+service makes a second cancellation of the same event a no-op anyway. Works without JavaScript.
+"""
+
+import uuid
+
+from django.contrib import messages as notices
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods
+
+from registrations import selectors, services
+from registrations.errors import RegistrationError
+from tems.decorators import staff_required
+from tems.errors import DomainError
+from tems.http import after_save
+from tems.idempotency import key_from_request, request_fingerprint
+from tems.identity import user_key
+
+PAGE = "registrations/event_cancel.html"
+
+
+@require_http_methods(["GET", "POST"])
+@staff_required
+def event_cancel_page(request: HttpRequest, event_id: str) -> HttpResponse:
+    try:
+        event = selectors.event_get(event_id=event_id)
+    except RegistrationError as error:
+        raise Http404(error.detail) from None
+    problem = None
+    if request.method == "POST":
+        try:
+            outcome = services.event_cancel_once(
+                event_id=event_id, user_id=user_key(request.user), cancelled_by=request.user.get_username(),
+                idempotency_key=key_from_request(request), fingerprint=request_fingerprint(request))
+        except DomainError as error:
+            if error.code == "not_found":
+                raise Http404(error.detail) from None
+            problem = error.detail
+        else:
+            if not outcome.replayed:
+                notices.success(request, f"“{event.title}” is cancelled. Everyone registered or waiting is being "
+                                         "told by e-mail, once each.")
+            return after_save(request, reverse("registrations:event_detail", kwargs={"event_id": event_id}))
+    confirmed, waiting = int(event.registered_count or 0), int(event.waitlist_count or 0)
+    context = {"event": event, "confirmed": confirmed, "waiting": waiting, "told": confirmed + waiting,
+               "key": str(uuid.uuid4()), "problem": problem}
+    return render(request, PAGE, context, status=409 if problem else 200)
