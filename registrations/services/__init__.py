@@ -49,6 +49,7 @@ from registrations.services.promotion import (
     PROMOTION_STALE_ROUNDS,
     waitlist_promote,
 )
+from registrations.services.questions import QuestionsEditOutcome, questions_edit, questions_update
 from registrations.services.registration import RegistrationOutcome, new_registration_id, registration_create
 
 __all__ = [
@@ -85,6 +86,9 @@ __all__ = [
     "EventUpdate",
     "event_update",
     "RegistrationOutcome",
+    "QuestionsEditOutcome",
+    "questions_edit",
+    "questions_update",
     "new_registration_id",
     "registration_create",
     "CANCEL_MAX_ROUNDS",
