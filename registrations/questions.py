@@ -27,7 +27,8 @@ from typing import Any
 from django.core import signing
 
 from registrations.errors import RegistrationError
-from registrations.models import EventQuestions, SeatShard
+from registrations.models import EventQuestions, Registration, SeatShard
+from tems.dynamo import batch_get_models
 from tems.text import unsafe_text_problem
 
 KINDS = {"text": "Text", "number": "Number", "single": "One of a list", "multiple": "Any of a list",
@@ -46,6 +47,7 @@ MAX_NUMBER_DIGITS = 15
 MAX_NUMBER = Decimal(10) ** 12
 QUESTION_ID = re.compile(r"^[0-9a-f]{8}$")
 FIELD_PREFIX = "answer_"
+TOKEN_FIELD = "questions"  # the register form's hidden field: the questions it asked, signed
 SIGN_SALT = "registrations.questions"
 YES, NO = "yes", "no"
 
@@ -251,6 +253,25 @@ def answers_from_form(questions: QuestionSet, post: Any) -> dict[str, Any]:
     return given
 
 
+def form_fields(questions: QuestionSet, *, given: Mapping[str, Any], errors: Mapping[str, list[str]]) -> list[dict]:
+    """What the register form shows of each question: its input, the value typed before and what to correct."""
+    fields = []
+    for question in questions.questions:
+        value = given.get(question.id)
+        chosen = set(value) if isinstance(value, list) else {value}
+        options = {"single": question.choices, "multiple": question.choices, "yesno": (YES, NO)}.get(question.kind)
+        fields.append({
+            "id": question.id, "name": question.field, "label": question.label, "kind": question.kind,
+            "required": question.required, "errors": errors.get(question.field, []),
+            "value": value if isinstance(value, str) else "",
+            "input_type": {"number": "text", "date": "date"}.get(question.kind, "text"),
+            "maxlength": MAX_TEXT_ANSWER_CHARS if question.kind == "text" else 40,
+            "options": [{"value": option, "label": option.capitalize() if question.kind == "yesno" else option,
+                         "checked": option in chosen, "n": n} for n, option in enumerate(options or ())],
+        })
+    return fields
+
+
 def answers_of(text: str | None) -> list[dict[str, Any]]:
     """A registration's stored answers (``[{id, label, value}]``); none for one without."""
     try:
@@ -276,6 +297,20 @@ def questions_get(*, event_id: str) -> QuestionSet:
     except EventQuestions.DoesNotExist:
         return NO_QUESTIONS
     return QuestionSet(int(item.version), questions_from_json(item.questions))
+
+
+def door_answers(*, event_id: str, registration_id: str) -> list[dict[str, str]]:
+    """The answers of a registration to the questions staff show at the door, as ``[{label, value}]`` in the
+    questions' order (the label as it is now): one BatchGetItem of the questions and the event-side copy."""
+    items = batch_get_models([(EventQuestions, EventQuestions.key_for(event_id)),
+                              (Registration, Registration.event_key_for(event_id, registration_id))])
+    stored = next((item for item in items if isinstance(item, EventQuestions)), None)
+    copy = next((item for item in items if isinstance(item, Registration)), None)
+    if stored is None or copy is None:
+        return []
+    given = {answer.get("id"): answer.get("value") for answer in answers_of(copy.answers) if isinstance(answer, dict)}
+    return [{"label": q.label, "value": answer_text(given[q.id])}
+            for q in questions_from_json(stored.questions) if q.door and q.id in given]
 
 
 def sign_questions(event_id: str, questions: QuestionSet) -> str:

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from registrations import api, messages, views
+from registrations import api, messages, question_views, views
 
 app_name = "registrations"
 urlpatterns = [
@@ -12,6 +12,7 @@ urlpatterns = [
     path("events/<id:event_id>/register/", views.registration_create, name="registration_create"),
     path("events/<id:event_id>/attendees/", views.attendee_list, name="attendee_list"),
     path("events/<id:event_id>/messages/", messages.message_page, name="event_messages"),
+    path("events/<id:event_id>/questions/", question_views.event_questions, name="event_questions"),
     path("events/<id:event_id>/attendees.csv", views.attendee_export, name="attendee_export"),
     path("me/registrations/", views.my_registrations, name="my_registrations"),
     path("registrations/<id:registration_id>/calendar.ics", views.registration_calendar,
@@ -22,6 +23,7 @@ urlpatterns = [
     path("api/events/<id:event_id>", api.event_detail, name="api_event_detail"),
     path("api/events/<id:event_id>/registrations", api.registration_create, name="api_registration_create"),
     path("api/events/<id:event_id>/attendees", api.attendee_list, name="api_attendee_list"),
+    path("api/events/<id:event_id>/questions", api.event_questions, name="api_event_questions"),
     path("api/events/<id:event_id>/messages", api.event_messages, name="api_event_messages"),
     path("api/events/<id:event_id>/messages/<id:message_id>", api.message_detail, name="api_message_detail"),
     path("api/me/registrations", api.my_registrations, name="api_my_registrations"),

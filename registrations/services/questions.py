@@ -123,7 +123,7 @@ class QuestionsEditOutcome:
     merge: Merge | None = None  # set when someone had saved in between and their changes were kept
 
 
-def _merged_list(merge: Merge, *, theirs: list[str], mine: list[str]) -> list[Question]:
+def merged_list(merge: Merge, *, theirs: list[str], mine: list[str]) -> list[Question]:
     """The merged questions in their stored order, then the ones only this editor added, in theirs."""
     order = [*theirs, *(qid for qid in mine if qid not in theirs)]
     return [Question.from_dict(json.loads(merge.values[qid])) for qid in order if merge.values.get(qid)]
@@ -158,7 +158,7 @@ def questions_edit(*, event_id: str, expected_version: int, base: dict[str, str]
                 error.extra.update(merge=merged, base=base)
                 raise
             version = current.version
-            to_save = _merged_list(merged, theirs=list(theirs), mine=[q.id for q in mine])
+            to_save = merged_list(merged, theirs=list(theirs), mine=[q.id for q in mine])
             continue
         return QuestionsEditOutcome(saved, merged)
     raise busy_error("These questions kept changing while your edit was merged; nothing was saved. Try again.")
