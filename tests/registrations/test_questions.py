@@ -13,6 +13,7 @@ from tems.metering import metered
 from tests.helpers import assert_invariants_clean
 from tests.race import race
 from tests.registrations.helpers import make_event, new_key, register
+from tests.support.faults import CONFLICT, LOST, THROTTLE, Fault, inject
 
 pytestmark = pytest.mark.shared_table
 
@@ -231,3 +232,28 @@ def test_a_blind_overwrite_loses_an_edit_so_the_race_above_can_fail(ddb, monkeyp
 
 def questions_get_version(event_id: str) -> int:
     return questions.questions_get(event_id=event_id).version
+
+
+# --- faults on the new writes: the registration with answers, the questions' edit --------------------------------
+
+def test_a_registration_with_answers_whose_answer_is_lost_is_created_once_with_them(ddb):
+    event = make_event()
+    qs = asked(event.event_id, DIET)
+    with inject(Fault(LOST, operations={"TransactWriteItems"}, times=1)) as faults:
+        outcome = register(event.event_id, "kim", answers=answers_for(qs, **{DIET.id: "vegan"}), questions_version=1)
+    assert faults.fired(LOST) and outcome.kind == "created"
+    stored = event_side(event.event_id, outcome.data["registration_id"])
+    assert questions.answers_of(stored.answers)[0]["value"] == "vegan"
+    assert_invariants_clean()
+
+
+@pytest.mark.parametrize("kind", [LOST, THROTTLE, CONFLICT])
+def test_a_questions_edit_meeting_a_fault_is_saved_once(ddb, kind):
+    event = make_event(capacity=120)
+    with inject(Fault(kind, operations={"TransactWriteItems"}, times=1)) as faults:
+        saved = asked(event.event_id, SIZE)
+    assert faults.fired(kind) and saved.version == 1
+    assert questions.questions_get(event_id=event.event_id) == QuestionSet(1, (SIZE,))
+    # A lost answer is repeated with the same token: the version moved once, never twice.
+    assert int(EventQuestions.get(*EventQuestions.key_for(event.event_id), consistent_read=True).version) == 1
+    assert {int(SeatShard.get(*SeatShard.key_for(event.event_id, k)).questions) for k in range(3)} == {1}
