@@ -79,7 +79,9 @@ ANSWER_FIELD = "answers."
 
 
 def _answers_given(request: HttpRequest) -> dict:
-    if not request.body:
+    # A registration asked nothing of its body before questions existed: a client that sends none, or a form
+    # body, still registers, and only a JSON body is read for answers.
+    if request.content_type != "application/json" or not request.body:
         return {}
     data = parse_json_object(request)
     unknown = sorted(set(data) - {"answers"})
