@@ -9,6 +9,7 @@ from registrations.services import messages
 from registrations.telemetry import count_registration
 from tems.api import api_view, json_response, parse_form, parse_json_object
 from tems.idempotency import key_from_request, request_fingerprint
+from tems.idempotency.record import replay_if_stored
 from tems.identity import user_key
 from tems.pagination import next_page_url, page_args
 
@@ -60,10 +61,16 @@ def registration_create(request: HttpRequest, event_id: str) -> HttpResponse:
                                                                        or questions.NO_QUESTIONS)
     for last in (False, True):
         try:
+            answers = questions.parse_answers(questions=asked, given=given, prefix=ANSWER_FIELD)
+        except RegistrationError:
+            # A retry of a tap that was answered, checked now against questions changed since: the first answer.
+            if (stored := replay_if_stored(user_id=user_id, key=key, fingerprint=fingerprint)) is not None:
+                return stored.to_http(replayed=True)
+            raise
+        try:
             outcome = services.registration_create(
                 event_id=event_id, user_id=user_id, user_name=request.user.get_username(), idempotency_key=key,
-                fingerprint=fingerprint, questions_version=asked.version,
-                answers=questions.parse_answers(questions=asked, given=given, prefix=ANSWER_FIELD),
+                fingerprint=fingerprint, questions_version=asked.version, answers=answers,
             )
         except RegistrationError as error:
             if error.code != "precondition_failed" or last:

@@ -291,3 +291,14 @@ def test_hostile_form_answers_are_a_readable_message_and_write_nothing(event, st
     response = register_page(student_client, event.event_id, **answers)
     assert response.status_code == 400 and says in response.content.decode()
     assert claim(event.event_id, student) is None
+
+
+def test_api_retry_after_the_questions_changed_replays_the_first_answer(event, student_client):
+    key, body = str(uuid.uuid4()), {"answers": {DIET.id: "none"}}
+    first = api_register(student_client, event.event_id, body, key)
+    services.questions_update(event_id=event.event_id, expected_version=1, updated_by="staff",
+                              questions=[DIET, Question(id="9a9b9c9d", label="Shoe size", kind="number",
+                                                        required=True)])
+    questions.known.reset()
+    again = api_register(student_client, event.event_id, body, key)  # checked now, Shoe size would be missing
+    assert again.status_code == 201 and again.content == first.content and again["Idempotent-Replayed"] == "true"
