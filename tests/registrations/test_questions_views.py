@@ -302,3 +302,21 @@ def test_api_retry_after_the_questions_changed_replays_the_first_answer(event, s
     questions.known.reset()
     again = api_register(student_client, event.event_id, body, key)  # checked now, Shoe size would be missing
     assert again.status_code == 201 and again.content == first.content and again["Idempotent-Replayed"] == "true"
+
+
+@pytest.mark.parametrize(("changes", "says"), [
+    ({"label-new": "nul\x00here", "kind-new": "text"}, "Null characters"),
+    ({"label-new": "Pick", "kind-new": "essay"}, "The kind must be one of"),
+    ({"label-new": "x" * 201, "kind-new": "text"}, "at most 200 characters"),
+    ({"label-new": "Pick", "kind-new": "multiple", "choices-new": "a\n" + "b" * 101}, "at most 100 characters"),
+    ({"label-new": "Pick", "kind-new": "single", "choices-new": "\n".join(str(n) for n in range(21))},
+     "At most 20 choices"),
+])
+def test_hostile_question_rows_on_the_page_are_a_readable_message_and_write_nothing(event, staff_client, changes,
+                                                                                    says):
+    data = {"version": "1", "base": "", "new_id": "abcdef01", "question": [DIET.id, "../../etc", "#x"],
+            f"label-{DIET.id}": DIET.label, f"kind-{DIET.id}": DIET.kind, f"choices-{DIET.id}": "none\nvegan",
+            **changes}
+    response = staff_client.post(f"/events/{event.event_id}/questions/", data)
+    assert response.status_code == 400 and says in response.content.decode()
+    assert questions.questions_get(event_id=event.event_id).version == 1
