@@ -102,14 +102,18 @@ def _answers_given(request: HttpRequest) -> dict:
     return given
 
 
-@api_view("GET", "PUT", staff=True)
+@api_view("GET", "PUT")
 def event_questions(request: HttpRequest, event_id: str) -> HttpResponse:
-    """Staff: ``GET`` the event's questions and their version; ``PUT`` ``{"version": n, "questions": [...]}``
-    replaces them if they are still at ``n`` (409 with the stored ones if not: nothing written). A question
-    without an ``id`` is new."""
+    """``GET`` the event's questions and their version (what a registration's answers answer); staff: ``PUT``
+    ``{"version": n, "questions": [...]}`` replaces them if they are still at ``n`` (409 with the stored ones if
+    not: nothing written). A question without an ``id`` is new."""
+    if request.method == "PUT" and not request.user.is_staff:
+        raise RegistrationError("forbidden", "Only staff may change an event's questions.")
     selectors.event_get(event_id=event_id, consistent=False, with_seats=False)  # 404 for an unknown event
     if request.method == "GET":
-        return json_response(questions.questions_get(event_id=event_id).to_dict())
+        # Remembered: this process then checks the client's answers against them without reading them again.
+        return json_response(questions.questions_for(event_id, fresh=True, read=lambda: questions.questions_get(
+            event_id=event_id)).to_dict())
     data = parse_json_object(request)
     version, items = data.get("version"), data.get("questions")
     if isinstance(version, bool) or not isinstance(version, int) or version < 0:

@@ -122,7 +122,9 @@ def test_api_missing_required_answer_is_a_400_naming_the_question(event, student
 
 def test_api_first_registration_with_answers_is_one_request_and_replays_byte_for_byte(event, student_client,
                                                                                        dynamodb_calls):
-    student_client.get(f"/api/events/{event.event_id}/questions")  # a client reads the questions first
+    questions.known.reset()  # a cold process: the client's read of the questions is what teaches it
+    listed = student_client.get(f"/api/events/{event.event_id}/questions").json()
+    assert listed["version"] == 1 and [q["label"] for q in listed["questions"]] == [q.label for q in ALL]
     key, body = str(uuid.uuid4()), {"answers": {DIET.id: "vegan", TOPICS.id: ["Robots"], PHOTO.id: True}}
     dynamodb_calls.clear()
     first = api_register(student_client, event.event_id, body, key)
@@ -226,7 +228,9 @@ def test_a_question_without_choices_is_refused_on_the_page(ddb, staff_client):
 
 def test_students_cannot_edit_questions(event, student_client):
     assert student_client.get(f"/events/{event.event_id}/questions/").status_code in (302, 403)
-    assert_problem(student_client.get(f"/api/events/{event.event_id}/questions"), 403)
+    assert_problem(student_client.put(f"/api/events/{event.event_id}/questions", content_type="application/json",
+                                      data=json.dumps({"version": 1, "questions": []})), 403)
+    assert questions.questions_get(event_id=event.event_id).version == 1
 
 
 def test_api_put_of_a_stale_version_is_409_with_the_stored_questions(event, staff_client):
