@@ -257,3 +257,14 @@ def test_a_questions_edit_meeting_a_fault_is_saved_once(ddb, kind):
     # A lost answer is repeated with the same token: the version moved once, never twice.
     assert int(EventQuestions.get(*EventQuestions.key_for(event.event_id), consistent_read=True).version) == 1
     assert {int(SeatShard.get(*SeatShard.key_for(event.event_id, k)).questions) for k in range(3)} == {1}
+
+
+def test_without_the_seat_clause_a_stale_answer_would_be_stored(ddb, monkeypatch):
+    """The broken variant of the refusal above: the seat condition without its questions clause stores answers
+    checked against a list that changed, a required answer missing; the clause is what keeps them out."""
+    event = make_event()
+    old = asked(event.event_id, SIZE)
+    asked(event.event_id, SIZE, DIET, version=old.version)
+    monkeypatch.setattr(questions, "shard_condition", lambda version: SeatShard.pk.exists())
+    outcome = register(event.event_id, "lee", answers=answers_for(old, **{SIZE.id: "S"}), questions_version=1)
+    assert outcome.kind == "created"  # stored without the required "Diet": what the real condition refuses
