@@ -38,7 +38,7 @@ def _row(prefix: str, post) -> Question:
 
 def _posted(post) -> list[Question]:
     """The questions the form asks to keep, in its order, and a new one if its label was filled in."""
-    ids = [qid for qid in post.getlist("question") if QUESTION_ID.match(qid)][:MAX_QUESTIONS]
+    ids = [qid for qid in post.getlist("question") if QUESTION_ID.fullmatch(qid)][:MAX_QUESTIONS]
     kept = [_row(qid, post) for qid in dict.fromkeys(ids) if not post.get(f"remove-{qid}")]
     if post.get(f"label-{NEW}", "").strip():
         kept.append(replace(_row(NEW, post), id=post.get("new_id") or ""))
@@ -59,7 +59,7 @@ def _page(request: HttpRequest, event, *, version: int, base: dict, shown: list[
           status: int = 200) -> HttpResponse:
     """The form of ``shown`` questions, standing on ``version`` whose questions were ``base`` (canonical)."""
     new_id = request.POST.get("new_id") if request.method == "POST" else None
-    new_id = new_id if new_id and QUESTION_ID.match(new_id) else questions.new_question_id()
+    new_id = new_id if new_id and QUESTION_ID.fullmatch(new_id) else questions.new_question_id()
     context = {
         "event": event, "kinds": KINDS, "version": version, "new_id": new_id, "conflict": conflict, "problem": problem,
         "base": sign_base(base, scope=_scope(event.event_id, version)),

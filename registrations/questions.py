@@ -45,7 +45,7 @@ MAX_TEXT_ANSWER_CHARS = 500
 # A number answer: at most 15 significant digits (what a spreadsheet keeps exactly) and below 10^12 in size.
 MAX_NUMBER_DIGITS = 15
 MAX_NUMBER = Decimal(10) ** 12
-QUESTION_ID = re.compile(r"^[0-9a-f]{8}$")
+QUESTION_ID = re.compile(r"[0-9a-f]{8}")
 FIELD_PREFIX = "answer_"
 TOKEN_FIELD = "questions"  # the register form's hidden field: the questions it asked, signed
 SIGN_SALT = "registrations.questions"
@@ -131,7 +131,7 @@ def checked_questions(questions: list[Question]) -> tuple[Question, ...]:
     cleaned, errors = [], {}
     for question in questions:
         problems = []
-        if not QUESTION_ID.match(question.id):
+        if not QUESTION_ID.fullmatch(question.id):
             problems.append("Unknown question id.")
         if problem := _text_problem(question.label, limit=MAX_LABEL_CHARS, what="The question"):
             problems.append(problem)

@@ -254,6 +254,7 @@ def test_api_put_of_a_stale_version_is_409_with_the_stored_questions(event, staf
     {"version": 1, "questions": [{"label": "x", "kind": "single", "choices": ["a", "b" * 101]}]},
     {"version": 1, "questions": [{"label": "x", "kind": "single", "choices": [1, 2]}]},
     {"version": 1, "questions": [{"id": "../../x", "label": "x", "kind": "text"}]},
+    {"version": 1, "questions": [{"id": "abcdef01\n", "label": "x", "kind": "text"}]},
     {"version": 1, "questions": [{"label": "x", "kind": "text"}] * 21},
 ])
 def test_hostile_question_edits_are_400_and_write_nothing(event, staff_client, body):
