@@ -23,7 +23,7 @@ from typing import Any
 
 from pynamodb.exceptions import UpdateError
 
-from registrations import selectors
+from registrations import questions, selectors
 from registrations.errors import RegistrationError
 from registrations.models import CONFIRMED, CURRENT_LAYOUT, REGISTRATION_BUCKETS, WAITLISTED, Registration
 from registrations.seating import positions
@@ -107,6 +107,7 @@ def attendee_page(*, event_id: str, status: str | None = None, search: str | Non
         "status": r.status,
         "position": places.get((r.event_id, int(r.ticket))) if r.status == WAITLISTED and r.ticket else None,
         "registered_at": r.created_at.isoformat(),
+        "answers": questions.answers_of(r.answers),
     } for r in page]
     next_cursor = None if next_key is None else encode_cursor({_CURSOR_KEY: {"S": next_key}}, scope=scope)
     return Page(items=rows, next_cursor=next_cursor)
@@ -155,8 +156,12 @@ def safe_cell(value: object) -> str:
 
 
 def attendee_csv(*, event_id: str, status: str | None = None, search: str | None = None,
-                 layout: int = CURRENT_LAYOUT) -> Iterator[str]:
-    """The whole attendee list as CSV lines, read and sent one page at a time (memory does not grow)."""
+                 layout: int = CURRENT_LAYOUT, asked: questions.QuestionSet = questions.NO_QUESTIONS) -> Iterator[str]:
+    """The whole attendee list as CSV lines, read and sent one page at a time (memory does not grow).
+
+    One column per question of ``asked`` (the event's questions now), then, if any were asked, one column of
+    the answers to questions no longer asked (as "label: answer"), so an edit of the questions hides no answer.
+    """
     status, search = _checked(status, search)
     buffer = io.StringIO()
     writer = csv.writer(buffer)
@@ -167,16 +172,26 @@ def attendee_csv(*, event_id: str, status: str | None = None, search: str | None
         writer.writerow([safe_cell(value) for value in values])
         return buffer.getvalue()
 
-    yield line(list(CSV_COLUMNS))
+    columns = [q.label for q in asked.questions] + (["other answers"] if asked.version else [])
+    yield line([*CSV_COLUMNS, *columns])
     cursor = None
     while True:
         page = attendee_page(event_id=event_id, status=status, search=search, cursor=cursor, limit=MAX_PAGE_SIZE,
                              layout=layout)
         for row in page.items:
-            yield line([row[column] for column in CSV_COLUMNS])
+            yield line([*(row[column] for column in CSV_COLUMNS), *_answer_cells(row["answers"], asked)])
         if page.next_cursor is None:
             return
         cursor = page.next_cursor
+
+
+def _answer_cells(answers: list[dict], asked: questions.QuestionSet) -> list[str]:
+    if not asked.version:
+        return []
+    by_id = {answer.get("id"): answer for answer in answers if isinstance(answer, dict)}
+    cells = [questions.answer_text(by_id.pop(q.id, {}).get("value")) for q in asked.questions]
+    other = "; ".join(f"{a.get('label')}: {questions.answer_text(a.get('value'))}" for a in by_id.values())
+    return [*cells, other]
 
 
 def backfill_index(*, event_id: str) -> int:

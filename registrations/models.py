@@ -218,6 +218,10 @@ class SeatShard(TableModel):
     starts_at = UTCDateTimeAttribute(null=True)
     layout = NumberAttribute(null=True)
     cancelled_at = UTCDateTimeAttribute(null=True)
+    # The version of the event's custom questions (``EventQuestions.version``; absent: the event never had any).
+    # A registration is written only under ``questions`` = the version its answers were checked against, so an
+    # answer checked against questions that changed meanwhile is refused by the seat's own condition.
+    questions = NumberAttribute(null=True)
 
     # Each shard is also one lane of the event's waiting list (see registrations.seating.tickets, "Lanes"). ``gate`` is
     # the lane's copy of the event's gate (``SeatGate.state``): a join needs it closed. A lane copies a closed
@@ -288,6 +292,28 @@ class SeatGate(TableModel):
     @property
     def closed(self) -> bool:
         return bool(self.state)
+
+
+class EventQuestions(TableModel):
+    """``EVENT#<event_id>`` / ``QUESTIONS``: the custom questions staff ask at registration, versioned.
+
+    ``questions`` is the list as JSON (registrations.questions); each question keeps its id for life, so answers
+    stay tied to it across edits. An edit is one transaction: this item under ``version = expected`` and every
+    seat shard's ``questions`` set to the new version, so the shards refuse answers checked against an older
+    list (registrations.services.questions). Absent: the event has no questions.
+    """
+
+    ITEM = "QUESTIONS"
+
+    event_id = UnicodeAttribute()
+    questions = TextAttribute(default="[]")
+    updated_at = UTCDateTimeAttribute(default=utcnow)
+    updated_by = UnicodeAttribute(default="")
+    version = VersionAttribute()
+
+    @classmethod
+    def key_for(cls, event_id: str) -> tuple[str, str]:
+        return Event.pk_for(event_id), cls.ITEM
 
 
 class WaitlistQueue(TableModel):
@@ -404,6 +430,9 @@ class Registration(RegistrationFields, TableModel):
     SK_PREFIX = "REGISTRATION#"
 
     promoted_at = UTCDateTimeAttribute(null=True)
+    # The answers to the event's custom questions, as given (registrations.questions): on both copies, never on
+    # the claim, and never rewritten, so a question edited or removed later loses no answer.
+    answers = TextAttribute(null=True)
     # On the user-side copy only: CURRENT_LAYOUT once its claim and event-side copy are under the current keys
     # (written so, or moved by the upgrade). The copy's own key never changes, so only this says where they are.
     layout = NumberAttribute(null=True)
@@ -516,6 +545,7 @@ class WaitlistEntry(TableModel):
     user_name = UnicodeAttribute(null=True)
     status = UnicodeAttribute(null=True)
     created_at = UTCDateTimeAttribute(null=True)
+    answers = TextAttribute(null=True)  # as on Registration: the promotion copies them to the confirmed copy
     gsi1pk = UnicodeAttribute(attr_name="GSI1PK", null=True)
     gsi1sk = UnicodeAttribute(attr_name="GSI1SK", null=True)
 

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from registrations import api, event_cancel, messages, views
+from registrations import api, event_cancel, messages, question_views, views
 
 app_name = "registrations"
 urlpatterns = [
@@ -13,6 +13,7 @@ urlpatterns = [
     path("events/<id:event_id>/attendees/", views.attendee_list, name="attendee_list"),
     path("events/<id:event_id>/messages/", messages.message_page, name="event_messages"),
     path("events/<id:event_id>/cancel/", event_cancel.event_cancel_page, name="event_cancel"),
+    path("events/<id:event_id>/questions/", question_views.event_questions, name="event_questions"),
     path("events/<id:event_id>/attendees.csv", views.attendee_export, name="attendee_export"),
     path("me/registrations/", views.my_registrations, name="my_registrations"),
     path("registrations/<id:registration_id>/calendar.ics", views.registration_calendar,
@@ -23,6 +24,7 @@ urlpatterns = [
     path("api/events/<id:event_id>", api.event_detail, name="api_event_detail"),
     path("api/events/<id:event_id>/registrations", api.registration_create, name="api_registration_create"),
     path("api/events/<id:event_id>/attendees", api.attendee_list, name="api_attendee_list"),
+    path("api/events/<id:event_id>/questions", api.event_questions, name="api_event_questions"),
     path("api/events/<id:event_id>/messages", api.event_messages, name="api_event_messages"),
     path("api/events/<id:event_id>/cancel", api.event_cancel, name="api_event_cancel"),
     path("api/events/<id:event_id>/messages/<id:message_id>", api.message_detail, name="api_message_detail"),

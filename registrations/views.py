@@ -19,7 +19,7 @@ from django.utils.timezone import localtime
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from registrations import attendees, edits, selectors, services
+from registrations import attendees, edits, questions, selectors, services
 from registrations.calendar import registration_ics
 from registrations.checkins import selectors as checkin_selectors
 from registrations.errors import RegistrationError
@@ -95,10 +95,19 @@ ROWS = "registrations/my_registrations.html#registration-rows"
 
 
 def _panel_context(request: HttpRequest, event, *, registration: dict | None = None,
-                   notice: tuple[str, str] | None = None, lookup: bool = True) -> dict:
+                   notice: tuple[str, str] | None = None, lookup: bool = True, given: dict | None = None,
+                   errors: dict | None = None) -> dict:
     if registration is None and lookup:
         registration = _registration_now(request, event)
-    return {"event": event, "registration": registration, "fresh_key": str(uuid.uuid4()), "notice": notice}
+    context = {"event": event, "registration": registration, "fresh_key": str(uuid.uuid4()), "notice": notice}
+    if registration is None and not event.registration_closed:
+        # The form asks the event's questions as stored now, and carries them signed: the post is checked
+        # against exactly these, with no read, and the seat's condition refuses it if they change meanwhile.
+        asked = questions.questions_for(event.event_id, fresh=True,
+                                        read=lambda: questions.questions_get(event_id=event.event_id))
+        context.update(questions_token=questions.sign_questions(event.event_id, asked),
+                       question_fields=questions.form_fields(asked, given=given or {}, errors=errors or {}))
+    return context
 
 
 def _registration_now(request: HttpRequest, event) -> dict | None:
@@ -152,12 +161,20 @@ def _error_redirect(request: HttpRequest, error: DomainError, url: str) -> HttpR
 def registration_create(request: HttpRequest, event_id: str) -> HttpResponse:
     user_id = user_key(request.user)
     event_url = reverse("registrations:event_detail", kwargs={"event_id": event_id})
+    # The questions the form was rendered with (none for a form without): the answers are checked against them.
+    seen = questions.load_signed(request.POST.get(questions.TOKEN_FIELD), event_id) or questions.NO_QUESTIONS
+    given = questions.answers_from_form(seen, request.POST)
     try:
         outcome = services.registration_create(
             event_id=event_id, user_id=user_id, user_name=request.user.get_username(),
             idempotency_key=key_from_request(request),
             fingerprint=request_fingerprint(request),
+            answers=questions.parse_answers(questions=seen, given=given), questions_version=seen.version,
         )
+    except RegistrationError as error:
+        if error.code in ("invalid", "precondition_failed"):
+            return _answer_again(request, event_id, error, given)
+        return _error_redirect(request, error, event_url)
     except DomainError as error:
         return _error_redirect(request, error, event_url)
     count_registration(outcome)
@@ -173,6 +190,17 @@ def registration_create(request: HttpRequest, event_id: str) -> HttpResponse:
         return response
     messages.success(request, notice)
     return redirect(event_url)
+
+
+def _answer_again(request: HttpRequest, event_id: str, error: RegistrationError, given: dict) -> HttpResponse:
+    """The form again, with what was typed, the event's questions as they are now and what to correct: nothing
+    was written (a required question left out, or the questions changed since the form was shown)."""
+    event = _event_or_404(event_id)
+    context = _panel_context(request, event, registration=None, lookup=False, given=given,
+                             errors=error.errors, notice=("error", error.detail))
+    if request.htmx:
+        return render(request, PANEL, context)
+    return render(request, "registrations/event_detail.html", context, status=400)
 
 
 @require_GET
@@ -446,6 +474,8 @@ def attendee_list(request: HttpRequest, event_id: str) -> HttpResponse:
     except DomainError as error:  # unknown status, too long a search, a stale cursor: say so, list from the top
         messages.error(request, error.detail)
         return redirect("registrations:attendee_list", event_id=event_id)
+    for row in page.items:
+        row["answer_lines"] = [(a.get("label"), questions.answer_text(a.get("value"))) for a in row["answers"]]
     context = {"event": event, "attendees": page.items, "next_url": next_page_url(request, page),
                "status": status, "q": search, "statuses": attendees.STATUSES}
     if request.htmx and request.GET.get("cursor"):
@@ -459,7 +489,8 @@ def attendee_export(request: HttpRequest, event_id: str) -> HttpResponse:
     event = _event_or_404(event_id)
     try:
         lines = attendees.attendee_csv(event_id=event_id, status=request.GET.get("status"),
-                                       search=request.GET.get("q"), layout=event.registration_layout)
+                                       search=request.GET.get("q"), layout=event.registration_layout,
+                                       asked=questions.questions_get(event_id=event_id))
         first = next(lines)  # checks the filters before the 200 is committed to
     except DomainError as error:
         messages.error(request, error.detail)

@@ -2,6 +2,7 @@
 
 from django.http import HttpRequest, HttpResponse
 
+from registrations import questions
 from registrations.checkins import selectors, services
 from tems.api import api_view, json_response, parse_json_object
 from tems.idempotency import fingerprint, idempotent, key_from_request
@@ -32,5 +33,13 @@ def checkin_undo(request: HttpRequest, event_id: str, registration_id: str) -> H
 @api_view("GET", staff=True)
 def checkin_stats(request: HttpRequest, event_id: str) -> HttpResponse:
     response = json_response(selectors.checkin_stats(event_id=event_id))
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@api_view("GET", staff=True)
+def door_answers(request: HttpRequest, event_id: str, registration_id: str) -> HttpResponse:
+    """The ticket holder's answers to the questions staff show at the door: ``{"answers": [{label, value}]}``."""
+    response = json_response({"answers": questions.door_answers(event_id=event_id, registration_id=registration_id)})
     response["Cache-Control"] = "no-store"
     return response

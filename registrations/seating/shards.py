@@ -192,11 +192,16 @@ def add_reslice(transaction: LabelledTransaction, *, event_id: str, shards_read:
         gate_condition &= SeatGate.state >= CLOSED
     add_gate(transaction, event_id=event_id, actions=gate_actions, condition=gate_condition)
     existing = {int(shard.shard) for shard in shards_read}
+    # A new shard takes the questions' version the shards showed, and every shard read must still show it: an
+    # edit of the questions that lands in between (it writes every shard) makes this transaction fail instead
+    # of leaving a new shard that would take answers checked against the old questions.
+    questions = max((int(shard.questions or 0) for shard in shards_read), default=0) or None
     for shard, size in enumerate(sizes):
         if shard in existing:
             actions = [SeatShard.capacity.set(size), SeatShard.shards.set(len(sizes)),
                        SeatShard.starts_at.set(starts_at)]
-            condition = SeatShard.pk.exists() & (SeatShard.taken <= size)
+            condition = SeatShard.pk.exists() & (SeatShard.taken <= size) & (
+                SeatShard.questions.does_not_exist() if questions is None else SeatShard.questions == questions)
             if reopen:
                 actions += reopened_lane(gate)
                 condition &= nobody_in_lane()
@@ -208,6 +213,7 @@ def add_reslice(transaction: LabelledTransaction, *, event_id: str, shards_read:
             transaction.save(f"shard_{shard}", SeatShard(
                 *SeatShard.key_for(event_id, shard), event_id=event_id, shard=shard, shards=len(sizes),
                 capacity=size, taken=0, starts_at=starts_at, layout=layout, gate=RAISED if raised else None,
+                questions=questions,
                 opened=opened + 1 if reopen else opened), condition=SeatShard.pk.does_not_exist())
 
 

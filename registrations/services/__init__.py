@@ -50,6 +50,7 @@ from registrations.services.promotion import (
     PROMOTION_STALE_ROUNDS,
     waitlist_promote,
 )
+from registrations.services.questions import QuestionsEditOutcome, questions_edit, questions_update
 from registrations.services.registration import RegistrationOutcome, new_registration_id, registration_create
 
 __all__ = [
@@ -86,6 +87,9 @@ __all__ = [
     "EventUpdate",
     "event_update",
     "RegistrationOutcome",
+    "QuestionsEditOutcome",
+    "questions_edit",
+    "questions_update",
     "new_registration_id",
     "registration_create",
     "CANCEL_MAX_ROUNDS",

@@ -124,7 +124,8 @@ def add_promotion(transaction: LabelledTransaction, head: WaitlistEntry, *, now:
     transaction.save(HEAD_EVENT_REGISTRATION + suffix, Registration(
         *Registration.event_key_for(head.event_id, head.registration_id), registration_id=head.registration_id,
         event_id=head.event_id, user_id=head.user_id, user_name=head.user_name, status=CONFIRMED,
-        created_at=head.created_at, shard=shard, promoted_at=now, gsi1pk=head.gsi1pk, gsi1sk=head.gsi1sk))
+        created_at=head.created_at, shard=shard, promoted_at=now, gsi1pk=head.gsi1pk, gsi1sk=head.gsi1sk,
+        answers=head.answers))
     transaction.update(
         HEAD_USER_REGISTRATION + suffix, Registration(*Registration.user_key_for(head.user_id, head.registration_id)),
         actions=[Registration.status.set(CONFIRMED), Registration.ticket.remove(), Registration.lane.remove(),

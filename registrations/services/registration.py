@@ -12,8 +12,6 @@ the router's (``registrations.seating.router``); this module builds the rounds a
 
 from __future__ import annotations
 
-import json
-import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,7 +20,7 @@ from typing import Any
 
 from pynamodb.exceptions import PynamoDBException, TransactWriteError
 
-from registrations import attendees, selectors
+from registrations import attendees, questions, selectors
 from registrations.models import (
     CONFIRMED,
     CURRENT_LAYOUT,
@@ -54,6 +52,7 @@ from registrations.services.common import (
     stored_answer,
     ticket_pause,
 )
+from registrations.services.outcome import RegistrationOutcome, new_registration_id
 from registrations.services.promotion import waitlist_promote_best_effort
 from registrations.services.upgrade import event_upgrade
 from tems.clock import utcnow
@@ -69,22 +68,6 @@ from tems.transactions import (
 
 
 @dataclass(frozen=True)
-class RegistrationOutcome:
-    """What ``registration_create`` answered: the response to send and how it came about."""
-
-    response: StoredResponse
-    kind: str  # "created" | "already_registered" | "replayed"
-
-    @property
-    def replayed(self) -> bool:
-        return self.kind == "replayed"
-
-    @property
-    def data(self) -> dict[str, Any]:
-        return json.loads(self.response.body)
-
-
-@dataclass(frozen=True)
 class NewRegistration:
     """Everything about the registration being attempted, fixed before the first request is sent."""
 
@@ -95,33 +78,32 @@ class NewRegistration:
     idempotency_key: str
     fingerprint: str
     user_name: str | None = None
-
-
-def new_registration_id() -> str:
-    # 32 hex digits as before, but the first 12 are the creation time in milliseconds: the student's list is
-    # then in key order newest first, so it can be paged by one Query instead of read whole and sorted.
-    return f"{time.time_ns() // 1_000_000:012x}{secrets.token_hex(10)}"
+    answers: str | None = None  # checked against the event's questions at ``questions_version`` (JSON)
+    questions_version: int = 0
 
 
 def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fingerprint: str,
-                        user_name: str | None = None, now: datetime | None = None,
-                        sleep: Callable[[float], None] = time.sleep,
+                        user_name: str | None = None, answers: str | None = None, questions_version: int = 0,
+                        now: datetime | None = None, sleep: Callable[[float], None] = time.sleep,
                         clock: Callable[[], datetime] = utcnow) -> RegistrationOutcome:
     """Register ``user_id`` for ``event_id`` exactly once per student and once per idempotency key.
 
     ``user_id`` is the student's immutable key (``tems.identity.user_key``); ``user_name`` is only shown. ``now``
     is the registration's time (``clock()`` if not given); ``clock`` is what a waitlist join reads the age of a
-    lane's block against, and ``sleep`` what the pauses between rounds wait with.
+    lane's block against, and ``sleep`` what the pauses between rounds wait with. ``answers`` were checked
+    (registrations.questions) against the event's questions at ``questions_version``; the seat's condition
+    holds them to it.
 
     One request when the seat is free and the key is new. Returns the 201 of a new registration (confirmed, or
     waitlisted with ``position_at_most``), the 200 of the student's registration, or the key's first response.
     Raises RegistrationError:
     'not_found' (no such event), 'unprocessable' (the key was used for another request), 'busy' (contention
-    did not clear in time; nothing was written).
+    did not clear in time; nothing was written), 'precondition_failed' (the questions are no longer at
+    ``questions_version``, ``extra`` ``questions_version`` the stored one; nothing was written).
     """
     attempt = NewRegistration(registration_id=new_registration_id(), event_id=event_id, user_id=user_id,
                               created_at=now or clock(), idempotency_key=idempotency_key, fingerprint=fingerprint,
-                              user_name=user_name)
+                              user_name=user_name, answers=answers, questions_version=questions_version)
     route = Router(event_id=event_id, user_id=user_id, created_at=attempt.created_at, clock=clock,
                    upgrade=lambda e: event_upgrade(event_id=e), heal=waitlist_promote_best_effort)
     conflicts = conflict_backoff(sleep)
@@ -158,9 +140,13 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
                 claim = RegistrationClaim.from_raw_data(cancelled.reasons[CLAIM].raw_item)
                 return _already_registered(claim, attempt, sleep=sleep)
             if join is None and cancelled.failed(SEAT):
+                if moved := questions.questions_changed(cancelled.reasons[SEAT].raw_item, questions_version):
+                    raise moved from None
                 route.refused(shard, cancelled.reasons[SEAT].raw_item)
             elif join is not None and cancelled.codes & {CONDITIONAL_CHECK_FAILED}:
                 lane = cancelled.reasons[LANE].raw_item if cancelled.failed(LANE) else None
+                if moved := questions.questions_changed(lane, questions_version):
+                    raise moved from None
                 if not route.join_refused(join, lane):
                     ticket_pause(sleep)
             elif cancelled.is_conflict:
@@ -191,6 +177,7 @@ def _base_transaction(attempt: NewRegistration, *, status: str, position: int | 
     fields = {"registration_id": attempt.registration_id, "event_id": attempt.event_id,
               "user_id": attempt.user_id, "user_name": attempt.user_name, "status": status,
               "created_at": attempt.created_at, "ticket": ticket, "shard": shard, "lane": lane}
+    answers = {"answers": attempt.answers} if attempt.answers else {}  # both copies, never the claim
     transaction = LabelledTransaction()
     add_completed_record(transaction, user_id=attempt.user_id, key=attempt.idempotency_key,
                          fingerprint=attempt.fingerprint, response=response, now=attempt.created_at)
@@ -200,19 +187,19 @@ def _base_transaction(attempt: NewRegistration, *, status: str, position: int | 
     )
     transaction.save(USER_REGISTRATION,
                      Registration(*Registration.user_key_for(attempt.user_id, attempt.registration_id), **fields,
-                                  layout=CURRENT_LAYOUT))
+                                  **answers, layout=CURRENT_LAYOUT))
     index = attendees.index_fields(event_id=attempt.event_id, name=attempt.user_name or attempt.user_id,
                                    registration_id=attempt.registration_id)
     if status == WAITLISTED:
         transaction.save(WAITLIST_ENTRY, WaitlistEntry(
             *WaitlistEntry.key_for(attempt.event_id, ticket, lane), registration_id=attempt.registration_id,
             event_id=attempt.event_id, user_id=attempt.user_id, user_name=attempt.user_name, status=status,
-            created_at=attempt.created_at, ticket=ticket, lane=lane, **index,
+            created_at=attempt.created_at, ticket=ticket, lane=lane, **index, **answers,
         ), condition=WaitlistEntry.pk.does_not_exist())
     else:
         transaction.save(EVENT_REGISTRATION,
                          Registration(*Registration.event_key_for(attempt.event_id, attempt.registration_id),
-                                      **fields, **index))
+                                      **fields, **index, **answers))
     transaction.save(OUTBOX, outbox_message(
         message_type="RegistrationCreated", now=attempt.created_at,
         # "user" is the immutable key in every message, as in the cancel and promote ones: the relay finds the
@@ -230,7 +217,8 @@ def confirm_transaction(attempt: NewRegistration, shard: int) -> tuple[LabelledT
     transaction.update(
         SEAT, SeatShard(*SeatShard.key_for(attempt.event_id, shard)),
         actions=[SeatShard.taken.add(1)],
-        condition=SeatShard.pk.exists() & (SeatShard.taken < SeatShard.capacity) & shards.admitting(attempt.created_at),
+        condition=(SeatShard.pk.exists() & (SeatShard.taken < SeatShard.capacity) & shards.admitting(attempt.created_at)
+                   & questions.shard_condition(attempt.questions_version)),
         return_old_on_failure=True,
     )
     return transaction, response
@@ -246,7 +234,8 @@ def join_transaction(attempt: NewRegistration, join: Join) -> tuple[LabelledTran
     image, block = join.image, join.block
     # The lane's block is still what its image showed: two joiners of one lane never take the same ticket.
     condition = (SeatShard.pk.exists() & _unchanged(SeatShard.lane_next, image.lane_next)
-                 & _unchanged(SeatShard.lane_end, image.lane_end) & shards.admitting(attempt.created_at))
+                 & _unchanged(SeatShard.lane_end, image.lane_end) & shards.admitting(attempt.created_at)
+                 & questions.shard_condition(attempt.questions_version))
     # Gate 1: closed. Gate 2 (RAISED): closed with seats of a raise waiting to go to the people waiting; a
     # newcomer finishes that promotion first, and joins behind them only if it could not.
     condition &= (SeatShard.gate >= CLOSED) if join.healed else (SeatShard.gate == CLOSED)

@@ -18,6 +18,7 @@
   var EVENT_ID = root.dataset.eventId;
   var CHECKIN_URL = root.dataset.checkinUrl;
   var STATS_URL = root.dataset.statsUrl;
+  var ANSWERS_URL = root.dataset.answersUrl; // ends in a placeholder id, replaced by the scanned registration's
   var CSRF = root.dataset.csrfToken;
   var DB_NAME = "tems-door";
   var STORE = "scans";
@@ -137,12 +138,36 @@
     } catch (error) { /* no audio on this device: the screen and the vibration still tell */ }
   }
 
+  // The answers staff marked "show at the door", read after the scan's answer (online only: offline, the
+  // scan itself is provisional and the answers wait for the list on the event page).
+  function showAnswers(registrationId) {
+    var list = feedback.querySelector(".door-feedback-answers");
+    list.textContent = "";
+    list.hidden = true;
+    if (!registrationId || !ANSWERS_URL || !/^[A-Za-z0-9_-]+$/.test(registrationId)) return;
+    fetch(ANSWERS_URL.replace(/000000000000\/?$/, registrationId), { credentials: "same-origin" })
+      .then(function (response) { return response.ok ? response.json() : { answers: [] }; })
+      .then(function (body) {
+        (body.answers || []).forEach(function (answer) {
+          var term = document.createElement("dt");
+          term.textContent = answer.label;
+          var value = document.createElement("dd");
+          value.textContent = answer.value;
+          list.appendChild(term);
+          list.appendChild(value);
+        });
+        list.hidden = !(body.answers || []).length;
+      })
+      .catch(function () { /* offline now: the name and the verdict are what matters at the door */ });
+  }
+
   function showFeedback(scan) {
     var said = describe(scan);
     feedback.className = "door-feedback " + said.kind;
     feedback.dataset.kind = said.kind;
     feedback.querySelector(".door-feedback-title").textContent = said.title;
     feedback.querySelector(".door-feedback-detail").textContent = said.detail;
+    showAnswers(said.kind === "ok" || said.kind === "already" ? (scan.body || {}).registration_id : null);
     feedback.hidden = false;
     beep(said.kind);
     clearTimeout(feedbackTimer);

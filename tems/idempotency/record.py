@@ -187,4 +187,15 @@ def replay_from_raw(raw_item: dict[str, Any], *, fingerprint: str) -> StoredResp
     return replay_from_record(IdempotencyRecord.from_raw_data(raw_item), fingerprint=fingerprint)
 
 
+def replay_if_stored(*, user_id: str, key: str, fingerprint: str) -> StoredResponse | None:
+    """The key's stored response, read to explain a refusal of input that a retry would otherwise meet anew (what
+    it is checked against changed since the first attempt); None if the key holds no completed answer. Raises
+    as ``replay_from_record``."""
+    try:
+        record = IdempotencyRecord.get(*IdempotencyRecord.key_for(user_id, key), consistent_read=True)
+    except IdempotencyRecord.DoesNotExist:
+        return None
+    return replay_from_record(record, fingerprint=fingerprint)
+
+
 # --- @idempotent: for unsafe views whose change cannot be folded into one transaction -----------------------
