@@ -98,6 +98,7 @@ def event_to_dict(event: Event) -> dict:
         "registered_count": int(event.registered_count),
         "waitlist_count": int(event.waitlist_count),
         "reminder_hours": event.reminder_hours_or_default,
+        "offer_hours": int(event.offer_hours or 0),
         "version": int(event.version),
     }
 

@@ -327,7 +327,8 @@ def event_create(request: HttpRequest) -> HttpResponse:
 
 
 LABELS = {"title": "Title", "location": "Location", "starts_at": "Starts", "capacity": "Capacity",
-          "description": "Description", "reminder_hours": "Reminder (hours before)"}
+          "description": "Description", "reminder_hours": "Reminder (hours before)",
+          "offer_hours": "Offer window (hours)"}
 
 
 def _base_scope(event_id: str, version: int) -> str:
@@ -429,6 +430,7 @@ def _initial(event) -> dict:
         "starts_at": event.starts_at,
         "capacity": event.capacity,
         "reminder_hours": event.reminder_hours_or_default,
+        "offer_hours": int(event.offer_hours or 0),
         "version": event.version,
     }
 

@@ -258,12 +258,14 @@ OUTBOX_HANDLERS = {
     "ReminderRequested": "registrations.services.messages.message_fan_out",
     "EventMessageFanOut": "registrations.services.messages.message_fan_out",
     "EventMessageMail": "registrations.notifications.event_message_mail",
+    "SeatOffered": "registrations.notifications.seat_offered",
 }
 # Jobs the relay runs besides delivering messages, each at most once per RELAY_JOB_INTERVAL_SECONDS per relay
 # process (tems.outbox.run_periodic_jobs): they write outbox messages under deterministic keys, so any number of
 # relays may run them.
 RELAY_PERIODIC_JOBS = {
     "event_reminders": "registrations.services.messages.reminders_sweep",
+    "offer_expiries": "registrations.services.offers.offers_sweep",
 }
 RELAY_JOB_INTERVAL_SECONDS = float(os.environ.get("TEMS_RELAY_JOB_INTERVAL_SECONDS", "60"))
 # Without DJANGO_EMAIL_HOST, mails are printed where `make run` runs; with it, they go out over SMTP (STARTTLS and
