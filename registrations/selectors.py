@@ -16,6 +16,7 @@ from registrations.errors import RegistrationError
 from registrations.models import (
     CANCELLED,
     CURRENT_LAYOUT,
+    OFFERED,
     REGISTRATION_BUCKETS,
     WAITLISTED,
     Event,
@@ -330,8 +331,22 @@ def registration_page(*, user_id: str, cursor: str | None = None,
             "event_title": event.title if event else registration.event_id,
             "event_starts_at": event.starts_at.isoformat() if event else None,
             "event_location": event.location if event else "",
+            **offer_fields(registration),
         })
     return Page(items=rows, next_cursor=page.next_cursor)
+
+
+def offer_fields(registration: Registration) -> dict[str, Any]:
+    """``{"offer": {...}}`` for an offered registration (its end and where to answer), else nothing: the row's
+    shape is unchanged for every other registration."""
+    if registration.status != OFFERED or registration.offer_ends_at is None:
+        return {}
+    offer_id = registration.registration_id
+    return {"offer": {
+        "offer_id": offer_id, "ends_at": registration.offer_ends_at.isoformat(),
+        "accept_url": id_path("registrations:api_offer_accept", offer_id=offer_id),
+        "decline_url": id_path("registrations:api_offer_decline", offer_id=offer_id),
+    }}
 
 
 def registration_list(*, user_id: str) -> list[dict[str, Any]]:

@@ -26,4 +26,6 @@ urlpatterns = [
     path("api/events/<id:event_id>/messages/<id:message_id>", api.message_detail, name="api_message_detail"),
     path("api/me/registrations", api.my_registrations, name="api_my_registrations"),
     path("api/registrations/<id:registration_id>", api.registration_cancel, name="api_registration_cancel"),
+    path("api/offers/<id:offer_id>/accept", api.offer_accept, name="api_offer_accept"),
+    path("api/offers/<id:offer_id>/decline", api.offer_decline, name="api_offer_decline"),
 ]

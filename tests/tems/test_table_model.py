@@ -28,7 +28,8 @@ from tems.idempotency import IdempotencyRecord
 # (the attendee index), ``layout`` on the event, its views, its seat shards and the user-side registration (where
 # the event's registrations live, docs/registrations.md), and the waiting list's lanes: ``waitlist_left`` on the
 # event, the lane and gate attributes on a seat shard, ``lane`` on an entry and its registration's items; the
-# waiting list's queue item, where the lanes claim their blocks of tickets since.
+# waiting list's queue item, where the lanes claim their blocks of tickets since; waitlist offers (the event's
+# ``offer_hours``, an offered registration's ``offer_ends_at``, the Offer item).
 ITEM_SHAPES = {
     "CheckIn": {
         "PK", "SK", "checked_in_at", "checked_in_by", "door", "entity", "event_id", "registration_id", "scan_key",
@@ -39,12 +40,12 @@ ITEM_SHAPES = {
         "GSI1PK", "GSI1SK", "PK", "SK", "capacity", "checked_in_count", "created_at", "created_by", "description",
         "entity", "event_id", "expires_at", "location", "registered_count", "seat_shards", "sliced", "starts_at",
         "title", "updated_at", "updated_by", "version", "waitlist_count", "waitlist_seq", "layout", "waitlist_left",
-        "reminder_hours", "cancelled_at",
+        "reminder_hours", "cancelled_at", "offer_hours",
     },
     "EventCheckins": {"PK", "SK", "checked_in_count", "registered_count", "seat_shards", "layout"},
     "EventSeats": {
         "PK", "SK", "capacity", "registered_count", "seat_shards", "sliced", "starts_at", "waitlist_count",
-        "waitlist_seq", "layout", "waitlist_left"
+        "waitlist_seq", "layout", "waitlist_left", "offer_hours"
     },
     "IdempotencyRecord": {
         "PK", "SK", "attempt_id", "created_at", "entity", "expires_at", "fingerprint", "key", "lease_expires_at",
@@ -57,6 +58,10 @@ ITEM_SHAPES = {
         "GSI1PK", "GSI1SK", "PK", "SK", "created_at", "created_by", "description", "entity", "location", "name",
         "quantity", "sku", "updated_at", "updated_by", "version"
     },
+    "Offer": {
+        "GSI1PK", "GSI1SK", "PK", "SK", "entity", "registration_id", "event_id", "user_id", "state", "shard",
+        "offered_at", "ends_at", "ended_at", "expires_at"
+    },
     "OperationMetrics": {
         "PK", "SK", "calls", "condition_failures", "entity", "exhausted", "operation", "read_capacity", "refused",
         "replays", "requests", "retries", "succeeded", "transaction_conflicts", "updated_at", "write_capacity"
@@ -67,7 +72,7 @@ ITEM_SHAPES = {
     },
     "Registration": {
         "GSI1PK", "GSI1SK", "PK", "SK", "created_at", "entity", "event_id", "promoted_at", "registration_id",
-        "shard", "status", "ticket", "user_id", "user_name", "layout", "lane"
+        "shard", "status", "ticket", "user_id", "user_name", "layout", "lane", "offer_ends_at"
     },
     "RegistrationClaim": {
         "PK", "SK", "created_at", "entity", "event_id", "registration_id", "shard", "status", "ticket", "user_id",
