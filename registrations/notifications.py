@@ -6,6 +6,8 @@ one and drops the rare repeat: exactly one effect per message, never a repeated 
 address is mailed, within a per-account hourly budget (tems.accounts): anyone can sign up with a stranger's address.
 """
 
+from datetime import datetime
+
 from django.conf import settings
 from django.core.mail import EmailMessage
 from django.urls import reverse
@@ -15,6 +17,7 @@ from django.utils.timezone import localtime
 from registrations import selectors
 from registrations.errors import RegistrationError
 from registrations.models import CONFIRMED, EventMessage
+from registrations.offer_links import offer_url
 from registrations.tickets import ticket_url
 from tems.accounts import notification_recipient
 from tems.identity import user_for_key
@@ -75,6 +78,17 @@ def registration_promoted(message: OutboxMessage) -> None:
     _send(message, "You have a seat: {title}",
           "A seat at {title} freed up and it is yours now. Show the QR code of your ticket (link below) at the "
           "door.\n\nRegistration {registration_id}", ticket=True)
+
+
+def seat_offered(message: OutboxMessage) -> None:
+    data = message.data
+    ends = date_format(localtime(datetime.fromisoformat(data["ends_at"])), "l j F, H:i")
+    link = offer_url(user_id=data["user"], registration_id=data["registration_id"])
+    _send(message, "A seat is yours if you want it: {title}",
+          f"A seat at {{title}} freed up and you are first in line. It is held for you until {ends}.\n\n"
+          f"Accept or decline here: {link}\n\n"
+          "If you do nothing, the seat goes to the next person in line at that time.\n\n"
+          "Registration {registration_id}")
 
 
 def registration_cancelled(message: OutboxMessage) -> None:

@@ -22,6 +22,7 @@ from registrations.models import (
     Event,
     EventMessage,
     EventSeats,
+    Offer,
     Registration,
     RegistrationClaim,
     SeatGate,
@@ -347,6 +348,14 @@ def offer_fields(registration: Registration) -> dict[str, Any]:
         "accept_url": id_path("registrations:api_offer_accept", offer_id=offer_id),
         "decline_url": id_path("registrations:api_offer_decline", offer_id=offer_id),
     }}
+
+
+def offer_get(*, user_id: str, registration_id: str) -> Offer:
+    """The student's offer (open or how it ended); RegistrationError('not_found') for anyone else's."""
+    try:
+        return Offer.get(*Offer.key_for(user_id, registration_id), consistent_read=True)
+    except Offer.DoesNotExist:
+        raise RegistrationError("not_found", f"You have no offer with id {registration_id!r}.") from None
 
 
 def registration_list(*, user_id: str) -> list[dict[str, Any]]:

@@ -14,6 +14,8 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 
+from pynamodb.exceptions import TransactWriteError
+
 from registrations.errors import RegistrationError
 from registrations.models import CONFIRMED, OFFERED, Offer, Registration, RegistrationClaim
 from registrations.services.cancel import cancel_transaction, freed_seat
@@ -33,7 +35,7 @@ from registrations.services.promotion import OFFER, add_offer_end
 from tems.clock import utcnow
 from tems.idempotency import StoredResponse, add_completed_record
 from tems.outbox import outbox_message
-from tems.transactions import LabelledTransaction, TransactionCancelled
+from tems.transactions import TRANSIENT, LabelledTransaction, TransactionCancelled, response_code
 
 logger = logging.getLogger(__name__)
 
@@ -89,6 +91,11 @@ def offer_accept(*, user_id: str, registration_id: str, idempotency_key: str, fi
                              response=response, now=now)
         try:
             transaction.commit()
+        except TransactWriteError as error:
+            if response_code(error) not in TRANSIENT:
+                raise
+            conflicts.pause()  # unknown outcome: the next round's conditions find out (the record replays)
+            continue
         except TransactionCancelled as cancelled:
             if cancelled.failed(IDEMPOTENCY):
                 return StoredOutcome(stored_answer(cancelled.reasons[IDEMPOTENCY].raw_item, fingerprint),
@@ -194,6 +201,10 @@ def _pass_on(offer: Offer, *, state: str, now: datetime, response: StoredRespons
                              now=now)
     try:
         transaction.commit()
+    except TransactWriteError as error:
+        if response_code(error) not in TRANSIENT:
+            raise
+        return None  # unknown outcome: the caller reads the offer again, which says whether it ended
     except TransactionCancelled as cancelled:
         if key is not None and cancelled.failed(IDEMPOTENCY):
             return StoredOutcome(stored_answer(cancelled.reasons[IDEMPOTENCY].raw_item, key[1]), replayed=True)
