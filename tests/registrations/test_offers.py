@@ -22,6 +22,7 @@ from tems.outbox import OutboxMessage
 from tests.helpers import assert_invariants_clean, broken_invariants
 from tests.race import race
 from tests.registrations.helpers import STARTS, make_event, register
+from tests.support.faults import LOST, Fault, inject
 
 NOW = STARTS - timedelta(days=10)
 WINDOW = timedelta(hours=24)
@@ -247,6 +248,27 @@ def test_the_sweep_hands_each_expired_offer_on_exactly_once(ddb):
     assert race([lambda: services.offers_sweep(now=after) for _ in range(4)]).count(1) == 1
     assert status_of("w0", queue[0]) is None and status_of("w1", queue[1]) == OFFERED
     assert services.offers_sweep(now=after) == 0
+    assert status_of("w2", queue[2]) == WAITLISTED
+    assert_invariants_clean()
+
+
+def offered_mails(user_id: str) -> int:
+    return sum(1 for message in OutboxMessage.scan()
+               if message.message_type == "SeatOffered" and message.data["user"] == user_id)
+
+
+def test_an_expiry_whose_answer_is_lost_hands_the_seat_on_once(ddb):
+    _, holder, queue = full_event_with_queue(3)
+    cancel("holder", holder)
+    after = NOW + WINDOW
+    # The expiry applies and its answer never comes back (the relay dies, as far as it can tell): the next sweep,
+    # and this one's own re-read, find the offer ended and hand nothing on a second time.
+    with inject(Fault(LOST, operations={"TransactWriteItems"}, final_attempt_too=True)) as faults:
+        services.offers_sweep(now=after)
+    assert faults.fired(LOST)
+    assert services.offers_sweep(now=after) == 0
+    assert status_of("w0", queue[0]) is None and offer_of("w0", queue[0]).state == Offer.EXPIRED
+    assert status_of("w1", queue[1]) == OFFERED and offered_mails("w1") == 1
     assert status_of("w2", queue[2]) == WAITLISTED
     assert_invariants_clean()
 
