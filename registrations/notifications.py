@@ -92,6 +92,11 @@ def seat_offered(message: OutboxMessage) -> None:
 
 
 def registration_cancelled(message: OutboxMessage) -> None:
+    if message.data.get("previous_status") == "offered":
+        _send(message, "Seat passed on: {title}",
+              "The seat at {title} that was held for you went to the next in line (you declined it, or its time "
+              "ran out). You can register again while seats last.\n\nRegistration {registration_id}")
+        return
     _send(message, "Cancelled: {title}",
           "Your registration for {title} is cancelled. You can register again while seats last.\n\n"
           "Registration {registration_id}")
