@@ -280,3 +280,34 @@ def test_an_unswept_expired_offer_breaks_the_invariant(ddb):
     assert any("not handed on" in problem for problem in broken_invariants().get(check, []))
     assert services.offers_sweep() == 1
     assert check not in broken_invariants()
+
+
+def test_the_accept_and_the_expiry_carry_the_clock_in_their_conditions():
+    offer = Offer(*Offer.key_for("u1", "r1"), registration_id="r1", event_id="e1", user_id="u1", state=OFFERED,
+                  shard=0, offered_at=NOW, ends_at=NOW + WINDOW)
+    items = offers._accept_transaction(offer, now=NOW).transact_items()
+    ended = next(item["Update"] for item in items
+                 if item.get("Update", {}).get("Key", {}).get("SK") == {"S": "OFFER#r1"})
+    assert ended["ConditionExpression"] == "(#0 = :0 AND #1 > :1)"
+    assert [ended["ExpressionAttributeNames"][name] for name in ("#0", "#1")] == ["state", "ends_at"]
+    assert ended["ExpressionAttributeValues"][":1"] == {"S": Offer.ends_at.serialize(NOW)}
+    transaction = offers.LabelledTransaction()
+    promotion_service.add_offer_end(transaction, user_id="u1", registration_id="r1", state=Offer.EXPIRED, now=NOW)
+    (expiry,) = [item["Update"] for item in transaction.transact_items()]
+    assert expiry["ConditionExpression"] == "(#0 = :0 AND #1 <= :1)"
+
+
+def test_an_accept_and_an_expiry_at_once_end_the_offer_once(ddb):
+    _, holder, queue = full_event_with_queue(2)
+    cancel("holder", holder)
+    ends = NOW + WINDOW
+    results = race([lambda: accept("w0", queue[0], now=ends - timedelta(seconds=1)),
+                    lambda: services.offer_expire(user_id="w0", registration_id=queue[0], now=ends)])
+    state = offer_of("w0", queue[0]).state
+    if state == Offer.ACCEPTED:
+        assert results[1] is False and status_of("w0", queue[0]) == CONFIRMED
+        assert status_of("w1", queue[1]) == WAITLISTED
+    else:
+        assert state == Offer.EXPIRED and results[1] is True
+        assert status_of("w0", queue[0]) is None and status_of("w1", queue[1]) == OFFERED
+    assert_invariants_clean()

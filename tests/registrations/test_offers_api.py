@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from django.test import Client
 
-from registrations import services
+from registrations import selectors, services
 from registrations.services import offers
 from tems.clock import utcnow
 from tems.identity import user_key
@@ -79,3 +79,23 @@ def test_someone_elses_offer_is_404_and_a_key_is_required(offered, student_clien
     other.force_login(other_student)
     assert_problem(post(other, f"/api/offers/{offered}/accept"), 404)
     assert_problem(student_client.post(f"/api/offers/{offered}/accept"), 400)
+
+
+def test_staff_choose_the_mode_at_creation_and_edit(ddb, staff_client):
+    body = {"title": "Lab tour", "starts_at": "2030-01-01T10:00:00+00:00", "capacity": 5, "offer_hours": 24}
+    created = staff_client.post("/api/events", body, content_type="application/json",
+                                HTTP_IDEMPOTENCY_KEY=str(uuid.uuid4()))
+    assert created.status_code == 201 and created.json()["offer_hours"] == 24
+    event_id = created.json()["id"]
+    refused = staff_client.post("/api/events", {**body, "offer_hours": -1}, content_type="application/json",
+                                HTTP_IDEMPOTENCY_KEY=str(uuid.uuid4()))
+    assert refused.status_code == 400 and "offer_hours" in refused.json()["errors"]
+    automatic = staff_client.post("/api/events", {**body, "offer_hours": None}, content_type="application/json",
+                                  HTTP_IDEMPOTENCY_KEY=str(uuid.uuid4()))
+    assert automatic.json()["offer_hours"] == 0
+    event = services.event_create(title="x", starts_at=utcnow() + timedelta(days=3), capacity=2, created_by="s",
+                                  offer_hours=12)
+    services.event_update(event_id=event.event_id, expected_version=1, title="x", description="", location="",
+                          starts_at=event.starts_at, capacity=2, updated_by="s", offer_hours=0)
+    assert selectors.event_get(event_id=event.event_id).offer_hours is None
+    assert selectors.event_get(event_id=event_id).offer_hours == 24
