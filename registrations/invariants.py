@@ -107,8 +107,7 @@ class EventCountersMatch(_PerEvent):
     def problems(self) -> Iterator[str]:
         for pk, stored, tally in self.seen():
             if (stored["registered_count"] or 0) != tally[CONFIRMED]:
-                yield (f"{pk}: registered_count={stored['registered_count']} but {tally[CONFIRMED]} confirmed or "
-                       "offered")
+                yield f"{pk}: registered_count={stored['registered_count']} but {tally[CONFIRMED]} confirmed"
             if (stored["waitlist_count"] or 0) != tally[WAITLISTED]:
                 yield f"{pk}: waitlist_count={stored['waitlist_count']} but {tally[WAITLISTED]} waitlisted"
 
