@@ -100,3 +100,9 @@ def test_a_forged_link_is_404(offered, student):
     token = offer_token(user_id=user_key(student), registration_id=mine)
     assert Client().get(f"/offers/{token[:-2]}xx/").status_code == 404
     assert Client().get(f"/offers/{token}/").status_code == 200
+
+
+def test_the_event_list_card_says_seat_offered(offered, student_client):
+    event, _ = offered
+    listing = student_client.get("/events/").content.decode()
+    assert "Seat offered" in listing and event.title in listing
