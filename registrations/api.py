@@ -207,3 +207,20 @@ def event_cancel(request: HttpRequest, event_id: str) -> HttpResponse:
 def message_detail(request: HttpRequest, event_id: str, message_id: str) -> HttpResponse:
     """Staff: a message's progress: how many mails its fan-out queued so far, and whether it is done."""
     return json_response(messages.message_to_dict(selectors.message_get(event_id=event_id, message_id=message_id)))
+
+
+@api_view("POST")
+def offer_accept(request: HttpRequest, offer_id: str) -> HttpResponse:
+    """Take the seat offered to the caller, once per Idempotency-Key; 409 ``offer_expired`` after its end."""
+    outcome = services.offer_accept(user_id=user_key(request.user), registration_id=offer_id,
+                                    idempotency_key=key_from_request(request), fingerprint=request_fingerprint(request))
+    return outcome.response.to_http(replayed=outcome.replayed)
+
+
+@api_view("POST")
+def offer_decline(request: HttpRequest, offer_id: str) -> HttpResponse:
+    """Give the offered seat up (it goes to the next in line at once), once per Idempotency-Key."""
+    outcome = services.offer_decline(user_id=user_key(request.user), registration_id=offer_id,
+                                     idempotency_key=key_from_request(request),
+                                     fingerprint=request_fingerprint(request))
+    return outcome.response.to_http(replayed=outcome.replayed)

@@ -18,7 +18,8 @@ from registrations.models import DEFAULT_REMINDER_HOURS
 from registrations.services import EventUpdate, event_update
 from tems.merge import Merge, save_with_merge
 
-EDITED_FIELDS = ("title", "location", "starts_at", "capacity", "description", "reminder_hours")
+EDITED_FIELDS = ("title", "location", "starts_at", "capacity", "description", "reminder_hours",
+                 "offer_hours")
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,8 @@ def canonical(values: dict[str, Any]) -> dict[str, Any]:
             "starts_at": starts_at.astimezone(UTC).isoformat(), "capacity": int(values["capacity"]),
             "description": values["description"] or "",
             "reminder_hours": DEFAULT_REMINDER_HOURS if values.get("reminder_hours") is None
-            else int(values["reminder_hours"])}
+            else int(values["reminder_hours"]),
+            "offer_hours": int(values.get("offer_hours") or 0)}
 
 
 def event_edit(*, event_id: str, expected_version: int, base: dict | None, mine: dict, updated_by: str,

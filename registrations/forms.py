@@ -1,6 +1,13 @@
 from django import forms
 
-from registrations.models import CONFIRMED, DEFAULT_REMINDER_HOURS, MAX_REMINDER_HOURS
+from registrations.models import (
+    CONFIRMED,
+    DEFAULT_OFFER_HOURS,
+    DEFAULT_REMINDER_HOURS,
+    MAX_OFFER_HOURS,
+    MAX_REMINDER_HOURS,
+    MIN_OFFER_HOURS,
+)
 from registrations.services.messages import AUDIENCE_LABELS, MAX_BODY_CHARS, MAX_SUBJECT_CHARS
 from tems.clock import utcnow
 from tems.forms import UtcDateTimeField
@@ -24,6 +31,13 @@ class EventForm(forms.Form):
         label="Reminder (hours before the start)",
         help_text=f"Confirmed registrants get a reminder e-mail this long before the start; 0 sends none. Empty: "
                   f"{DEFAULT_REMINDER_HOURS}.")
+    # 0 (or empty): a freed seat goes to the first in line at once; hours: it is offered and held that long.
+    offer_hours = forms.IntegerField(
+        required=False, min_value=0, max_value=MAX_OFFER_HOURS, initial=0,
+        label="Waiting list: hours to accept a freed seat",
+        help_text=f"0: the first in line gets a freed seat at once. {MIN_OFFER_HOURS} or more (usually "
+                  f"{DEFAULT_OFFER_HOURS}): the seat is offered to them by e-mail and held that long; an event "
+                  "starting sooner than that gives it at once.")
     # A past start is allowed (recording an event afterwards) but never by accident: it must be confirmed.
     # The API sends "confirm_past": true; without it a past starts_at is a field error (docs/registrations.md).
     confirm_past = forms.BooleanField(required=False, label="Yes, this event starts in the past",

@@ -6,22 +6,26 @@ import json
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 
 from registrations.models import (
     CONFIRMED,
     CURRENT_LAYOUT,
+    OFFERED,
     WAITLISTED,
     CheckIn,
     Event,
     EventMessage,
+    Offer,
     Registration,
     RegistrationClaim,
     WaitlistEntry,
     layout_of,
 )
+from tems.clock import utcnow
 from tems.invariants import Item, Multiset, StreamingCheck, invariant
 
-LIVE_STATUSES = {CONFIRMED, WAITLISTED}
+LIVE_STATUSES = {CONFIRMED, WAITLISTED, OFFERED}
 
 
 def _is_event(item: Item) -> bool:
@@ -97,7 +101,8 @@ class EventCountersMatch(_PerEvent):
     def count(self, item: Item, tally: defaultdict) -> None:
         is_copy = item["SK"].startswith(Registration.SK_PREFIX) or WaitlistEntry.item_carries_registration(item)
         if is_copy and item.get("status") in LIVE_STATUSES:
-            tally[item["status"]] += 1
+            # An offered seat is a taken seat: held for the offer, counted with the confirmed ones.
+            tally[CONFIRMED if item["status"] == OFFERED else item["status"]] += 1
 
     def problems(self) -> Iterator[str]:
         for pk, stored, tally in self.seen():
@@ -452,3 +457,39 @@ class CancelledEventsMarked(StreamingCheck):
                 yield f"{Event.pk_for(event_id)}: cancelled, but seat shards {unmarked} do not carry it"
             if event_id not in self.notices:
                 yield f"{Event.pk_for(event_id)}: cancelled without its cancellation notice"
+
+
+# The relay's sweep runs every RELAY_JOB_INTERVAL_SECONDS; an offer a few passes past its end was not handed on.
+OFFER_SWEEP_GRACE = timedelta(minutes=5)
+
+
+@invariant("every offer holds its seat, one offer per seat, and every expired offer is handed on")
+class OffersHoldTheirSeats(StreamingCheck):
+    """Per registration: an offered registration (its user-side copy) has its Offer, offered, holding a seat of
+    the same shard, and an offered Offer has its offered registration; so every offer holds one counted seat
+    (the event counters count offered registrations as taken) and no seat is offered twice. No offer is still
+    offered ``OFFER_SWEEP_GRACE`` past its end. Keeps one fingerprint set per side, not the items."""
+
+    def __init__(self, now: datetime | None = None) -> None:
+        self.now = now or utcnow()
+        self.offered = Multiset()
+        self.registrations = Multiset()
+        self.found: list[str] = []
+
+    def observe(self, item: Item) -> None:
+        if item.get("entity") == "Offer" and item.get("state") in (OFFERED, Offer.CALLED_OFF):
+            # A called-off offer (its event was cancelled) still names the registration that stays offered.
+            self.offered.add(item["registration_id"], item["user_id"], int(item["shard"]))
+            ends_at = Offer.ends_at.deserialize(item["ends_at"])
+            if item["state"] == OFFERED and ends_at + OFFER_SWEEP_GRACE < self.now:
+                self.found.append(f"{item['PK']}/{item['SK']}: offer ended at {ends_at.isoformat()} and was not "
+                                  "handed on")
+        elif (item.get("entity") == "Registration" and Registration.is_user_side(item["PK"])
+              and item.get("status") == OFFERED):
+            self.registrations.add(item["registration_id"], item["user_id"], int(item.get("shard", -1)))
+
+    def problems(self) -> Iterator[str]:
+        yield from self.found
+        if self.offered != self.registrations:
+            yield (f"{self.offered.count} open offer(s) but {self.registrations.count} offered registration(s), or "
+                   "the registrations or seats they name differ")

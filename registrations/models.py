@@ -38,6 +38,12 @@ DEFAULT_REMINDER_HOURS = 24
 # Two weeks: the longest lead time the event form takes, and so how far ahead the reminder sweep looks.
 MAX_REMINDER_HOURS = 336
 
+# Waitlist offers (docs/registrations.md, "Offers"): a day to answer unless staff set another window; an hour is
+# the least, so a mail read over lunch is still in time; two weeks the most, as for the reminder.
+DEFAULT_OFFER_HOURS = 24
+MIN_OFFER_HOURS = 1
+MAX_OFFER_HOURS = 336
+
 
 def layout_of(value: int | float | None) -> int:
     """The layout an item's ``layout`` attribute stands for (absent: written before the layouts existed)."""
@@ -85,6 +91,9 @@ class Event(TableModel):
     expires_at = TTLAttribute(null=True)
     # Hours before the start at which confirmed registrants are reminded by e-mail (absent: the default; 0: off).
     reminder_hours = NumberAttribute(null=True)
+    # Offer mode of the waiting list: a freed seat is offered to the head for this many hours (absent or 0: the
+    # head is promoted at once). Read by a cancel through EventSeats, the view its transaction already reads.
+    offer_hours = NumberAttribute(null=True)
     # Set when the event is called off (registrations.services.cancellation, ``event_cancel_once``), in the same
     # transaction that copies it onto every seat shard: read only through ``is_cancelled``, the one predicate every
     # "not for a cancelled event" rule asks. Writes that admit someone check it by their own conditions.
@@ -129,6 +138,10 @@ class Event(TableModel):
         return self.cancelled_at is not None
 
     @property
+    def offers_seats(self) -> bool:
+        return bool(self.offer_hours)
+
+    @property
     def reminder_hours_or_default(self) -> int:
         return DEFAULT_REMINDER_HOURS if self.reminder_hours is None else int(self.reminder_hours)
 
@@ -165,6 +178,8 @@ class EventSeats(TableModel):
     giving_shards = NumberAttribute(null=True)
     # The event's cancellation: a promotion and a registration's cancel write this item under "not cancelled".
     cancelled_at = UTCDateTimeAttribute(null=True)
+
+    offer_hours = NumberAttribute(null=True)  # Event.offer_hours: how a freed seat reaches the waiting list
 
     @classmethod
     def key_for(cls, event_id: str) -> tuple[str, str]:
@@ -372,6 +387,8 @@ class WaitlistQueue(TableModel):
 CONFIRMED = "confirmed"
 WAITLISTED = "waitlisted"
 CANCELLED = "cancelled"
+# Holding a seat offered from the waiting list until the offer's end (Offer); counted as a taken seat.
+OFFERED = "offered"
 
 
 class RegistrationFields:
@@ -433,6 +450,8 @@ class Registration(RegistrationFields, TableModel):
     # The answers to the event's custom questions, as given (registrations.questions): on both copies, never on
     # the claim, and never rewritten, so a question edited or removed later loses no answer.
     answers = TextAttribute(null=True)
+    # While OFFERED: when the offer ends (Offer.ends_at), so the student's list shows it without another read.
+    offer_ends_at = UTCDateTimeAttribute(null=True)
     # On the user-side copy only: CURRENT_LAYOUT once its claim and event-side copy are under the current keys
     # (written so, or moved by the upgrade). The copy's own key never changes, so only this says where they are.
     layout = NumberAttribute(null=True)
@@ -755,3 +774,51 @@ class EventMessage(TableModel):
     def delivery_id_for(message_id: str, registration_id: str) -> str:
         """The outbox message id (and so the mail's Message-ID) of one recipient's copy: the same on every try."""
         return hashlib.sha256(f"delivery:{message_id}:{registration_id}".encode()).hexdigest()[:32]
+
+
+class Offer(TableModel):
+    """``USER#<user_id>`` / ``OFFER#<registration_id>``: a seat freed in an event in offer mode, held for the
+    head of its waiting list until ``ends_at``, and how the offer ended.
+
+    Written with ``attribute_not_exists`` in the transaction that frees the seat (the seat stays taken and the
+    registration becomes OFFERED), so a seat is offered once. Accepting, declining and the expiry are each one
+    transaction conditioned on ``state = offered`` here, the accept also on ``ends_at > now`` and the expiry
+    on ``ends_at <= now``: of all of them exactly one ends the offer, and a late accept fails by the clock even
+    before anything sweeps. While offered it is in GSI1 under ``OFFERS`` by its end (the expiry sweep's
+    Query); an ended offer leaves the index and stays as the answer to a late tap until its TTL.
+    """
+
+    SK_PREFIX = "OFFER#"
+    COLLECTION = "OFFERS"
+    # How an offer ends; ``state`` is OFFERED until then.
+    ACCEPTED = "accepted"
+    DECLINED = "declined"
+    EXPIRED = "expired"
+    # The event was cancelled while the offer was open: the registration stays offered, as every registration of
+    # a cancelled event stays as it was, and nothing is handed on.
+    CALLED_OFF = "called_off"
+    # An ended offer answers late taps for a month, then DynamoDB's TTL removes it.
+    KEEP_ENDED_DAYS = 30
+
+    registration_id = UnicodeAttribute()
+    event_id = UnicodeAttribute()
+    user_id = UnicodeAttribute()
+    state = UnicodeAttribute()
+    shard = NumberAttribute()  # the seat shard of the seat held
+    offered_at = UTCDateTimeAttribute()
+    ends_at = UTCDateTimeAttribute()
+    ended_at = UTCDateTimeAttribute(null=True)
+    expires_at = TTLAttribute(null=True)
+
+    by_end = CollectionIndex()
+    gsi1pk = UnicodeAttribute(attr_name="GSI1PK", null=True)
+    gsi1sk = UnicodeAttribute(attr_name="GSI1SK", null=True)
+
+    @classmethod
+    def key_for(cls, user_id: str, registration_id: str) -> tuple[str, str]:
+        return Registration.user_pk_for(user_id), cls.SK_PREFIX + registration_id
+
+    @staticmethod
+    def listing_key(ends_at: datetime, registration_id: str) -> str:
+        # Fixed-width UTC, so string order is time order and the sweep asks for "ended by now" as a key range.
+        return f"{ends_at.astimezone(UTC).strftime('%Y-%m-%dT%H:%M:%S.%fZ')}#{registration_id}"

@@ -6,6 +6,8 @@ one and drops the rare repeat: exactly one effect per message, never a repeated 
 address is mailed, within a per-account hourly budget (tems.accounts): anyone can sign up with a stranger's address.
 """
 
+from datetime import datetime
+
 from django.conf import settings
 from django.core.mail import EmailMessage
 from django.urls import reverse
@@ -15,6 +17,7 @@ from django.utils.timezone import localtime
 from registrations import selectors
 from registrations.errors import RegistrationError
 from registrations.models import CONFIRMED, EventMessage
+from registrations.offer_links import offer_url
 from registrations.tickets import ticket_url
 from tems.accounts import notification_recipient
 from tems.identity import user_for_key
@@ -77,7 +80,23 @@ def registration_promoted(message: OutboxMessage) -> None:
           "door.\n\nRegistration {registration_id}", ticket=True)
 
 
+def seat_offered(message: OutboxMessage) -> None:
+    data = message.data
+    ends = date_format(localtime(datetime.fromisoformat(data["ends_at"])), "l j F, H:i")
+    link = offer_url(user_id=data["user"], registration_id=data["registration_id"])
+    _send(message, "A seat is yours if you want it: {title}",
+          f"A seat at {{title}} freed up and you are first in line. It is held for you until {ends}.\n\n"
+          f"Accept or decline here: {link}\n\n"
+          "If you do nothing, the seat goes to the next person in line at that time.\n\n"
+          "Registration {registration_id}")
+
+
 def registration_cancelled(message: OutboxMessage) -> None:
+    if message.data.get("previous_status") == "offered":
+        _send(message, "Seat passed on: {title}",
+              "The seat at {title} that was held for you went to the next in line (you declined it, or its time "
+              "ran out). You can register again while seats last.\n\nRegistration {registration_id}")
+        return
     _send(message, "Cancelled: {title}",
           "Your registration for {title} is cancelled. You can register again while seats last.\n\n"
           "Registration {registration_id}")

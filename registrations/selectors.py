@@ -16,11 +16,13 @@ from registrations.errors import RegistrationError
 from registrations.models import (
     CANCELLED,
     CURRENT_LAYOUT,
+    OFFERED,
     REGISTRATION_BUCKETS,
     WAITLISTED,
     Event,
     EventMessage,
     EventSeats,
+    Offer,
     Registration,
     RegistrationClaim,
     SeatGate,
@@ -98,6 +100,7 @@ def event_to_dict(event: Event) -> dict:
         "registered_count": int(event.registered_count),
         "waitlist_count": int(event.waitlist_count),
         "reminder_hours": event.reminder_hours_or_default,
+        "offer_hours": int(event.offer_hours or 0),
         "version": int(event.version),
         "cancelled_at": event.cancelled_at.isoformat() if event.cancelled_at else None,
     }
@@ -329,8 +332,30 @@ def registration_page(*, user_id: str, cursor: str | None = None,
             "event_starts_at": event.starts_at.isoformat() if event else None,
             "event_location": event.location if event else "",
             "event_cancelled": bool(event and event.is_cancelled),
+            **offer_fields(registration),
         })
     return Page(items=rows, next_cursor=page.next_cursor)
+
+
+def offer_fields(registration: Registration) -> dict[str, Any]:
+    """``{"offer": {...}}`` for an offered registration (its end and where to answer), else nothing: the row's
+    shape is unchanged for every other registration."""
+    if registration.status != OFFERED or registration.offer_ends_at is None:
+        return {}
+    offer_id = registration.registration_id
+    return {"offer": {
+        "offer_id": offer_id, "ends_at": registration.offer_ends_at.isoformat(),
+        "accept_url": id_path("registrations:api_offer_accept", offer_id=offer_id),
+        "decline_url": id_path("registrations:api_offer_decline", offer_id=offer_id),
+    }}
+
+
+def offer_get(*, user_id: str, registration_id: str) -> Offer:
+    """The student's offer (open or how it ended); RegistrationError('not_found') for anyone else's."""
+    try:
+        return Offer.get(*Offer.key_for(user_id, registration_id), consistent_read=True)
+    except Offer.DoesNotExist:
+        raise RegistrationError("not_found", f"You have no offer with id {registration_id!r}.") from None
 
 
 def registration_list(*, user_id: str) -> list[dict[str, Any]]:

@@ -1,4 +1,4 @@
-"""The student's own status on each listed event card: Registered / Waiting list #n / Full.
+"""The student's own status on each listed event card: Registered / Seat offered / Waiting list #n / Full.
 
 Read in a bounded way: ONE BatchGetItem of the student's claims for the listed events (100 keys a request), not a
 read per card; waitlisted claims cost two more for all of them (their positions: counter nodes, lanes).
@@ -9,19 +9,21 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from registrations.models import CONFIRMED, WAITLISTED, Event, RegistrationClaim
+from registrations.models import CONFIRMED, OFFERED, WAITLISTED, Event, RegistrationClaim
 from registrations.seating import positions
 
 
 @dataclass(frozen=True)
 class CardStatus:
-    kind: str  # "registered" | "waitlisted" | "full"
+    kind: str  # "registered" | "offered" | "waitlisted" | "full"
     position: int | None = None
 
     @property
     def label(self) -> str:
         if self.kind == "registered":
             return "Registered"
+        if self.kind == "offered":
+            return "Seat offered"
         if self.kind == "waitlisted":
             return f"Waiting list #{self.position}" if self.position else "Waiting list"
         return "Full"
@@ -42,6 +44,8 @@ def card_statuses(*, user_id: str, events: Iterable[Event]) -> dict[str, CardSta
         claim = claims.get(event.event_id)
         if claim is not None and claim.status == CONFIRMED:
             statuses[event.event_id] = CardStatus("registered")
+        elif claim is not None and claim.status == OFFERED:
+            statuses[event.event_id] = CardStatus("offered")
         elif claim is not None and claim.status == WAITLISTED:
             position = places.get((claim.event_id, int(claim.ticket))) if claim.ticket is not None else None
             statuses[event.event_id] = CardStatus("waitlisted", position)

@@ -20,6 +20,8 @@ urlpatterns = [
          name="registration_calendar"),
     path("registrations/<id:registration_id>/qr.svg", views.registration_qr, name="registration_qr"),
     path("registrations/<id:registration_id>/cancel/", views.registration_cancel, name="registration_cancel"),
+    path("registrations/<id:registration_id>/offer/", views.offer_respond, name="offer_respond"),
+    path("offers/<str:token>/", views.offer_page, name="offer_page"),
     path("api/events", api.events, name="api_events"),
     path("api/events/<id:event_id>", api.event_detail, name="api_event_detail"),
     path("api/events/<id:event_id>/registrations", api.registration_create, name="api_registration_create"),
@@ -30,4 +32,6 @@ urlpatterns = [
     path("api/events/<id:event_id>/messages/<id:message_id>", api.message_detail, name="api_message_detail"),
     path("api/me/registrations", api.my_registrations, name="api_my_registrations"),
     path("api/registrations/<id:registration_id>", api.registration_cancel, name="api_registration_cancel"),
+    path("api/offers/<id:offer_id>/accept", api.offer_accept, name="api_offer_accept"),
+    path("api/offers/<id:offer_id>/decline", api.offer_decline, name="api_offer_decline"),
 ]

@@ -24,14 +24,15 @@ from registrations.calendar import registration_ics
 from registrations.checkins import selectors as checkin_selectors
 from registrations.errors import RegistrationError
 from registrations.forms import EventEditForm, EventForm
-from registrations.models import WAITLISTED
+from registrations.models import OFFERED, WAITLISTED
+from registrations.offer_links import offer_link_read
 from registrations.statuses import card_statuses
 from registrations.telemetry import count_registration
 from tems.clock import utcnow
 from tems.decorators import staff_required
 from tems.errors import DomainError
 from tems.http import after_save, conflict_status
-from tems.idempotency import REPLAYED_HEADER, key_from_request, request_fingerprint
+from tems.idempotency import REPLAYED_HEADER, fingerprint, key_from_request, request_fingerprint, request_payload
 from tems.identity import user_key
 from tems.merge import load_base, panel_rows, sign_base
 from tems.pagination import next_page_url, page_args
@@ -99,7 +100,8 @@ def _panel_context(request: HttpRequest, event, *, registration: dict | None = N
                    errors: dict | None = None) -> dict:
     if registration is None and lookup:
         registration = _registration_now(request, event)
-    context = {"event": event, "registration": registration, "fresh_key": str(uuid.uuid4()), "notice": notice}
+    context = {"event": event, "registration": registration, "fresh_key": str(uuid.uuid4()), "notice": notice,
+               "offer_buttons": offer_buttons()}
     if registration is None and not event.registration_closed:
         # The form asks the event's questions as stored now, and carries them signed: the post is checked
         # against exactly these, with no read, and the seat's condition refuses it if they change meanwhile.
@@ -114,7 +116,13 @@ def _registration_now(request: HttpRequest, event) -> dict | None:
     """The caller's registration for ``event`` as stored now, its waitlist position exact as of this read."""
     claim = selectors.claim_get(event_id=event.event_id, user_id=user_key(request.user),
                                 layout=event.registration_layout)
-    return selectors.registration_view(registration=claim) if claim else None
+    if claim is None:
+        return None
+    shown = selectors.registration_view(registration=claim)
+    if claim.status == OFFERED:  # the offer's end is on the offer, one more read only for an offered seat
+        offer = selectors.offer_get(user_id=claim.user_id, registration_id=claim.registration_id)
+        shown["offer_ends"] = offer.ends_at
+    return shown
 
 
 def _shown_registration(outcome: services.RegistrationOutcome, event, request: HttpRequest) -> dict:
@@ -217,6 +225,9 @@ def my_registrations(request: HttpRequest) -> HttpResponse:
         # One key per form: each cancel button is its own tap.
         row["fresh_key"] = str(uuid.uuid4())
         row["starts"] = datetime.fromisoformat(row["event_starts_at"]) if row["event_starts_at"] else None
+        if "offer" in row:
+            row["offer_ends"] = datetime.fromisoformat(row["offer"]["ends_at"])
+            row["offer_buttons"] = offer_buttons()
     # By the event's date, soonest first (an event that is gone sorts last), within the page: the pages themselves
     # go newest registration first, the only order one Query of the student's items can give.
     registrations.sort(key=lambda row: (row["starts"] is None, row["starts"] or datetime.min.replace(tzinfo=UTC)))
@@ -355,7 +366,8 @@ def event_create(request: HttpRequest) -> HttpResponse:
 
 
 LABELS = {"title": "Title", "location": "Location", "starts_at": "Starts", "capacity": "Capacity",
-          "description": "Description", "reminder_hours": "Reminder (hours before)"}
+          "description": "Description", "reminder_hours": "Reminder (hours before)",
+          "offer_hours": "Offer window (hours)"}
 
 
 def _base_scope(event_id: str, version: int) -> str:
@@ -457,6 +469,7 @@ def _initial(event) -> dict:
         "starts_at": event.starts_at,
         "capacity": event.capacity,
         "reminder_hours": event.reminder_hours_or_default,
+        "offer_hours": int(event.offer_hours or 0),
         "version": event.version,
     }
 
@@ -498,3 +511,77 @@ def attendee_export(request: HttpRequest, event_id: str) -> HttpResponse:
     response = StreamingHttpResponse(itertools.chain([first], lines), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="attendees-{event.event_id}.csv"'
     return response
+
+
+# --- waitlist offers ----------------------------------------------------------------------------------------
+# Accept and decline are POSTs with a key per tap, from the event page, My registrations, or the page a mail's
+# signed link opens (mail scanners fetch links: a GET only shows the offer).
+
+OFFER_PAGE = "registrations/offer.html"
+OFFER_ACTIONS = {"accept": services.offer_accept, "decline": services.offer_decline}
+
+
+def offer_buttons() -> list[tuple[str, str, str, str, str]]:
+    """Accept and Decline as (action, label, busy words, a fresh key each, class): two taps, two keys."""
+    return [("accept", "Accept the seat", "Accepting…", str(uuid.uuid4()), "button primary"),
+            ("decline", "Decline", "Declining…", str(uuid.uuid4()), "button danger")]
+
+
+def _offer_answer(request: HttpRequest, *, user_id: str, registration_id: str) -> tuple[str, str, bool]:
+    """Run the tap's accept or decline for ``user_id`` (the session's, or the one a mail's link names): (level,
+    notice, replayed); a refusal is a notice, never a 5xx."""
+    action = OFFER_ACTIONS.get(request.POST.get("action", ""))
+    if action is None:
+        return "error", "Choose Accept or Decline.", False
+    try:
+        outcome = action(user_id=user_id, registration_id=registration_id, idempotency_key=key_from_request(request),
+                         fingerprint=fingerprint(method="POST", route=request.path, user_id=user_id,
+                                                 payload=request_payload(request)))
+    except DomainError as error:
+        if error.code == "busy":
+            raise
+        return "error", error.detail, False
+    if outcome.data["state"] == "accepted":
+        return "success", "The seat is yours: your ticket is on the event page and in My registrations.", \
+            outcome.replayed
+    return "success", "You declined the seat: it goes to the next in line.", outcome.replayed
+
+
+@require_POST
+@login_required
+@_page_errors
+def offer_respond(request: HttpRequest, registration_id: str) -> HttpResponse:
+    """Accept or decline the caller's offer from the event page or My registrations."""
+    level, notice, replayed = _offer_answer(request, user_id=user_key(request.user), registration_id=registration_id)
+    offer = selectors.offer_get(user_id=user_key(request.user), registration_id=registration_id)
+    if request.htmx and request.POST.get("from") == "event":
+        event = _event_or_404(offer.event_id)
+        response = render(request, PANEL, {**_panel_context(request, event, notice=(level, notice)),
+                                           "seats_oob": True})
+        if replayed:
+            response[REPLAYED_HEADER] = "true"
+        return response
+    getattr(messages, level)(request, notice)
+    if request.POST.get("from") == "event":
+        return redirect("registrations:event_detail", event_id=offer.event_id)
+    return redirect("registrations:my_registrations")
+
+
+@require_http_methods(["GET", "POST"])
+def offer_page(request: HttpRequest, token: str) -> HttpResponse:
+    """The page a mail's link opens: the offer and, while it is open, Accept and Decline (each a POST)."""
+    try:
+        link = offer_link_read(token)
+        notice = None
+        if request.method == "POST":
+            notice = _offer_answer(request, user_id=link.user_id, registration_id=link.registration_id)[:2]
+        offer = selectors.offer_get(user_id=link.user_id, registration_id=link.registration_id)
+    except RegistrationError as error:
+        if error.code == "busy":
+            return render(request, OFFER_PAGE, {"notice": ("error", error.detail), "token": token}, status=503)
+        return render(request, OFFER_PAGE, {"notice": ("error", error.detail)}, status=404)
+    event = _event_or_404(offer.event_id)
+    is_open = offer.state == OFFERED and offer.ends_at > utcnow()
+    return render(request, OFFER_PAGE, {"offer": offer, "event": event, "is_open": is_open, "notice": notice,
+                                        "offer_buttons": offer_buttons(),
+                                        "action_url": reverse("registrations:offer_page", kwargs={"token": token})})

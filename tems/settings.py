@@ -259,6 +259,7 @@ OUTBOX_HANDLERS = {
     "EventMessageFanOut": "registrations.services.messages.message_fan_out",
     "EventCancellationRequested": "registrations.services.messages.message_fan_out",
     "EventMessageMail": "registrations.notifications.event_message_mail",
+    "SeatOffered": "registrations.notifications.seat_offered",
 }
 # Jobs the relay runs besides delivering messages, each at most once per RELAY_JOB_INTERVAL_SECONDS per relay
 # process (tems.outbox.run_periodic_jobs): they write outbox messages under deterministic keys, so any number of
@@ -267,6 +268,7 @@ RELAY_PERIODIC_JOBS = {
     "event_reminders": "registrations.services.messages.reminders_sweep",
     "answers_retention": "registrations.privacy.services.answers_retention_sweep",
     "erasures_resume": "registrations.privacy.services.erasures_resume",
+    "offer_expiries": "registrations.services.offers.offers_sweep",
 }
 RELAY_JOB_INTERVAL_SECONDS = float(os.environ.get("TEMS_RELAY_JOB_INTERVAL_SECONDS", "60"))
 # Without DJANGO_EMAIL_HOST, mails are printed where `make run` runs; with it, they go out over SMTP (STARTTLS and

@@ -40,6 +40,12 @@ from registrations.services.events import (
     new_event_id,
     waitlist_promotion_requested,
 )
+from registrations.services.offers import (
+    offer_accept,
+    offer_decline,
+    offer_expire,
+    offers_sweep,
+)
 from registrations.services.promotion import (
     HEAD_CLAIM,
     HEAD_EVENT_REGISTRATION,
@@ -54,6 +60,10 @@ from registrations.services.questions import QuestionsEditOutcome, questions_edi
 from registrations.services.registration import RegistrationOutcome, new_registration_id, registration_create
 
 __all__ = [
+    "offer_accept",
+    "offer_decline",
+    "offer_expire",
+    "offers_sweep",
     "RegistrationError",
     "IDEMPOTENCY",
     "CLAIM",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -12,8 +13,10 @@ from registrations.errors import RegistrationError, cancelled_in_image, event_ca
 from registrations.models import (
     CANCELLED,
     CONFIRMED,
+    OFFERED,
     WAITLISTED,
     EventSeats,
+    Offer,
     Registration,
     RegistrationClaim,
     SeatGate,
@@ -41,7 +44,7 @@ from registrations.services.common import (
     remember_answer,
     stored_answer,
 )
-from registrations.services.promotion import SeatWrites, add_promotion
+from registrations.services.promotion import SeatWrites, add_offer_end, add_to_head, offer_end_for
 from registrations.services.upgrade import current_shape, event_upgrade, upgrade_if_old_shape, upgrade_if_refused
 from tems.clock import utcnow
 from tems.errors import DomainError
@@ -112,20 +115,10 @@ def _cancel(*, user_id: str, registration_id: str, now: datetime, sleep: Callabl
         seen = registration
         if upgrade_if_old_shape(event_id=registration.event_id, items=[registration]):
             continue  # confirmed before the shards, or waiting from before the lanes: it has its shard or lane now
-        head, shard, lanes, gate = None, None, [], None
-        if registration.status == CONFIRMED:
-            shard = int(registration.shard)
-            event, gate, lanes = selectors.waitlist_lanes_and_gate(event_id=registration.event_id)
-            if gate is None:
-                event_upgrade(event_id=registration.event_id)  # an event from before the gate item
-                continue
-            if len(lanes) != int(gate.shards):
-                continue  # an edit added shards between the event's read and the lanes': read again
-            heads = selectors.waitlist_heads(event_id=registration.event_id, limit=1, lanes=(event, lanes))
-            if upgrade_if_old_shape(event_id=registration.event_id, items=heads):
-                continue
-            head = heads[0] if heads else None
-        transaction = _cancel_transaction(registration, head, now=now, shard=shard, lanes=lanes, gate=gate)
+        freed = freed_seat(registration, now=now)
+        if freed is None:
+            continue
+        transaction = cancel_transaction(registration, freed, now=now)
         response = cancel_response(registration_id=registration_id, event_id=registration.event_id)
         if key is not None:
             add_completed_record(transaction, user_id=user_id, key=key[0], fingerprint=key[1], response=response,
@@ -173,8 +166,42 @@ def _remember(*, user_id: str, key: tuple[str, str] | None, response: StoredResp
     return StoredOutcome(response)
 
 
-def _cancel_transaction(registration: Registration, head: WaitlistEntry | None, *, now: datetime, shard: int | None,
-                        lanes: list[SeatShard], gate: SeatGate | None) -> LabelledTransaction:
+@dataclass(frozen=True)
+class FreedSeat:
+    """What a cancel reads about the seat it frees (nothing for a waitlisted registration): the shard it goes
+    back to, the head it goes to instead (an offer until ``offer_ends_at``, or the seat), the lanes and gate."""
+
+    head: WaitlistEntry | None = None
+    shard: int | None = None
+    lanes: list[SeatShard] = field(default_factory=list)
+    gate: SeatGate | None = None
+    offer_ends_at: datetime | None = None
+
+
+def freed_seat(registration: Registration, *, now: datetime) -> FreedSeat | None:
+    """Read where the seat of ``registration`` (confirmed, or offered) goes; None: read again (an event of an
+    older shape was brought up to date, or an edit added shards between the reads)."""
+    if registration.status not in (CONFIRMED, OFFERED):
+        return FreedSeat()
+    shard = int(registration.shard)
+    event, gate, lanes = selectors.waitlist_lanes_and_gate(event_id=registration.event_id)
+    if gate is None:
+        event_upgrade(event_id=registration.event_id)  # an event of an older shape: brought up to date
+        return None
+    if len(lanes) != int(gate.shards):
+        return None  # an edit added shards between the event's read and the lanes': read again
+    heads = selectors.waitlist_heads(event_id=registration.event_id, limit=1, lanes=(event, lanes))
+    if upgrade_if_old_shape(event_id=registration.event_id, items=heads):
+        return None
+    return FreedSeat(head=heads[0] if heads else None, shard=shard, lanes=lanes, gate=gate,
+                     offer_ends_at=offer_end_for(event, now=now))
+
+
+def cancel_transaction(registration: Registration, freed: FreedSeat, *, now: datetime,
+                       offer_end: str = Offer.DECLINED) -> LabelledTransaction:
+    """The cancel of ``registration`` as one transaction (not committed). An offered registration's offer ends
+    as ``offer_end`` in it (declined: the student gave it up; expired: the clock did)."""
+    head, shard, lanes, gate = freed.head, freed.shard, freed.lanes, freed.gate
     event_id, user_id, registration_id = registration.event_id, registration.user_id, registration.registration_id
     transaction = LabelledTransaction()
     transaction.delete(CLAIM, RegistrationClaim(*RegistrationClaim.key_for(event_id, user_id)),
@@ -186,6 +213,8 @@ def _cancel_transaction(registration: Registration, head: WaitlistEntry | None, 
         "registration_id": registration_id, "event_id": event_id, "user": user_id,
         "previous_status": registration.status,
     }))
+    if registration.status == OFFERED:
+        add_offer_end(transaction, user_id=user_id, registration_id=registration_id, state=offer_end, now=now)
     writes = SeatWrites(event_id)
     # Every branch writes or checks the event's item: there, that the event is in the shape this transaction is
     # built for (services/upgrade.py; a refusal's image says whether to upgrade the event first), and that it is
@@ -202,10 +231,10 @@ def _cancel_transaction(registration: Registration, head: WaitlistEntry | None, 
         writes.add_to(transaction)
         return transaction
     transaction.delete(EVENT_REGISTRATION, Registration(*Registration.event_key_for(event_id, registration_id)),
-                       condition=Registration.status == CONFIRMED)
+                       condition=Registration.status == registration.status)
     if head is not None:
         # The freed seat passes straight to the head, in the same shard: the shard stays full, the list shrinks.
-        add_promotion(transaction, head, now=now, shard=shard)
+        add_to_head(transaction, head, now=now, shard=shard, offer_ends_at=freed.offer_ends_at)
         writes.depart(transaction, [head])
     elif gate.closed:
         # Nobody was waiting when we looked, and the event was full: the seat goes back to its shard and the

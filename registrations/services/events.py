@@ -52,7 +52,7 @@ def waitlist_promotion_requested(message: OutboxMessage) -> None:
 
 def _new_event(*, event_id: str | None, title: str, description: str, location: str, starts_at: datetime,
                capacity: int, created_by: str, collection: str, expires_at: datetime | None = None,
-               reminder_hours: int | None = None) -> Event:
+               reminder_hours: int | None = None, offer_hours: int | None = None) -> Event:
     event_id = event_id or new_event_id()
     now = utcnow()
     return Event(
@@ -61,7 +61,7 @@ def _new_event(*, event_id: str | None, title: str, description: str, location: 
         capacity=capacity, created_at=now, created_by=created_by, updated_at=now, updated_by=created_by,
         gsi1pk=collection, gsi1sk=Event.listing_key(starts_at, event_id), expires_at=expires_at,
         seat_shards=shards.shard_count(capacity), sliced=capacity, layout=CURRENT_LAYOUT,
-        reminder_hours=reminder_hours,
+        reminder_hours=reminder_hours, offer_hours=offer_hours or None,
     )
 
 
@@ -109,6 +109,7 @@ def event_create(
     collection: str = Event.COLLECTION,
     expires_at: datetime | None = None,
     reminder_hours: int | None = None,
+    offer_hours: int | None = None,
 ) -> Event:
     """Create an event. Raises RegistrationError('conflict') if ``event_id`` is taken (the put is conditional).
 
@@ -118,7 +119,7 @@ def event_create(
     """
     event = _new_event(event_id=event_id, title=title, description=description, location=location,
                        starts_at=starts_at, capacity=capacity, created_by=created_by, collection=collection,
-                       expires_at=expires_at, reminder_hours=reminder_hours)
+                       expires_at=expires_at, reminder_hours=reminder_hours, offer_hours=offer_hours)
     _commit_event_create(event)
     return event
 
@@ -129,7 +130,8 @@ def event_api_location(event_id: str) -> str:
 
 def event_create_once(*, user_id: str, idempotency_key: str, fingerprint: str, title: str,
                       description: str = "", location: str = "", starts_at: datetime, capacity: int,
-                      created_by: str, reminder_hours: int | None = None) -> StoredOutcome:
+                      created_by: str, reminder_hours: int | None = None,
+                      offer_hours: int | None = None) -> StoredOutcome:
     """Create an event once per (staff member, idempotency key): the same key answers the first 201 again.
 
     ``user_id`` (``tems.identity.user_key``) scopes the key; ``created_by`` is the name the event shows.
@@ -141,7 +143,7 @@ def event_create_once(*, user_id: str, idempotency_key: str, fingerprint: str, t
     """
     event = _new_event(event_id=None, title=title, description=description, location=location,
                        starts_at=starts_at, capacity=capacity, created_by=created_by, collection=Event.COLLECTION,
-                       reminder_hours=reminder_hours)
+                       reminder_hours=reminder_hours, offer_hours=offer_hours)
     # The event as it will be once created, for the stored response. (Its version stays unset until the commit:
     # PynamoDB turns an unset version into the condition attribute_not_exists(version).)
     event.version = 1
@@ -183,6 +185,7 @@ def event_update(
     capacity: int,
     updated_by: str,
     reminder_hours: int | None = None,
+    offer_hours: int | None = None,
 ) -> EventUpdate:
     """Apply an edit only if the event is still at ``expected_version``: one TransactWriteItems.
 
@@ -196,7 +199,8 @@ def event_update(
     Raises RegistrationError: 'not_found'; 'conflict' (someone saved in between; ``extra['current']`` holds
     the stored event so the page can show theirs next to yours; reason 'event_cancelled' once the event was called
     off); 'invalid' (capacity below seats taken); 'busy'.
-    ``reminder_hours`` None leaves the event's reminder as it is.
+    ``reminder_hours`` None leaves the event's reminder as it is; so does ``offer_hours`` its waitlist mode (0:
+    automatic promotion; hours: offers with that window, for seats freed from now on).
     """
     now = utcnow()
 
@@ -221,6 +225,8 @@ def event_update(
         ]
         if reminder_hours is not None:  # None: as it is
             actions.append(Event.reminder_hours.set(reminder_hours))
+        if offer_hours is not None:  # None: as it is
+            actions.append(Event.offer_hours.set(offer_hours) if offer_hours else Event.offer_hours.remove())
         # A cancelled event is not edited: a re-slice would write shards without the cancellation's mark.
         condition = Event.pk.exists() & Event.cancelled_at.does_not_exist()
         if counters is not None and counters.seat_shards:

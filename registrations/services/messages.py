@@ -36,6 +36,7 @@ from registrations.errors import RegistrationError
 from registrations.models import (
     CONFIRMED,
     MAX_REMINDER_HOURS,
+    OFFERED,
     REGISTRATION_BUCKETS,
     WAITLISTED,
     CheckIn,
@@ -269,7 +270,7 @@ def _page(message: EventMessage) -> tuple[list[Recipient], dict | None]:
         found = [CheckIn.from_raw_data(item) for item in raw.get("Items", [])]
         return [Recipient(c.registration_id, c.user_id) for c in found], raw.get("LastEvaluatedKey")
     if message.audience == REGISTRANTS:
-        wanted = Registration.status.is_in(CONFIRMED, WAITLISTED)
+        wanted = Registration.status.is_in(CONFIRMED, OFFERED, WAITLISTED)
     else:
         wanted = Registration.status == (WAITLISTED if message.audience == WAITLISTED else CONFIRMED)
     if message.kind != EventMessage.CANCELLATION:

@@ -342,7 +342,7 @@ def cancels_racing_newcomers(through_model, settings, monkeypatch) -> tuple[str,
             all_read.set()
         stale()
 
-    stall(monkeypatch, cancel_service, "_cancel_transaction", read_then_stall, once=True)
+    stall(monkeypatch, cancel_service, "cancel_transaction", read_then_stall, once=True)
     calls = [people.cancelling(event.event_id, f"seated{n}") for n in cancellers]
     calls += [after_event(all_read, people.registering(event.event_id, user)) for user in newcomers]
     started = time.monotonic()

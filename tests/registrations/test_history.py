@@ -7,6 +7,10 @@ outbox), every answer to one key is byte-identical, nobody still waiting was ove
 no staff member was told "someone else saved" about their own edit. Seeded: a failing seed reproduces (thread
 scheduling aside), and is printed.
 
+In offer mode (the event's ``offer_hours``) a freed seat is offered instead: students also accept, decline and
+accept too late (by a clock a day ahead), and a sweeper hands expired offers on meanwhile.
+``test_offer_history_catches_a_decline_that_keeps_the_seat`` breaks the decline and must find problems.
+
 ``test_history_catches_the_old_plain_update_edit`` runs the same history with the event edit as it was before
 issue 8 (a plain UpdateItem, promotion as a separate step) and must find problems, or the checks prove nothing.
 """
@@ -19,6 +23,7 @@ import time
 import uuid
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 import pytest
 from pynamodb.exceptions import UpdateError
@@ -26,8 +31,10 @@ from pynamodb.exceptions import UpdateError
 from lab.techniques.registration import registration_fingerprint
 from registrations import selectors, services
 from registrations.errors import EVENT_CANCELLED, RegistrationError
-from registrations.models import Event, EventMessage
+from registrations.models import Event, EventMessage, Offer, Registration, RegistrationClaim
+from registrations.services import offers as offers_module
 from registrations.services import registration as registration_module
+from tems.clock import utcnow
 from tems.invariants import check_all
 from tems.outbox import OutboxMessage, outbox_relay
 from tests.registrations.helpers import make_event
@@ -37,6 +44,11 @@ STUDENTS = 6
 STUDENT_STEPS = 7
 STAFF = 2
 STAFF_EDITS = 5
+SWEEPS = 4
+# Past any offer's end: the window is at most a day in these histories.
+LATE = timedelta(hours=25)
+OFFER_ACTIONS = ["accept", "accept", "accept", "decline", "late_accept", "cancel", "cancel", "cancel"]
+OFFER_STEPS = 9
 
 # 30 % of write attempts in all, spread over the four kinds (each retryable attempt draws once per kind).
 FAULTS = (
@@ -60,10 +72,11 @@ class History:
             self.answers[(user, key)].append((status, body))
 
 
-def student(history: History, event_id: str, name: str, seed: int) -> None:
+def student(history: History, event_id: str, name: str, seed: int, offers: bool = False) -> None:
     rng = random.Random(f"{seed}:{name}")
     used_keys: list[str] = []
     mine: str | None = None  # my live registration id, as last answered
+    seated: list[bool] = []  # whether each of my registrations was answered with a seat
 
     def register(key: str) -> None:
         nonlocal mine
@@ -73,9 +86,17 @@ def student(history: History, event_id: str, name: str, seed: int) -> None:
         history.answered(name, key, outcome.response.status, outcome.response.body)
         if outcome.kind != "replayed":
             mine = outcome.data["registration_id"]
+            seated.append(outcome.data["status"] == "confirmed")
 
-    for _ in range(STUDENT_STEPS):
-        action = rng.choice(["tap", "tap", "double_tap", "old_key", "cancel", "cancel_retry"])
+    actions = ["tap", "tap", "double_tap", "old_key", "cancel", "cancel_retry", *(OFFER_ACTIONS if offers else [])]
+    answers = {"accept", "decline", "late_accept"}
+    for step in range(OFFER_STEPS if offers else STUDENT_STEPS):
+        # With offers everyone is registered already: a first tap says whether with a seat, and whoever has
+        # one gives it up next, so a seat is freed while others wait.
+        if offers and step < 2:
+            action = "tap" if step == 0 else "cancel" if seated[-1:] == [True] else rng.choice(actions)
+        else:
+            action = rng.choice(actions)
         try:
             if action in ("tap", "double_tap"):
                 key = str(uuid.uuid4())
@@ -97,7 +118,19 @@ def student(history: History, event_id: str, name: str, seed: int) -> None:
                         user_id=name, registration_id=mine, idempotency_key=key, fingerprint=f"cancel:{mine}")
                     history.answered(name, key, outcome.response.status, outcome.response.body)
                 mine = None
+            elif action in answers and mine:
+                # Whether I hold an offer is for the service to say: no offer is a 404, an ended one a refusal.
+                key = str(uuid.uuid4())
+                answer = services.offer_decline if action == "decline" else services.offer_accept
+                outcome = answer(user_id=name, registration_id=mine, idempotency_key=key,
+                                 fingerprint=f"{action}:{mine}",
+                                 now=utcnow() + LATE if action == "late_accept" else None)
+                history.answered(name, key, outcome.response.status, outcome.response.body)
+                if action == "decline":
+                    mine = None
         except RegistrationError as error:
+            if error.code in {"offer_expired", "conflict"} and action in answers and not _called_off(error):
+                continue  # the offer ended before this tap (declined, expired, accepted): told so
             if error.code not in {"busy", "not_found"} and not _called_off(error):
                 history.errors.append(f"{name} {action}: {error.code} {error.detail}")
 
@@ -118,13 +151,15 @@ def _reporting(history: History, target):
     return run
 
 
-def staff(history: History, event_id: str, name: str, seed: int) -> None:
+def staff(history: History, event_id: str, name: str, seed: int, offers: bool = False) -> None:
     rng = random.Random(f"{seed}:{name}")
+    # With offers the event stays small (a raise promotes directly), so seats are freed while people wait.
+    most = 2 if offers else 6
     for n in range(STAFF_EDITS):
         mark = f"{name}-edit-{n}"
         for _ in range(10):
             event = selectors.event_get(event_id=event_id)
-            capacity = max(int(event.registered_count), rng.randint(1, 6))
+            capacity = max(int(event.registered_count), rng.randint(1, most))
             try:
                 services.event_update(event_id=event_id, expected_version=int(event.version), title=event.title,
                                       description=mark, location=event.location, starts_at=event.starts_at,
@@ -192,7 +227,7 @@ def check_cancellation(event_id: str) -> dict[str, list[str]]:
     mailed = Counter(m.data["registration_id"] for m in OutboxMessage.scan()
                      if m.message_type == messages.MESSAGE_MAIL and m.data["message_id"] == notice_id)
     standing = {r.registration_id for r in selectors.event_registrations(event_id=event_id)
-                if r.status in ("confirmed", "waitlisted")}
+                if r.status in ("confirmed", "offered", "waitlisted")}
     problems = [f"{rid}: {n} notices" for rid, n in mailed.items() if n != 1]
     problems += [f"{rid}: registered, never told" for rid in standing - set(mailed)]
     problems += [f"{rid}: told, not registered" for rid in set(mailed) - standing]
@@ -201,11 +236,20 @@ def check_cancellation(event_id: str) -> dict[str, list[str]]:
     return {"cancellation": problems} if problems else {}
 
 
+def sweeper(history: History, event_id: str, name: str, seed: int) -> None:
+    """The relay's expiry sweep, now and then with a clock a day ahead (every offer open then has ended)."""
+    rng = random.Random(f"{seed}:{name}")
+    for _ in range(SWEEPS):
+        time.sleep(rng.uniform(0.1, 0.4))  # spread over the history, not all at its start
+        services.offers_sweep(now=utcnow() + LATE if rng.random() < 0.3 else None)
+
+
 def run_history(seed: int, *, extra_faults: tuple[Fault, ...] = (), event_id: str | None = None,
-                cancelled: bool = False) -> tuple[History, dict[str, list[str]]]:
-    """The history on ``event_id``, or on a new event of two seats; ``cancelled``: staff call it off meanwhile."""
+                offers: bool = False, cancelled: bool = False) -> tuple[History, dict[str, list[str]]]:
+    """The history on ``event_id``, or on a new event of two seats (in offer mode with ``offers``);
+    ``cancelled``: staff call it off meanwhile."""
     history = History()
-    event_id = event_id or make_event(capacity=2, title=f"History {seed}").event_id
+    event_id = event_id or make_event(capacity=2, title=f"History {seed}", offer_hours=24 if offers else None).event_id
     ticket_of = registration_module.join_transaction
 
     def recording(attempt, join):
@@ -216,9 +260,17 @@ def run_history(seed: int, *, extra_faults: tuple[Fault, ...] = (), event_id: st
         return transaction, response
 
     registration_module.join_transaction = recording
-    threads = [threading.Thread(target=_reporting(history, student), args=(event_id, f"student-{n}", seed),
+    if offers:
+        # The history starts from a full event with a queue: a first cancel then frees a seat while people wait.
+        for name in (f"student-{n}" for n in range(STUDENTS)):
+            services.registration_create(event_id=event_id, user_id=name, idempotency_key=str(uuid.uuid4()),
+                                         fingerprint=registration_fingerprint(event_id=event_id, user_id=name))
+    threads = [threading.Thread(target=_reporting(history, student), args=(event_id, f"student-{n}", seed, offers),
                                 name=f"student-{n}") for n in range(STUDENTS)]
-    threads += [threading.Thread(target=_reporting(history, staff), args=(event_id, f"staff-{n}", seed),
+    if offers:
+        threads.append(threading.Thread(target=_reporting(history, sweeper), args=(event_id, "sweeper", seed),
+                                        name="sweeper"))
+    threads += [threading.Thread(target=_reporting(history, staff), args=(event_id, f"staff-{n}", seed, offers),
                                  name=f"staff-{n}") for n in range(STAFF)]
     if cancelled:
         threads.append(threading.Thread(target=_reporting(history, canceller), args=(event_id, "organiser", seed),
@@ -242,9 +294,10 @@ def check_history(history: History, event_id: str) -> dict[str, list[str]]:
     problems["false conflicts"] = list(history.false_conflicts)
     problems["replays differ"] = [f"{user} key {key[:8]}: {len(set(answers))} different answers"
                                   for (user, key), answers in history.answers.items() if len(set(answers)) > 1]
-    # FIFO: nobody still waiting holds a smaller ticket than someone promoted (read before the relay runs).
+    # FIFO: nobody still waiting holds a smaller ticket than someone promoted or offered a seat (read before the
+    # relay runs).
     promoted = [message.data["registration_id"] for message in OutboxMessage.scan()
-                if message.message_type == "RegistrationPromoted"]
+                if message.message_type in ("RegistrationPromoted", "SeatOffered")]
     waiting = [int(entry.ticket) for entry in selectors.waitlist_entries(event_id=event_id)]
     overtaken = [f"ticket {ticket} still waits behind promoted ticket {history.tickets[rid]}"
                  for rid in promoted if rid in history.tickets
@@ -261,6 +314,45 @@ def test_random_history_with_faults_keeps_every_promise(ddb, seed):
     history, problems = run_history(seed)
     assert problems == {}, f"seed {seed}"
     assert sum(len(answers) for answers in history.answers.values()) > STUDENTS * 2
+
+
+@pytest.mark.parametrize("seed", [11, 12, 13])
+def test_random_history_with_offers_keeps_every_promise(ddb, seed):
+    event_id = make_event(capacity=2, title=f"History {seed}", offer_hours=24).event_id
+    _, problems = run_history(seed, offers=True, event_id=event_id)
+    assert problems == {}, f"seed {seed}"
+    made = list(Offer.scan(filter_condition=(Offer.entity == "Offer") & (Offer.event_id == event_id)))
+    assert made, "seats must actually have been offered"
+
+
+def decline_keeping_the_seat(offer, *, state, now, response, key=None):
+    """Broken, deliberately: a decline (or expiry) that ends the offer and the registration, and gives the seat
+    it held to nobody."""
+    transaction = offers_module.LabelledTransaction()
+    offers_module.add_offer_end(transaction, user_id=offer.user_id, registration_id=offer.registration_id,
+                                state=state, now=now)
+    transaction.delete(offers_module.CLAIM, RegistrationClaim(*RegistrationClaim.key_for(offer.event_id,
+                                                                                        offer.user_id)))
+    transaction.delete(offers_module.USER_REGISTRATION,
+                       Registration(*Registration.user_key_for(offer.user_id, offer.registration_id)))
+    transaction.delete(offers_module.EVENT_REGISTRATION,
+                       Registration(*Registration.event_key_for(offer.event_id, offer.registration_id)))
+    try:
+        transaction.commit()
+    except offers_module.TransactionCancelled:
+        return None
+    return offers_module.StoredOutcome(response)
+
+
+def test_offer_history_catches_a_decline_that_keeps_the_seat(ddb, monkeypatch):
+    monkeypatch.setattr(offers_module, "_pass_on", decline_keeping_the_seat)
+    found = []
+    for seed in (11, 12, 13):  # a history may end before any offer ended: the next seed's will not
+        _, problems = run_history(seed, offers=True)
+        found.append(sorted(problems))
+        if "event counters match their registration items" in problems:
+            return
+    raise AssertionError(f"the broken decline went unnoticed: {found}")
 
 
 def plain_update_edit(*, event_id, expected_version, title, description, location, starts_at, capacity,

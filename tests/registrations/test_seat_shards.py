@@ -3,6 +3,7 @@ deliberately broken variant it must catch."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import random
@@ -479,12 +480,13 @@ def test_a_cancel_frees_the_shard_its_seat_came_from(ddb):
 
 
 def test_a_cancel_freeing_another_shard_is_caught(ddb, monkeypatch):
-    original = cancel_service._cancel_transaction
+    original = cancel_service.cancel_transaction
 
-    def another_shard(registration, head, *, shard, **kwargs):
-        return original(registration, head, shard=None if shard is None else (shard + 1) % 2, **kwargs)
+    def another_shard(registration, freed, **kwargs):
+        moved = freed if freed.shard is None else dataclasses.replace(freed, shard=(freed.shard + 1) % 2)
+        return original(registration, moved, **kwargs)
 
-    monkeypatch.setattr(cancel_service, "_cancel_transaction", another_shard)
+    monkeypatch.setattr(cancel_service, "cancel_transaction", another_shard)
     with pytest.raises(AssertionError):
         test_a_cancel_frees_the_shard_its_seat_came_from(None)
 

@@ -34,6 +34,7 @@ from tems.idempotency import IdempotencyRecord
 # features' erasure and answer retention items;
 # ``cancelled_at`` on the event, its views and its seat shards (the event's cancellation, which every write that
 # admits someone checks).
+# Waitlist offers: the event's ``offer_hours``, an offered registration's ``offer_ends_at``, the Offer item.
 ITEM_SHAPES = {
     "CheckIn": {
         "PK", "SK", "checked_in_at", "checked_in_by", "door", "entity", "event_id", "registration_id", "scan_key",
@@ -44,7 +45,7 @@ ITEM_SHAPES = {
         "GSI1PK", "GSI1SK", "PK", "SK", "capacity", "checked_in_count", "created_at", "created_by", "description",
         "entity", "event_id", "expires_at", "location", "registered_count", "seat_shards", "sliced", "starts_at",
         "title", "updated_at", "updated_by", "version", "waitlist_count", "waitlist_seq", "layout", "waitlist_left",
-        "reminder_hours", "cancelled_at", "cancelled_by",
+        "reminder_hours", "cancelled_at", "cancelled_by", "offer_hours",
     },
     "Erasure": {"GSI1PK", "GSI1SK", "PK", "SK", "account_id", "done_at", "entity", "requested_at", "user_id"},
     "EventCheckins": {"PK", "SK", "checked_in_count", "registered_count", "seat_shards", "layout", "cancelled_at"},
@@ -54,7 +55,7 @@ ITEM_SHAPES = {
     },
     "EventSeats": {
         "PK", "SK", "capacity", "registered_count", "seat_shards", "sliced", "starts_at", "waitlist_count",
-        "waitlist_seq", "layout", "waitlist_left", "giving_shards", "cancelled_at"
+        "waitlist_seq", "layout", "waitlist_left", "giving_shards", "cancelled_at", "offer_hours"
     },
     "IdempotencyRecord": {
         "PK", "SK", "attempt_id", "created_at", "entity", "expires_at", "fingerprint", "key", "lease_expires_at",
@@ -67,6 +68,10 @@ ITEM_SHAPES = {
         "GSI1PK", "GSI1SK", "PK", "SK", "created_at", "created_by", "description", "entity", "location", "name",
         "quantity", "sku", "updated_at", "updated_by", "version"
     },
+    "Offer": {
+        "GSI1PK", "GSI1SK", "PK", "SK", "entity", "registration_id", "event_id", "user_id", "state", "shard",
+        "offered_at", "ends_at", "ended_at", "expires_at"
+    },
     "OperationMetrics": {
         "PK", "SK", "calls", "condition_failures", "entity", "exhausted", "operation", "read_capacity", "refused",
         "replays", "requests", "retries", "succeeded", "transaction_conflicts", "updated_at", "write_capacity"
@@ -77,7 +82,7 @@ ITEM_SHAPES = {
     },
     "Registration": {
         "GSI1PK", "GSI1SK", "PK", "SK", "created_at", "entity", "event_id", "promoted_at", "registration_id",
-        "shard", "status", "ticket", "user_id", "user_name", "layout", "lane"
+        "shard", "status", "ticket", "user_id", "user_name", "layout", "lane", "offer_ends_at"
     },
     "RegistrationClaim": {
         "PK", "SK", "created_at", "entity", "event_id", "registration_id", "shard", "status", "ticket", "user_id",

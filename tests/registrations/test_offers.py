@@ -1,0 +1,313 @@
+"""Waitlist offers (registrations.services.offers) on DynamoDB Local: a freed seat offered to the head, held
+until the offer ends, accepted once, passed on by a decline, an expiry or a cancel after the accept.
+
+Each promise is also run against a deliberately broken variant of the write that keeps it, and seen to fail.
+The clock is passed in: no test sleeps on the wall clock.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+import pytest
+
+from registrations import services
+from registrations.errors import RegistrationError
+from registrations.models import CONFIRMED, OFFERED, WAITLISTED, Offer, Registration, RegistrationClaim, SeatShard
+from registrations.services import cancel as cancel_service
+from registrations.services import offers
+from registrations.services import promotion as promotion_service
+from tems.outbox import OutboxMessage
+from tests.helpers import assert_invariants_clean, broken_invariants
+from tests.race import race
+from tests.registrations.helpers import STARTS, make_event, register
+from tests.support.faults import LOST, Fault, inject
+
+NOW = STARTS - timedelta(days=10)
+WINDOW = timedelta(hours=24)
+
+
+def new_key() -> str:
+    return str(uuid.uuid4())
+
+
+def full_event_with_queue(waiting: int, **overrides) -> tuple[str, str, list[str]]:
+    """A one-seat event in offer mode: its seat taken by "holder", ``waiting`` students behind, in order."""
+    event = make_event(capacity=1, offer_hours=24, **overrides)
+    holder = register(event.event_id, "holder").data["registration_id"]
+    queue = [register(event.event_id, f"w{n}").data["registration_id"] for n in range(waiting)]
+    return event.event_id, holder, queue
+
+
+def status_of(user_id: str, registration_id: str) -> str | None:
+    try:
+        return Registration.get(*Registration.user_key_for(user_id, registration_id), consistent_read=True).status
+    except Registration.DoesNotExist:
+        return None
+
+
+def offer_of(user_id: str, registration_id: str) -> Offer:
+    return Offer.get(*Offer.key_for(user_id, registration_id), consistent_read=True)
+
+
+def accept(user_id: str, registration_id: str, *, now=NOW, key: str | None = None):
+    return services.offer_accept(user_id=user_id, registration_id=registration_id, idempotency_key=key or new_key(),
+                                 fingerprint=f"accept:{registration_id}", now=now, sleep=lambda _: None)
+
+
+def decline(user_id: str, registration_id: str, *, now=NOW, key: str | None = None):
+    return services.offer_decline(user_id=user_id, registration_id=registration_id,
+                                  idempotency_key=key or new_key(), fingerprint=f"decline:{registration_id}",
+                                  now=now, sleep=lambda _: None)
+
+
+def cancel(user_id: str, registration_id: str, *, now=NOW) -> None:
+    services.registration_cancel(user_id=user_id, registration_id=registration_id, now=now, sleep=lambda _: None)
+
+
+def all_offers() -> list[Offer]:
+    return list(Offer.scan(filter_condition=Offer.entity == "Offer"))
+
+
+def promoted_mails(registration_id: str) -> int:
+    return sum(1 for message in OutboxMessage.scan()
+               if message.message_type == "RegistrationPromoted" and message.data["registration_id"] == registration_id)
+
+
+def test_a_freed_seat_is_offered_to_the_head_and_stays_taken(ddb):
+    event_id, holder, queue = full_event_with_queue(2)
+    cancel("holder", holder)
+    assert status_of("w0", queue[0]) == OFFERED and status_of("w1", queue[1]) == WAITLISTED
+    offer = offer_of("w0", queue[0])
+    assert offer.state == OFFERED and offer.ends_at == NOW + WINDOW
+    assert int(SeatShard.get(*SeatShard.key_for(event_id, int(offer.shard))).taken) == 1
+    assert [m.data["user"] for m in OutboxMessage.scan() if m.message_type == "SeatOffered"] == ["w0"]
+    assert_invariants_clean()
+
+
+def test_automatic_events_promote_as_before(ddb):
+    event = make_event(capacity=1)
+    holder = register(event.event_id, "holder").data["registration_id"]
+    waiting = register(event.event_id, "w0").data["registration_id"]
+    cancel("holder", holder)
+    assert status_of("w0", waiting) == CONFIRMED
+    assert all_offers() == []
+
+
+def _accept_without_conditions(offer, *, now):
+    """Broken: the accept as a read-then-write, its conditions dropped (the offer read as offered decides)."""
+    transaction = offers.LabelledTransaction()
+    transaction.update(offers.OFFER, Offer(*Offer.key_for(offer.user_id, offer.registration_id)),
+                       actions=[Offer.state.set(Offer.ACCEPTED)])
+    for label, key in ((offers.USER_REGISTRATION, Registration.user_key_for(offer.user_id, offer.registration_id)),
+                       (offers.EVENT_REGISTRATION, Registration.event_key_for(offer.event_id, offer.registration_id))):
+        transaction.update(label, Registration(*key), actions=[Registration.status.set(CONFIRMED)])
+    transaction.save(offers.OUTBOX, offers.outbox_message(message_type="RegistrationPromoted", now=now, payload={
+        "registration_id": offer.registration_id, "event_id": offer.event_id, "user": offer.user_id}))
+    return transaction
+
+
+@pytest.mark.parametrize("broken", [False, True], ids=["service", "broken"])
+def test_fifty_concurrent_accepts_make_one_registration(ddb, monkeypatch, broken):
+    event_id, holder, queue = full_event_with_queue(1)
+    cancel("holder", holder)
+    if broken:
+        monkeypatch.setattr(offers, "_accept_transaction", _accept_without_conditions)
+    answers = race([lambda: accept("w0", queue[0]) for _ in range(50)])
+    if broken:
+        assert promoted_mails(queue[0]) > 1  # the race really ran: without the conditions it double-applies
+        return
+    assert promoted_mails(queue[0]) == 1
+    assert {answer.response.body for answer in answers} == {answers[0].response.body}
+    assert answers[0].data["status"] == CONFIRMED
+    assert status_of("w0", queue[0]) == CONFIRMED and offer_of("w0", queue[0]).state == Offer.ACCEPTED
+    assert_invariants_clean()
+
+
+def test_an_accept_is_replayed_per_key(ddb):
+    _, holder, queue = full_event_with_queue(1)
+    cancel("holder", holder)
+    key = new_key()
+    first, again = accept("w0", queue[0], key=key), accept("w0", queue[0], key=key)
+    assert again.replayed and again.response.body == first.response.body
+
+
+def _end_without_the_clock(transaction, *, user_id, registration_id, state, now):
+    """Broken: the offer's end conditioned on its state only, not on the clock."""
+    transaction.update(promotion_service.OFFER, Offer(*Offer.key_for(user_id, registration_id)),
+                       actions=[Offer.state.set(state), Offer.gsi1pk.remove(), Offer.gsi1sk.remove()],
+                       condition=Offer.state == OFFERED, return_old_on_failure=True)
+
+
+@pytest.mark.parametrize("broken", [False, True], ids=["service", "broken"])
+def test_a_late_accept_is_409_and_the_seat_goes_to_the_next(ddb, monkeypatch, broken):
+    _, holder, queue = full_event_with_queue(2)
+    cancel("holder", holder)
+    if broken:
+        monkeypatch.setattr(offers, "add_offer_end", _end_without_the_clock)
+    late = NOW + WINDOW + timedelta(seconds=1)
+    if broken:
+        accept("w0", queue[0], now=late)  # accepted past its end: the promise is broken
+        assert status_of("w0", queue[0]) == CONFIRMED
+        return
+    with pytest.raises(RegistrationError) as refused:
+        accept("w0", queue[0], now=late)
+    assert refused.value.code == "offer_expired" and refused.value.status == 409
+    assert status_of("w0", queue[0]) is None and offer_of("w0", queue[0]).state == Offer.EXPIRED
+    assert status_of("w1", queue[1]) == OFFERED
+    assert offer_of("w1", queue[1]).ends_at == late + WINDOW
+    assert_invariants_clean()
+
+
+def _decline_keeping_the_seat(offer, *, state, now, response, key=None):
+    """Broken: the decline ends the offer and the registration, and nobody gets the seat it held."""
+    transaction = offers.LabelledTransaction()
+    promotion_service.add_offer_end(transaction, user_id=offer.user_id, registration_id=offer.registration_id,
+                                    state=state, now=now)
+    transaction.delete(offers.CLAIM, RegistrationClaim(*RegistrationClaim.key_for(offer.event_id, offer.user_id)))
+    for label, key_of in ((offers.USER_REGISTRATION, Registration.user_key_for(offer.user_id, offer.registration_id)),
+                          (offers.EVENT_REGISTRATION, Registration.event_key_for(offer.event_id,
+                                                                                 offer.registration_id))):
+        transaction.delete(label, Registration(*key_of))
+    transaction.commit()
+    return offers.StoredOutcome(response)
+
+
+@pytest.mark.parametrize("broken", [False, True], ids=["service", "broken"])
+def test_a_decline_offers_the_seat_to_the_next_at_once(ddb, monkeypatch, broken):
+    _, holder, queue = full_event_with_queue(2)
+    cancel("holder", holder)
+    if broken:
+        monkeypatch.setattr(offers, "_pass_on", _decline_keeping_the_seat)
+    answer = decline("w0", queue[0])
+    assert answer.data["state"] == Offer.DECLINED
+    assert status_of("w0", queue[0]) is None
+    if broken:
+        assert status_of("w1", queue[1]) == WAITLISTED
+        return
+    assert status_of("w1", queue[1]) == OFFERED
+    assert decline("w0", queue[0]).data["state"] == Offer.DECLINED  # a second tap: the same end, no second pass
+    assert status_of("w1", queue[1]) == OFFERED
+    assert_invariants_clean()
+
+
+def test_the_last_decline_frees_the_seat_for_newcomers(ddb):
+    event_id, holder, queue = full_event_with_queue(1)
+    cancel("holder", holder)
+    decline("w0", queue[0])
+    assert register(event_id, "newcomer").data["status"] == CONFIRMED
+    assert_invariants_clean()
+
+
+@pytest.mark.parametrize("broken", [False, True], ids=["service", "broken"])
+def test_an_offer_never_outlives_the_start(ddb, monkeypatch, broken):
+    if broken:
+        monkeypatch.setattr(cancel_service, "offer_end_for",
+                            lambda seats, *, now: now + timedelta(hours=int(seats.offer_hours)))
+    soon = make_event(capacity=1, offer_hours=24, starts_at=NOW + timedelta(hours=10))
+    holder = register(soon.event_id, "holder").data["registration_id"]
+    waiting = register(soon.event_id, "w0").data["registration_id"]
+    cancel("holder", holder)
+    offered = [offer for offer in all_offers() if offer.state == OFFERED]
+    if broken:
+        assert offered and offered[0].ends_at > soon.starts_at
+        return
+    # Starting sooner than the window: the head gets the seat at once, no offer.
+    assert status_of("w0", waiting) == CONFIRMED and offered == []
+    later = make_event(capacity=1, offer_hours=24, starts_at=NOW + timedelta(hours=30))
+    holder = register(later.event_id, "holder").data["registration_id"]
+    waiting = register(later.event_id, "w1").data["registration_id"]
+    cancel("holder", holder)
+    assert offer_of("w1", waiting).ends_at <= later.starts_at
+    assert_invariants_clean()
+
+
+@pytest.mark.parametrize("broken", [False, True], ids=["service", "broken"])
+def test_a_cancel_after_the_accept_offers_the_seat_again(ddb, monkeypatch, broken):
+    _, holder, queue = full_event_with_queue(2)
+    cancel("holder", holder)
+    accept("w0", queue[0])
+    if broken:
+        # The cancel that forgets the event's offer mode: the next in line is promoted without being asked.
+        monkeypatch.setattr(cancel_service, "add_to_head", lambda transaction, head, *, now, shard, offer_ends_at:
+                            promotion_service.add_promotion(transaction, head, now=now, shard=shard))
+    cancel("w0", queue[0], now=NOW + timedelta(hours=1))
+    if broken:
+        assert status_of("w1", queue[1]) == CONFIRMED
+        return
+    assert status_of("w1", queue[1]) == OFFERED
+    assert_invariants_clean()
+
+
+def test_the_sweep_hands_each_expired_offer_on_exactly_once(ddb):
+    _, holder, queue = full_event_with_queue(3)
+    cancel("holder", holder)
+    assert services.offers_sweep(now=NOW + WINDOW - timedelta(seconds=1)) == 0  # not ended yet
+    after = NOW + WINDOW
+    assert race([lambda: services.offers_sweep(now=after) for _ in range(4)]).count(1) == 1
+    assert status_of("w0", queue[0]) is None and status_of("w1", queue[1]) == OFFERED
+    assert services.offers_sweep(now=after) == 0
+    assert status_of("w2", queue[2]) == WAITLISTED
+    assert_invariants_clean()
+
+
+def offered_mails(user_id: str) -> int:
+    return sum(1 for message in OutboxMessage.scan()
+               if message.message_type == "SeatOffered" and message.data["user"] == user_id)
+
+
+def test_an_expiry_whose_answer_is_lost_hands_the_seat_on_once(ddb):
+    _, holder, queue = full_event_with_queue(3)
+    cancel("holder", holder)
+    after = NOW + WINDOW
+    # The expiry applies and its answer never comes back (the relay dies, as far as it can tell): the next sweep,
+    # and this one's own re-read, find the offer ended and hand nothing on a second time.
+    with inject(Fault(LOST, operations={"TransactWriteItems"}, final_attempt_too=True)) as faults:
+        services.offers_sweep(now=after)
+    assert faults.fired(LOST)
+    assert services.offers_sweep(now=after) == 0
+    assert status_of("w0", queue[0]) is None and offer_of("w0", queue[0]).state == Offer.EXPIRED
+    assert status_of("w1", queue[1]) == OFFERED and offered_mails("w1") == 1
+    assert status_of("w2", queue[2]) == WAITLISTED
+    assert_invariants_clean()
+
+
+def test_an_unswept_expired_offer_breaks_the_invariant(ddb):
+    _, holder, queue = full_event_with_queue(1)
+    cancel("holder", holder, now=STARTS - timedelta(days=400))
+    check = "every offer holds its seat, one offer per seat, and every expired offer is handed on"
+    assert any("not handed on" in problem for problem in broken_invariants().get(check, []))
+    assert services.offers_sweep() == 1
+    assert check not in broken_invariants()
+
+
+def test_the_accept_and_the_expiry_carry_the_clock_in_their_conditions():
+    offer = Offer(*Offer.key_for("u1", "r1"), registration_id="r1", event_id="e1", user_id="u1", state=OFFERED,
+                  shard=0, offered_at=NOW, ends_at=NOW + WINDOW)
+    items = offers._accept_transaction(offer, now=NOW).transact_items()
+    ended = next(item["Update"] for item in items
+                 if item.get("Update", {}).get("Key", {}).get("SK") == {"S": "OFFER#r1"})
+    assert ended["ConditionExpression"] == "(#0 = :0 AND #1 > :1)"
+    assert [ended["ExpressionAttributeNames"][name] for name in ("#0", "#1")] == ["state", "ends_at"]
+    assert ended["ExpressionAttributeValues"][":1"] == {"S": Offer.ends_at.serialize(NOW)}
+    transaction = offers.LabelledTransaction()
+    promotion_service.add_offer_end(transaction, user_id="u1", registration_id="r1", state=Offer.EXPIRED, now=NOW)
+    (expiry,) = [item["Update"] for item in transaction.transact_items()]
+    assert expiry["ConditionExpression"] == "(#0 = :0 AND #1 <= :1)"
+
+
+def test_an_accept_and_an_expiry_at_once_end_the_offer_once(ddb):
+    _, holder, queue = full_event_with_queue(2)
+    cancel("holder", holder)
+    ends = NOW + WINDOW
+    results = race([lambda: accept("w0", queue[0], now=ends - timedelta(seconds=1)),
+                    lambda: services.offer_expire(user_id="w0", registration_id=queue[0], now=ends)])
+    state = offer_of("w0", queue[0]).state
+    if state == Offer.ACCEPTED:
+        assert results[1] is False and status_of("w0", queue[0]) == CONFIRMED
+        assert status_of("w1", queue[1]) == WAITLISTED
+    else:
+        assert state == Offer.EXPIRED and results[1] is True
+        assert status_of("w0", queue[0]) is None and status_of("w1", queue[1]) == OFFERED
+    assert_invariants_clean()
