@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import timedelta
+from unittest import mock
 
 import pytest
 
@@ -16,9 +17,9 @@ from registrations import services
 from registrations.errors import RegistrationError
 from registrations.models import CONFIRMED, OFFERED, WAITLISTED, Offer, Registration, RegistrationClaim, SeatShard
 from registrations.services import cancel as cancel_service
-from registrations.services import offers
+from registrations.services import cancellation, messages, offers
 from registrations.services import promotion as promotion_service
-from tems.outbox import OutboxMessage
+from tems.outbox import OutboxMessage, outbox_relay
 from tests.helpers import assert_invariants_clean, broken_invariants
 from tests.race import race
 from tests.registrations.helpers import STARTS, make_event, register
@@ -311,3 +312,44 @@ def test_an_accept_and_an_expiry_at_once_end_the_offer_once(ddb):
         assert state == Offer.EXPIRED and results[1] is True
         assert status_of("w0", queue[0]) is None and status_of("w1", queue[1]) == OFFERED
     assert_invariants_clean()
+
+
+def cancel_event(event_id: str) -> None:
+    services.event_cancel_once(event_id=event_id, user_id="staff", cancelled_by="staff", idempotency_key=new_key(),
+                               fingerprint=f"cancel-event:{event_id}")
+
+
+_ACCEPT = offers._accept_transaction
+
+
+def _accept_ignoring_the_cancellation(offer, *, now):
+    """Broken, deliberately: the accept without its check that the event was not cancelled."""
+    with mock.patch.object(offers.LabelledTransaction, "condition_check", return_value=None):
+        return _ACCEPT(offer, now=now)
+
+
+def test_an_open_offer_of_a_cancelled_event_admits_nobody_and_is_called_off(ddb):
+    event_id, holder, queue = full_event_with_queue(2)
+    cancel("holder", holder)
+    assert status_of("w0", queue[0]) == OFFERED
+    cancel_event(event_id)
+    for answer in (accept, decline):
+        with pytest.raises(RegistrationError) as refused:
+            answer("w0", queue[0])
+        assert refused.value.code == "conflict" and refused.value.extra["reason"] == "event_cancelled"
+    assert offers.offers_sweep(now=NOW + 2 * WINDOW) == 1
+    assert offer_of("w0", queue[0]).state == Offer.CALLED_OFF
+    assert offers.offers_sweep(now=NOW + 2 * WINDOW) == 0  # out of the sweep's index: never handed on
+    # It stands as it was, like every registration of the cancelled event, and is told of the cancellation.
+    assert status_of("w0", queue[0]) == OFFERED and status_of("w1", queue[1]) == WAITLISTED
+    assert_invariants_clean()
+    outbox_relay(handlers={cancellation.CANCELLATION_REQUESTED: messages.message_fan_out,
+                           messages.FAN_OUT_CONTINUED: messages.message_fan_out})
+    told = sorted(m.data["registration_id"] for m in OutboxMessage.scan() if m.message_type == messages.MESSAGE_MAIL)
+    assert told == sorted(queue)
+
+
+def test_an_accept_that_ignores_the_cancellation_is_caught(ddb, monkeypatch):
+    monkeypatch.setattr(offers, "_accept_transaction", _accept_ignoring_the_cancellation)
+    with pytest.raises(pytest.fail.Exception, match="DID NOT RAISE"):  # the accept went through
+        test_an_open_offer_of_a_cancelled_event_admits_nobody_and_is_called_off(ddb)
