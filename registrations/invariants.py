@@ -272,7 +272,10 @@ class EventsInTheCurrentShape(StreamingCheck):
 
 @invariant("nobody waits while a seat is free")
 class NobodyWaitsForAFreeSeat(_PerEvent):
-    counters = ("capacity", "registered_count", "sliced")
+    """Except on a cancelled event: its promotions stop where it was called off (a seat freed by a raise whose
+    promotion had not run yet stays free, and its waiting list stays as it was)."""
+
+    counters = ("capacity", "registered_count", "sliced", "cancelled_at")
 
     def count(self, item: Item, tally: defaultdict) -> None:
         if item["SK"].startswith(WaitlistEntry.SK_PREFIX):
@@ -280,6 +283,8 @@ class NobodyWaitsForAFreeSeat(_PerEvent):
 
     def problems(self) -> Iterator[str]:
         for pk, stored, tally in self.seen():
+            if stored.get("cancelled_at"):
+                continue
             if stored.get("seat_shards"):
                 # Room in a shard, or seats of a raise not handed out yet.
                 free = tally["shard_free"] + stored["capacity"] - int(stored["sliced"] or 0)

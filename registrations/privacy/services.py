@@ -28,6 +28,7 @@ from registrations.models import (
     CONFIRMED,
     CURRENT_LAYOUT,
     LEGACY_LAYOUT,
+    OFFERED,
     REGISTRATION_BUCKETS,
     WAITLISTED,
     CheckIn,
@@ -158,7 +159,7 @@ def _live(registration: dict[str, Any], events: dict[str, Event], now: datetime)
     """Whether a registration is still to come (cancelled, it frees a seat); one of a past or called-off event is
     history."""
     event = events.get(registration["event_id"])
-    return (registration.get("status") in (CONFIRMED, WAITLISTED) and event is not None
+    return (registration.get("status") in (CONFIRMED, OFFERED, WAITLISTED) and event is not None
             and event.starts_at > now and not event.is_cancelled)
 
 

@@ -10,10 +10,11 @@ from django.test import Client
 
 from registrations import selectors
 from registrations.checkins import services as checkins
-from registrations.models import CheckIn, Registration
+from registrations.models import CheckIn, Offer, Registration
 from registrations.privacy import services as privacy
 from registrations.privacy.models import Erasure
 from registrations.privacy.services import personal_data_erase, pseudonym_for
+from registrations.services import cancel as registration_services
 from registrations.tickets import ticket_token
 from tems import accounts
 from tems.idempotency import IdempotencyRecord
@@ -194,3 +195,24 @@ def test_a_username_spelled_like_a_status_rewrites_nobody_elses_stored_answers(d
     bobs = list(IdempotencyRecord.scan(IdempotencyRecord.pk.startswith(IdempotencyRecord.pk_for(user_key(bob), ""))))
     assert bobs and all('"status":"confirmed"' in record.response_body for record in bobs)
     assert '"user_name":"confirmed"' not in table_dump().replace("\\", "")
+
+
+def test_erasing_a_person_holding_an_offer_declines_it_and_the_next_in_line_is_offered_the_seat(ddb):
+    holder, bob = person("holder", "h@uni.test"), person("bob", "b@uni.test")
+    alice = person("alice.offered", "ao@wonder.test")
+    event = make_event(capacity=1, offer_hours=24)
+    seat = register_person(event.event_id, holder).data
+    offered = register_person(event.event_id, alice).data
+    register_person(event.event_id, bob)
+    registration_services.registration_cancel(user_id=user_key(holder), registration_id=seat["registration_id"],
+                                              sleep=lambda _: None)
+    assert status_of(event.event_id, alice) == "offered"
+
+    report = personal_data_erase(user=alice, now=ERASED_AT)
+
+    assert report.cancelled == 1
+    assert Offer.get(*Offer.key_for(user_key(alice), offered["registration_id"])).state == Offer.DECLINED
+    assert status_of(event.event_id, bob) == "offered"
+    dump = table_dump()
+    assert "alice.offered" not in dump and "ao@wonder.test" not in dump
+    assert_invariants_clean()
