@@ -498,3 +498,27 @@ class OffersHoldTheirSeats(StreamingCheck):
         if self.offered != self.registrations:
             yield (f"{self.offered.count} open offer(s) but {self.registrations.count} offered registration(s), or "
                    "the registrations or seats they name differ")
+
+
+@invariant("every seat shard carries its event's questions version")
+class ShardsCarryTheQuestionsVersion(StreamingCheck):
+    """A seat (or a join) is written only under ``questions`` = the version its answers were checked against, so
+    every shard of an event must carry the version of its questions item (none while it has none): a shard left
+    behind by an edit would let answers to the old questions in. Keeps one version per event and per shard."""
+
+    def __init__(self) -> None:
+        self.versions: dict[str, int] = {}  # event id -> its questions item's version
+        self.shards: dict[tuple[str, int], int | None] = {}
+
+    def observe(self, item: Item) -> None:
+        if item.get("entity") == "EventQuestions":
+            self.versions[item["event_id"]] = int(item["version"])
+        elif item.get("entity") == "SeatShard":
+            found = item.get("questions")
+            self.shards[(item["event_id"], int(item["shard"]))] = None if found is None else int(found)
+
+    def problems(self) -> Iterator[str]:
+        for (event_id, shard), found in sorted(self.shards.items()):
+            wanted = self.versions.get(event_id)
+            if found != wanted:
+                yield f"{Event.pk_for(event_id)}: seat shard {shard} carries questions version {found}, not {wanted}"

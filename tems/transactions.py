@@ -11,7 +11,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pynamodb.connection import Connection
 from pynamodb.exceptions import PynamoDBException, TransactWriteError
@@ -194,6 +194,25 @@ def response_code(error: PynamoDBException) -> str | None:
         return error.cause_response_code
     except AttributeError:
         return None
+
+
+UNKNOWN_OUTCOME = "unknown outcome"
+
+
+def commit_round(transaction: LabelledTransaction) -> TransactionCancelled | Literal["unknown outcome"] | None:
+    """Commit one round of a write loop: None when it was applied; its ``TransactionCancelled`` when a condition
+    or a conflict refused it; ``UNKNOWN_OUTCOME`` when botocore gave up retrying or the answer was lost. Every
+    item of such a round is conditioned, so the caller's next round finds out whether an unknown one was applied
+    (its record replays it, its conditions refuse it again). Any other error is raised."""
+    try:
+        transaction.commit()
+    except TransactWriteError as error:
+        if response_code(error) not in TRANSIENT:
+            raise
+        return UNKNOWN_OUTCOME
+    except TransactionCancelled as cancelled:
+        return cancelled
+    return None
 
 
 def is_conditional_check_failed(error: PynamoDBException) -> bool:

@@ -25,8 +25,6 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from pynamodb.exceptions import TransactWriteError
-
 from registrations.errors import RegistrationError, cancelled_in_image
 from registrations.models import CURRENT_LAYOUT, EventCancellation, EventMessage, SeatShard, layout_of
 from registrations.services.common import (
@@ -46,7 +44,7 @@ from registrations.services.upgrade import event_upgrade
 from tems.clock import utcnow
 from tems.idempotency import StoredResponse, add_completed_record
 from tems.outbox import outbox_message
-from tems.transactions import TRANSIENT, LabelledTransaction, TransactionCancelled, response_code
+from tems.transactions import UNKNOWN_OUTCOME, LabelledTransaction, commit_round
 
 # Outbox message type (settings.OUTBOX_HANDLERS): the notice's fan-out, by the same handler as staff messages.
 CANCELLATION_REQUESTED = "EventCancellationRequested"
@@ -85,16 +83,11 @@ def event_cancel_once(*, event_id: str, user_id: str, cancelled_by: str, idempot
         transaction = _cancel_transaction(event, now=now, cancelled_by=cancelled_by)
         add_completed_record(transaction, user_id=user_id, key=idempotency_key, fingerprint=fingerprint,
                              response=response, now=now)
-        try:
-            transaction.commit()
-        except TransactWriteError as error:
-            if response_code(error) not in TRANSIENT:
-                raise
-            # botocore gave up retrying, or the answer was lost: every item is conditioned, so a round that was
-            # applied is found by the next one (the record replays it).
-            conflicts.pause()
+        cancelled = commit_round(transaction)
+        if cancelled is UNKNOWN_OUTCOME:
+            conflicts.pause()  # an applied round is found by the next one: the record replays it
             continue
-        except TransactionCancelled as cancelled:
+        if cancelled is not None:
             if cancelled.failed(IDEMPOTENCY):
                 return StoredOutcome(stored_answer(cancelled.reasons[IDEMPOTENCY].raw_item, fingerprint),
                                      replayed=True)

@@ -14,8 +14,6 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 
-from pynamodb.exceptions import TransactWriteError
-
 from registrations.errors import RegistrationError, cancelled_in_image, event_cancelled_error
 from registrations.models import CONFIRMED, OFFERED, EventSeats, Offer, Registration, RegistrationClaim
 from registrations.services.cancel import cancel_transaction, freed_seat
@@ -36,7 +34,7 @@ from registrations.services.promotion import OFFER, add_offer_end
 from tems.clock import utcnow
 from tems.idempotency import StoredResponse, add_completed_record
 from tems.outbox import outbox_message
-from tems.transactions import TRANSIENT, LabelledTransaction, TransactionCancelled, response_code
+from tems.transactions import UNKNOWN_OUTCOME, LabelledTransaction, commit_round
 
 logger = logging.getLogger(__name__)
 
@@ -90,14 +88,11 @@ def offer_accept(*, user_id: str, registration_id: str, idempotency_key: str, fi
         transaction = _accept_transaction(offer, now=now)
         add_completed_record(transaction, user_id=user_id, key=idempotency_key, fingerprint=fingerprint,
                              response=response, now=now)
-        try:
-            transaction.commit()
-        except TransactWriteError as error:
-            if response_code(error) not in TRANSIENT:
-                raise
-            conflicts.pause()  # unknown outcome: the next round's conditions find out (the record replays)
+        cancelled = commit_round(transaction)
+        if cancelled is UNKNOWN_OUTCOME:
+            conflicts.pause()  # the next round's conditions find out (the record replays)
             continue
-        except TransactionCancelled as cancelled:
+        if cancelled is not None:
             if cancelled.failed(IDEMPOTENCY):
                 return StoredOutcome(stored_answer(cancelled.reasons[IDEMPOTENCY].raw_item, fingerprint),
                                      replayed=True)
@@ -205,13 +200,10 @@ def _pass_on(offer: Offer, *, state: str, now: datetime, response: StoredRespons
     if key is not None:
         add_completed_record(transaction, user_id=offer.user_id, key=key[0], fingerprint=key[1], response=response,
                              now=now)
-    try:
-        transaction.commit()
-    except TransactWriteError as error:
-        if response_code(error) not in TRANSIENT:
-            raise
-        return None  # unknown outcome: the caller reads the offer again, which says whether it ended
-    except TransactionCancelled as cancelled:
+    cancelled = commit_round(transaction)
+    if cancelled is UNKNOWN_OUTCOME:
+        return None  # the caller reads the offer again, which says whether it ended
+    if cancelled is not None:
         if key is not None and cancelled.failed(IDEMPOTENCY):
             return StoredOutcome(stored_answer(cancelled.reasons[IDEMPOTENCY].raw_item, key[1]), replayed=True)
         if cancelled.failed(EVENT_SEATS) and (when := cancelled_in_image(cancelled.reasons[EVENT_SEATS].raw_item)):
@@ -228,14 +220,8 @@ def _call_off(offer: Offer, *, now: datetime, response: StoredResponse) -> Store
     transaction = LabelledTransaction()
     add_offer_end(transaction, user_id=offer.user_id, registration_id=offer.registration_id,
                   state=Offer.CALLED_OFF, now=now)
-    try:
-        transaction.commit()
-    except TransactWriteError as error:
-        if response_code(error) not in TRANSIENT:
-            raise
-        return None
-    except TransactionCancelled:
-        return None  # ended meanwhile: the caller's next read says how
+    if commit_round(transaction) is not None:
+        return None  # ended meanwhile, or an unknown outcome: the caller's next read says how
     return StoredOutcome(response)
 
 

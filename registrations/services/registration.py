@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from pynamodb.exceptions import PynamoDBException, TransactWriteError
+from pynamodb.exceptions import PynamoDBException
 
 from registrations import attendees, questions, selectors
 from registrations.models import (
@@ -61,8 +61,9 @@ from tems.outbox import outbox_message
 from tems.transactions import (
     CONDITIONAL_CHECK_FAILED,
     TRANSIENT,
+    UNKNOWN_OUTCOME,
     LabelledTransaction,
-    TransactionCancelled,
+    commit_round,
     response_code,
 )
 
@@ -124,16 +125,12 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
             continue
         transaction, response = (join_transaction(attempt, join) if join is not None
                                  else confirm_transaction(attempt, shard))
-        try:
-            transaction.commit()
-        except TransactWriteError as error:
-            if response_code(error) not in TRANSIENT:
-                raise
-            # botocore gave up retrying, or the answer was lost: every item of every round is conditioned, so an
-            # applied round is found by its conditions (the record replays, the claim answers, the gate is shut).
+        cancelled = commit_round(transaction)
+        if cancelled is UNKNOWN_OUTCOME:
+            # An applied round is found by its conditions: the record replays, the claim answers, the gate is shut.
             conflicts.pause()
             continue
-        except TransactionCancelled as cancelled:
+        if cancelled is not None:
             if cancelled.failed(IDEMPOTENCY):
                 return _replay(cancelled.reasons[IDEMPOTENCY].raw_item, attempt)
             if cancelled.failed(CLAIM):

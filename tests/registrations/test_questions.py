@@ -10,7 +10,7 @@ from registrations.errors import RegistrationError
 from registrations.models import EventQuestions, Registration, RegistrationClaim, SeatShard, WaitlistEntry
 from registrations.questions import NO_QUESTIONS, Question, QuestionSet
 from tems.metering import metered
-from tests.helpers import assert_invariants_clean
+from tests.helpers import assert_invariants_clean, broken_invariants
 from tests.race import race
 from tests.registrations.helpers import make_event, new_key, register
 from tests.support.faults import CONFLICT, LOST, THROTTLE, Fault, inject
@@ -137,6 +137,16 @@ def test_an_edit_sets_the_version_on_every_shard_in_one_transaction(ddb):
     assert meter.requests["TransactWriteItems"] == 1
     shards = [SeatShard.get(*SeatShard.key_for(event.event_id, k), consistent_read=True) for k in range(3)]
     assert [int(s.questions) for s in shards] == [saved.version] * 3 == [1, 1, 1]
+    assert_invariants_clean()
+
+
+def test_a_shard_an_edit_left_behind_is_reported(ddb):
+    event = make_event(capacity=120)
+    asked(event.event_id, SIZE)
+    SeatShard(*SeatShard.key_for(event.event_id, 1)).update(actions=[SeatShard.questions.remove()])
+    found = broken_invariants()
+    assert list(found) == ["every seat shard carries its event's questions version"]
+    assert found[next(iter(found))] == [f"EVENT#{event.event_id}: seat shard 1 carries questions version None, not 1"]
 
 
 def test_a_capacity_raise_gives_new_shards_the_questions_version(ddb):
