@@ -22,4 +22,5 @@ def broken_invariants(**check_args) -> dict[str, list[str]]:
 
 def assert_invariants_clean(**check_args) -> None:
     """Every invariant of every app holds on the table as it is now."""
-    assert broken_invariants(**check_args) == {}
+    broken = broken_invariants(**check_args)
+    assert broken == {}, broken

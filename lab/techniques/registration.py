@@ -72,9 +72,11 @@ def registration_fingerprint(*, event_id: str, user_id: str) -> str:
     return fingerprint(method="POST", route=f"/api/events/{event_id}/registrations", user_id=user_id, payload={})
 
 
-def _items(registration_id: str, event_id: str, user_id: str) -> tuple[Registration, Registration]:
+def _items(registration_id: str, event_id: str, user_id: str,
+           shard: int | None = None) -> tuple[Registration, Registration]:
+    # ``shard``: the seat shard a technique that takes a seat counts it on (the naive handler takes none).
     fields = {"registration_id": registration_id, "event_id": event_id, "user_id": user_id, "status": CONFIRMED,
-              "created_at": utcnow()}
+              "created_at": utcnow(), "shard": shard}
     return (Registration(*Registration.user_key_for(user_id, registration_id), **fields, layout=CURRENT_LAYOUT),
             Registration(*Registration.event_key_for(event_id, registration_id), **fields))
 
@@ -113,7 +115,7 @@ def claim(*, event_id: str, user_id: str, idempotency_key: str,
     """Technique 1: the claim's condition makes duplicates impossible; the other writes are not atomic with it."""
     registration_id = services.new_registration_id()
     claim = RegistrationClaim(*RegistrationClaim.key_for(event_id, user_id), registration_id=registration_id,
-                              event_id=event_id, user_id=user_id, status=CONFIRMED, created_at=utcnow())
+                              event_id=event_id, user_id=user_id, status=CONFIRMED, created_at=utcnow(), shard=0)
     try:
         claim.save(condition=RegistrationClaim.pk.does_not_exist())
     except PutError as error:
@@ -122,7 +124,7 @@ def claim(*, event_id: str, user_id: str, idempotency_key: str,
         winner = RegistrationClaim.get(*RegistrationClaim.key_for(event_id, user_id), consistent_read=True)
         return Attempt(winner.registration_id, "already_registered")
     pause()  # a crash here leaves a claim with no registration: the gap technique 2 closes
-    for item in _items(registration_id, event_id, user_id):
+    for item in _items(registration_id, event_id, user_id, shard=0):
         item.save()
     # The article's single seat counter: the event's first seat shard (every event has shard 0).
     SeatShard(*SeatShard.key_for(event_id, 0)).update(actions=[SeatShard.taken.add(1)])
@@ -133,9 +135,9 @@ def _claim_transaction(event_id: str, user_id: str, idempotency_key: str | None)
     registration_id = services.new_registration_id()
     transaction = LabelledTransaction()
     claim = RegistrationClaim(*RegistrationClaim.key_for(event_id, user_id), registration_id=registration_id,
-                              event_id=event_id, user_id=user_id, status=CONFIRMED, created_at=utcnow())
+                              event_id=event_id, user_id=user_id, status=CONFIRMED, created_at=utcnow(), shard=0)
     transaction.save("claim", claim, condition=RegistrationClaim.pk.does_not_exist())
-    user_item, event_item = _items(registration_id, event_id, user_id)
+    user_item, event_item = _items(registration_id, event_id, user_id, shard=0)
     transaction.save("user_registration", user_item)
     transaction.save("event_registration", event_item)
     transaction.update("event", SeatShard(*SeatShard.key_for(event_id, 0)),

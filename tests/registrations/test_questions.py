@@ -15,8 +15,6 @@ from tests.race import race
 from tests.registrations.helpers import make_event, new_key, register
 from tests.support.faults import CONFLICT, LOST, THROTTLE, Fault, inject
 
-pytestmark = pytest.mark.shared_table
-
 DIET = Question(id="d1e7d1e7", label="Diet", kind="single", required=True, choices=("none", "vegetarian", "vegan"),
                 door=True)
 SIZE = Question(id="5125125a", label="T-shirt size", kind="text")

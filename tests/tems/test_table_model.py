@@ -82,7 +82,7 @@ ITEM_SHAPES = {
     },
     "Registration": {
         "GSI1PK", "GSI1SK", "PK", "SK", "created_at", "entity", "event_id", "promoted_at", "registration_id",
-        "shard", "status", "ticket", "user_id", "user_name", "layout", "lane", "offer_ends_at"
+        "shard", "status", "ticket", "user_id", "user_name", "layout", "lane", "offer_ends_at", "answers"
     },
     "RegistrationClaim": {
         "PK", "SK", "created_at", "entity", "event_id", "registration_id", "shard", "status", "ticket", "user_id",
@@ -90,11 +90,11 @@ ITEM_SHAPES = {
     },
     "SeatShard": {
         "PK", "SK", "capacity", "entity", "event_id", "shard", "shards", "starts_at", "taken", "layout", "gate",
-        "opened", "lane_next", "lane_end", "lane_at", "lane_left", "lane_size", "waiting", "cancelled_at"
+        "opened", "lane_next", "lane_end", "lane_at", "lane_left", "lane_size", "waiting", "cancelled_at", "questions"
     },
     "SeatGate": {"PK", "SK", "entity", "event_id", "state", "epoch", "opened", "shards"},
     "WaitlistEntry": {"PK", "SK", "entity", "event_id", "registration_id", "ticket", "user_id", "lane", "user_name",
-                      "status", "created_at", "GSI1PK", "GSI1SK"},
+                      "status", "created_at", "GSI1PK", "GSI1SK", "answers"},
     "WaitlistQueue": {
         "PK", "SK", "entity", "event_id", "seq", "left", "claim_last", "claim_size", "claim_from", "claim_at"
     },
