@@ -332,19 +332,25 @@ def registration_page(*, user_id: str, cursor: str | None = None,
             "event_starts_at": event.starts_at.isoformat() if event else None,
             "event_location": event.location if event else "",
             "event_cancelled": bool(event and event.is_cancelled),
-            **offer_fields(registration),
+            **offer_fields(registration, starts_at=event.starts_at if event else None),
         })
     return Page(items=rows, next_cursor=page.next_cursor)
 
 
-def offer_fields(registration: Registration) -> dict[str, Any]:
+def offer_ends(*, ends_at: datetime, starts_at: datetime | None) -> datetime:
+    """When an offer ends, as a person should read it: its window, cut at the event's start (an offer made before
+    the start was moved earlier ends at the new start, as the accept's condition holds)."""
+    return ends_at if starts_at is None else min(ends_at, starts_at)
+
+
+def offer_fields(registration: Registration, *, starts_at: datetime | None) -> dict[str, Any]:
     """``{"offer": {...}}`` for an offered registration (its end and where to answer), else nothing: the row's
     shape is unchanged for every other registration."""
     if registration.status != OFFERED or registration.offer_ends_at is None:
         return {}
-    offer_id = registration.registration_id
+    offer_id, ends = registration.registration_id, offer_ends(ends_at=registration.offer_ends_at, starts_at=starts_at)
     return {"offer": {
-        "offer_id": offer_id, "ends_at": registration.offer_ends_at.isoformat(),
+        "offer_id": offer_id, "ends_at": ends.isoformat(),
         "accept_url": id_path("registrations:api_offer_accept", offer_id=offer_id),
         "decline_url": id_path("registrations:api_offer_decline", offer_id=offer_id),
     }}

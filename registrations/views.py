@@ -121,7 +121,7 @@ def _registration_now(request: HttpRequest, event) -> dict | None:
     shown = selectors.registration_view(registration=claim)
     if claim.status == OFFERED:  # the offer's end is on the offer, one more read only for an offered seat
         offer = selectors.offer_get(user_id=claim.user_id, registration_id=claim.registration_id)
-        shown["offer_ends"] = offer.ends_at
+        shown["offer_ends"] = selectors.offer_ends(ends_at=offer.ends_at, starts_at=event.starts_at)
     return shown
 
 
@@ -581,7 +581,9 @@ def offer_page(request: HttpRequest, token: str) -> HttpResponse:
             return render(request, OFFER_PAGE, {"notice": ("error", error.detail), "token": token}, status=503)
         return render(request, OFFER_PAGE, {"notice": ("error", error.detail)}, status=404)
     event = _event_or_404(offer.event_id)
-    is_open = offer.state == OFFERED and offer.ends_at > utcnow()
+    ends = selectors.offer_ends(ends_at=offer.ends_at, starts_at=event.starts_at)
+    is_open = offer.state == OFFERED and ends > utcnow()
     return render(request, OFFER_PAGE, {"offer": offer, "event": event, "is_open": is_open, "notice": notice,
+                                        "ends": ends,
                                         "offer_buttons": offer_buttons(),
                                         "action_url": reverse("registrations:offer_page", kwargs={"token": token})})

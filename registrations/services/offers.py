@@ -13,6 +13,7 @@ import logging
 import time
 from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 from registrations.errors import RegistrationError, cancelled_in_image, event_cancelled_error
 from registrations.models import CONFIRMED, OFFERED, EventSeats, Offer, Registration, RegistrationClaim
@@ -74,11 +75,13 @@ def _refusal(offer: Offer, *, wanted: str, now: datetime) -> RegistrationError |
 def offer_accept(*, user_id: str, registration_id: str, idempotency_key: str, fingerprint: str,
                  now: datetime | None = None, sleep: Callable[[float], None] = time.sleep) -> StoredOutcome:
     """Take the offered seat once per (user, key): one transaction turns the offer accepted (under ``offered``
-    and ``ends_at > now``) and the registration confirmed, with the tap's record and the mail's outbox message.
+    and ``ends_at > now``, the event not cancelled and not started) and the registration confirmed, with the tap's
+    record and the mail's outbox message.
 
     Any number of accepts make one registration; a loser answers the winner's 200. Raises RegistrationError:
-    'not_found' (no such offer of this user), 'offer_expired' (409: its time ran out; the seat is handed on
-    before the answer), 'conflict' (declined before), 'unprocessable' (key reused), 'busy'.
+    'not_found' (no such offer of this user), 'offer_expired' (409: its time ran out, the seat handed on before
+    the answer; or the event started, its start moved before the offer's end), 'conflict' (declined before),
+    'unprocessable' (key reused), 'busy'.
     """
     now = now or utcnow()
     offer = _offer_get(user_id=user_id, registration_id=registration_id)
@@ -97,7 +100,9 @@ def offer_accept(*, user_id: str, registration_id: str, idempotency_key: str, fi
                 return StoredOutcome(stored_answer(cancelled.reasons[IDEMPOTENCY].raw_item, fingerprint),
                                      replayed=True)
             if cancelled.failed(EVENT_SEATS):
-                raise event_cancelled_error(cancelled_in_image(cancelled.reasons[EVENT_SEATS].raw_item)) from None
+                if when := cancelled_in_image(cancelled.reasons[EVENT_SEATS].raw_item):
+                    raise event_cancelled_error(when) from None
+                raise RegistrationError("offer_expired", "This event has started: its offers ended with it.") from None
             if cancelled.failed(OFFER):
                 if not cancelled.reasons[OFFER].raw_item:
                     raise RegistrationError("not_found", f"You have no offer with id {registration_id!r}.") from None
@@ -132,10 +137,15 @@ def _accept_transaction(offer: Offer, *, now: datetime) -> LabelledTransaction:
     transaction.save(OUTBOX, outbox_message(message_type="RegistrationPromoted", now=now, payload={
         "registration_id": registration_id, "event_id": event_id, "user": user_id, "status": CONFIRMED,
     }))
-    # Nobody is admitted to a cancelled event: its cancellation marks this item in its own transaction.
-    transaction.condition_check(EVENT_SEATS, EventSeats, *EventSeats.key_for(event_id),
-                                condition=EventSeats.cancelled_at.does_not_exist(), return_old_on_failure=True)
+    transaction.condition_check(EVENT_SEATS, EventSeats, *EventSeats.key_for(event_id), condition=still_admits(now),
+                                return_old_on_failure=True)
     return transaction
+
+
+def still_admits(now: datetime) -> Any:
+    """The event's condition on an accept: not cancelled (its cancellation marks the event in its own transaction)
+    and not started by ``now``, even for an offer made before the start was moved earlier."""
+    return EventSeats.cancelled_at.does_not_exist() & (EventSeats.starts_at > now)
 
 
 def offer_decline(*, user_id: str, registration_id: str, idempotency_key: str, fingerprint: str,

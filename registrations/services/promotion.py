@@ -167,47 +167,47 @@ def offer_end_for(seats: EventSeats, *, now: datetime) -> datetime | None:
 
 
 def add_to_head(transaction: LabelledTransaction, head: WaitlistEntry, *, now: datetime, shard: int,
-                offer_ends_at: datetime | None) -> None:
+                offer_ends_at: datetime | None, suffix: str = "") -> None:
     """The freed seat of ``shard`` to the waitlist head: an offer until ``offer_ends_at``, or (None) the seat
     itself."""
     if offer_ends_at is None:
-        add_promotion(transaction, head, now=now, shard=shard)
+        add_promotion(transaction, head, now=now, shard=shard, suffix=suffix)
     else:
-        add_offer(transaction, head, now=now, shard=shard, ends_at=offer_ends_at)
+        add_offer(transaction, head, now=now, shard=shard, ends_at=offer_ends_at, suffix=suffix)
 
 
 def add_offer(transaction: LabelledTransaction, head: WaitlistEntry, *, now: datetime, shard: int,
-              ends_at: datetime) -> None:
+              ends_at: datetime, suffix: str = "") -> None:
     """Move the waitlist head to OFFERED, holding a seat of ``shard`` until ``ends_at``: its claim, both
     registration items, its entry's delete and its Offer, in ``transaction``. The seat stays taken."""
     is_waiting = Registration.status == WAITLISTED
-    transaction.save(HEAD_EVENT_REGISTRATION, Registration(
+    transaction.save(HEAD_EVENT_REGISTRATION + suffix, Registration(
         *Registration.event_key_for(head.event_id, head.registration_id), registration_id=head.registration_id,
         event_id=head.event_id, user_id=head.user_id, user_name=head.user_name, status=OFFERED,
         created_at=head.created_at, shard=shard, offer_ends_at=ends_at, gsi1pk=head.gsi1pk, gsi1sk=head.gsi1sk,
         answers=head.answers))
-    transaction.update(HEAD_USER_REGISTRATION, Registration(*Registration.user_key_for(head.user_id,
+    transaction.update(HEAD_USER_REGISTRATION + suffix, Registration(*Registration.user_key_for(head.user_id,
                                                                                      head.registration_id)),
                        actions=[Registration.status.set(OFFERED), Registration.ticket.remove(),
                                 Registration.lane.remove(), Registration.shard.set(shard),
                                 Registration.offer_ends_at.set(ends_at)],
                        condition=Registration.pk.exists() & is_waiting)
     transaction.update(
-        HEAD_CLAIM, RegistrationClaim(*RegistrationClaim.key_for(head.event_id, head.user_id)),
+        HEAD_CLAIM + suffix, RegistrationClaim(*RegistrationClaim.key_for(head.event_id, head.user_id)),
         actions=[RegistrationClaim.status.set(OFFERED), RegistrationClaim.ticket.remove(),
                  RegistrationClaim.lane.remove(), RegistrationClaim.shard.set(shard)],
         condition=RegistrationClaim.registration_id == head.registration_id,
     )
-    transaction.delete(HEAD_WAITLIST_ENTRY, WaitlistEntry(*WaitlistEntry.key_for(head.event_id, int(head.ticket),
-                                                                                 int(head.lane))),
+    transaction.delete(HEAD_WAITLIST_ENTRY + suffix,
+                       WaitlistEntry(*WaitlistEntry.key_for(head.event_id, int(head.ticket), int(head.lane))),
                        condition=WaitlistEntry.registration_id == head.registration_id)
     # One offer per registration ever: a second writer of the same offer fails here.
-    transaction.save(HEAD_OFFER, Offer(
+    transaction.save(HEAD_OFFER + suffix, Offer(
         *Offer.key_for(head.user_id, head.registration_id), registration_id=head.registration_id,
         event_id=head.event_id, user_id=head.user_id, state=OFFERED, shard=shard, offered_at=now, ends_at=ends_at,
         gsi1pk=Offer.COLLECTION, gsi1sk=Offer.listing_key(ends_at, head.registration_id),
     ), condition=Offer.pk.does_not_exist())
-    transaction.save(OUTBOX_OFFERED, outbox_message(message_type="SeatOffered", now=now, payload={
+    transaction.save(OUTBOX_OFFERED + suffix, outbox_message(message_type="SeatOffered", now=now, payload={
         "registration_id": head.registration_id, "event_id": head.event_id, "user": head.user_id,
         "ends_at": ends_at.isoformat(),
     }))
@@ -332,12 +332,15 @@ def waitlist_promote(*, event_id: str, now: datetime | None = None,
             rounds.stale()
             continue
         if heads:
+            # In offer mode the raised seats are offered like freed ones: held for the head, not given.
+            offer_ends_at = offer_end_for(seats, now=now)
             # Their departure counters share the transaction's 100 items: far apart tickets need more of them.
-            heads = heads[:positions.fit_batch([int(h.ticket) for h in heads], items_per_ticket=6, fixed_items=3)]
+            heads = heads[:positions.fit_batch([int(h.ticket) for h in heads], fixed_items=3,
+                                               items_per_ticket=6 if offer_ends_at is None else 7)]
             # The new seats go to one shard per round, turn by turn, so the slices stay about even.
             shard = sliced % count
             for n, head in enumerate(heads):
-                add_promotion(transaction, head, now=now, shard=shard, suffix=f"_{n}")
+                add_to_head(transaction, head, now=now, shard=shard, offer_ends_at=offer_ends_at, suffix=f"_{n}")
             writes.depart(transaction, heads)
             writes.shard(shard, actions=[SeatShard.capacity.add(len(heads)), SeatShard.taken.add(len(heads))])
             writes.event(actions=[EventSeats.sliced.add(len(heads))], condition=unchanged)

@@ -145,14 +145,14 @@ class SeatDesign:
     register: Callable[..., Any] = services.registration_create
 
 
-def _event(capacity: int, *, shards: int) -> str:
+def _event(capacity: int, *, shards: int, **fields: Any) -> str:
     """The hot event, split over exactly ``shards`` seat shards (the count is fixed when the event is created).
 
     The count is set through the shard rule's own settings, so the service's real path makes the event."""
     per_shard = -(-capacity // shards)
     with override_settings(SEATS_PER_SHARD=per_shard, MAX_SEAT_SHARDS=shards):
         return services.event_create(title="Hot event", starts_at=utcnow() + timedelta(days=30), capacity=capacity,
-                                     created_by="bench-hot").event_id
+                                     created_by="bench-hot", **fields).event_id
 
 
 # "single counter": every seat on one item, as before issue 13 (then on the event item itself, which GSI1 also

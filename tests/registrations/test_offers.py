@@ -13,12 +13,13 @@ from unittest import mock
 
 import pytest
 
-from registrations import services
+from registrations import selectors, services
 from registrations.errors import RegistrationError
 from registrations.models import CONFIRMED, OFFERED, WAITLISTED, Offer, Registration, RegistrationClaim, SeatShard
 from registrations.services import cancel as cancel_service
 from registrations.services import cancellation, messages, offers
 from registrations.services import promotion as promotion_service
+from tems.clock import utcnow
 from tems.outbox import OutboxMessage, outbox_relay
 from tests.helpers import assert_invariants_clean, broken_invariants
 from tests.race import race
@@ -222,6 +223,53 @@ def test_an_offer_never_outlives_the_start(ddb, monkeypatch, broken):
     cancel("holder", holder)
     assert offer_of("w1", waiting).ends_at <= later.starts_at
     assert_invariants_clean()
+
+
+@pytest.mark.parametrize("broken", [False, True], ids=["service", "broken"])
+def test_a_capacity_raise_in_offer_mode_offers_the_new_seats(ddb, monkeypatch, broken):
+    if broken:  # the raise as before offers: every raised seat given to a head outright
+        monkeypatch.setattr(promotion_service, "offer_end_for", lambda seats, *, now: None)
+    event_id, _, queue = full_event_with_queue(3)
+    current = selectors.event_get(event_id=event_id)
+    update = services.event_update(event_id=event_id, expected_version=int(current.version), title=current.title,
+                                   description="", location="", starts_at=STARTS, capacity=3, updated_by="staff")
+    assert update.promoted == 2
+    statuses = [status_of(f"w{n}", registration_id) for n, registration_id in enumerate(queue)]
+    if broken:
+        assert statuses[:2] == [CONFIRMED, CONFIRMED] and all_offers() == []
+        return
+    assert statuses == [OFFERED, OFFERED, WAITLISTED]
+    assert sorted(offer.user_id for offer in all_offers()) == ["w0", "w1"]
+    assert sorted(m.data["user"] for m in OutboxMessage.scan() if m.message_type == "SeatOffered") == ["w0", "w1"]
+    # A raised seat declined passes on like a freed one: to the next in line.
+    decline("w0", queue[0], now=utcnow())
+    assert status_of("w2", queue[2]) == OFFERED
+    assert_invariants_clean()
+
+
+@pytest.mark.parametrize("broken", [False, True], ids=["service", "broken"])
+def test_a_start_moved_before_an_offers_end_ends_it_there(ddb, monkeypatch, broken):
+    if broken:  # the accept checking the cancellation only, as before
+        monkeypatch.setattr(offers, "still_admits", lambda now: offers.EventSeats.cancelled_at.does_not_exist())
+    event_id, holder, queue = full_event_with_queue(1)
+    cancel("holder", holder)
+    offered_until = offer_of("w0", queue[0]).ends_at
+    current = selectors.event_get(event_id=event_id)
+    moved = NOW + timedelta(hours=2)
+    services.event_update(event_id=event_id, expected_version=int(current.version), title=current.title,
+                          description="", location="", starts_at=moved, capacity=1, updated_by="staff")
+    assert moved < offered_until
+    row, = selectors.registration_list(user_id="w0")
+    assert row["offer"]["ends_at"] == moved.isoformat()  # what the student reads is the new start
+    after_start = NOW + timedelta(hours=3)
+    if broken:
+        assert accept("w0", queue[0], now=after_start).data["status"] == CONFIRMED  # admitted after the start
+        return
+    with pytest.raises(RegistrationError) as refused:
+        accept("w0", queue[0], now=after_start)
+    assert refused.value.code == "offer_expired" and "started" in refused.value.detail
+    assert status_of("w0", queue[0]) == OFFERED
+    assert accept("w0", queue[0], now=NOW + timedelta(hours=1)).data["status"] == CONFIRMED  # before it: taken
 
 
 @pytest.mark.parametrize("broken", [False, True], ids=["service", "broken"])

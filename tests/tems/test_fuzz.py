@@ -161,6 +161,27 @@ def test_no_input_makes_an_api_endpoint_fail_or_bends_the_data(world):
     one_request()
     print("statuses reached:", dict(sorted(reached.items())))
     # A fuzz that only ever met the front door would prove little: it must also get through to the services.
-    assert {200, 201, 400, 401, 403, 404, 405, 415} <= set(reached)
+    # (415 is rare in a draw, a form body to a route that gets that far: the test below sends one to each.)
+    assert {200, 201, 400, 401, 403, 404, 405} <= set(reached)
     # The same table the fuzz wrote to: nothing it sent may have bent the data.
+    assert_invariants_clean()
+
+
+def test_a_form_body_sent_to_any_endpoint_is_a_problem_never_a_5xx(world):
+    """Every API route that takes a POST gets a form body, as staff with the ids of real data: a JSON endpoint
+    answers 415, none answers 5xx, every refusal is problem+json, and the data is untouched."""
+    staff = world["clients"]["staff"]
+    form = "multipart/form-data; boundary=BoUnDaRy"
+    body = b'--BoUnDaRy\r\nContent-Disposition: form-data; name="title"\r\n\r\nx\r\n--BoUnDaRy--\r\n'
+    statuses = {}
+    for route in ROUTES:
+        path = "/" + _PARAMETER.sub(lambda m: world["ids"].get(m["name"], "x"), route)
+        if "POST" not in allowed_methods(staff, route, "FUZZ-1"):
+            continue
+        response = staff.post(path, data=body, content_type=form, HTTP_IDEMPOTENCY_KEY=str(uuid.uuid4()))
+        statuses[route] = response.status_code
+        assert response.status_code < 500, (route, response.content[:300])
+        if response.status_code >= 400:
+            assert response["Content-Type"] == PROBLEM, route
+    assert statuses["api/events"] == 415
     assert_invariants_clean()
