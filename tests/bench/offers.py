@@ -140,14 +140,19 @@ def fill(wave: Wave) -> tuple[str, dict[str, str], list[str]]:
     # The real 10,000-seat event's shard count, whatever K divides the seats by (as the hot bench's "sharded").
     event_id = _event(wave.run_capacity, shards=min(wave.run_capacity, shards.shard_count(CAPACITY)),
                       offer_hours=OFFER_HOURS)
+    started = time.monotonic()
     seated_users = [_user("s", n) for n in range(wave.run_capacity)]
     with ThreadPoolExecutor(FILL_THREADS) as pool:
         statuses = Counter(pool.map(lambda user: _register(event_id, user), seated_users))
     if set(statuses) != {CONFIRMED}:
         raise RuntimeError(f"filling the seats answered {dict(statuses)}")
+    print(f"  {wave.run_capacity:,} seats taken in {time.monotonic() - started:.0f} s", flush=True)
+    started = time.monotonic()
     for n in range(wave.run_waiting):
         if (status := _register(event_id, _user("w", n))) != WAITLISTED:
             raise RuntimeError(f"student {n} joining the waiting list was answered {status}")
+        if n % 500 == 499:
+            print(f"  {n + 1:,} waiting after {time.monotonic() - started:.0f} s", flush=True)
     seated = {registration.user_id: registration.registration_id
               for registration in selectors.event_registrations(event_id=event_id)
               if registration.status == CONFIRMED}
@@ -226,6 +231,8 @@ def run_wave(ctx: BenchContext, wave: Wave) -> WaveResult:
         fill_seconds = time.monotonic() - started
         selectors.event_get(event_id=event_id)  # the app server knows the event's shard count, as in the hot bench
         cancels = schedule(wave, seated)
+        print(f"  filled in {time.monotonic() - started:.0f} s; {len(cancels):,} cancellations over "
+              f"{wave.machine_seconds:.0f} s ...", flush=True)
         with (ModelProcess(upstream=ctx.endpoint, scale=wave.scale, hold_ms=HOLD_MS) as model,
               override_settings(WAITLIST_BLOCK_SECONDS=tickets.block_seconds() * wave.scale)):
             configure_models(TableConfig(direct.table_name, model.endpoint, direct.region))
