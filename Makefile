@@ -55,10 +55,12 @@ screenshots: install browser
 bench: install
 	$(PY) -m tests.bench $(BENCH_SECTIONS)
 
-# One hot event per seat design through the capacity model (tests/bench/hot.py): minutes, so not in `make bench`.
-# It writes docs/PERFORMANCE-hot.md and docs/bench-hot.svg; HOT_SCALE, HOT_CROWD, HOT_SECONDS change the scale model.
+# One hot event per seat design through the capacity model (tests/bench/hot.py), then a wave of cancellations on a
+# full event in offer mode (tests/bench/offers.py): minutes, so not in `make bench`. They write
+# docs/PERFORMANCE-hot.md, docs/bench-hot.svg and docs/PERFORMANCE-offers.md; HOT_SCALE, HOT_CROWD, HOT_SECONDS,
+# OFFERS_SCALE and OFFERS_CROWD change the scale model.
 bench-hot: install
-	$(PY) -m tests.bench hot
+	$(PY) -m tests.bench hot offers
 
 clean:
 	rm -rf $(VENV) node_modules .pytest_cache
