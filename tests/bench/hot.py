@@ -415,32 +415,42 @@ def drive(scenario: Scenario, event_id: str, design: SeatDesign) -> tuple[list[A
                                   position, _calls.trace or [], _calls.in_dynamo, _calls.paused))
         _calls.in_dynamo = None
 
+    t0_box: list[float] = []
+    with traced(t0_box):
+        seconds = release_open_loop(taps, call, threads=scenario.threads, name="hot", t0_box=t0_box)
+    return answers, seconds
+
+
+def release_open_loop(arrivals: list[Any], call: Callable[[Any, float], None], *, threads: int, name: str,
+                      t0_box: list[float]) -> float:
+    """Hand each arrival (anything with ``at``, machine seconds after t0) to ``call(arrival, t0)`` at its time,
+    whatever the earlier answers (open loop). t0 goes into ``t0_box`` as the clock starts. Returns the machine
+    seconds from t0 to the last answer."""
     # The workers are started before the first arrival and wait on a queue: starting a thread on demand waits for
     # it to get the GIL, and on a busy machine that stalled the scheduler itself (not the workers) for seconds.
-    work: queue.SimpleQueue[Tap | None] = queue.SimpleQueue()
-    t0_box: list[float] = []
+    work: queue.SimpleQueue[Any] = queue.SimpleQueue()
+    done = object()
 
     def worker() -> None:
-        while (tap := work.get()) is not None:
-            call(tap, t0_box[0])
+        while (arrival := work.get()) is not done:
+            call(arrival, t0_box[0])
 
-    with traced(t0_box):
-        threads = [threading.Thread(target=worker, name=f"hot-{i}", daemon=True)
-                   for i in range(min(scenario.threads, len(taps)))]
-        for thread in threads:
-            thread.start()
-        t0_box.append(time.monotonic() + 0.5)
-        t0 = t0_box[0]
-        for tap in taps:
-            delay = t0 + tap.at - time.monotonic()
-            if delay > 0:
-                time.sleep(delay)
-            work.put(tap)
-        for _ in threads:
-            work.put(None)
-        for thread in threads:
-            thread.join()
-    return answers, time.monotonic() - t0
+    pool = [threading.Thread(target=worker, name=f"{name}-{i}", daemon=True)
+            for i in range(min(threads, len(arrivals)))]
+    for thread in pool:
+        thread.start()
+    t0_box.append(time.monotonic() + 0.5)
+    t0 = t0_box[0]
+    for arrival in arrivals:
+        delay = t0 + arrival.at - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        work.put(arrival)
+    for _ in pool:
+        work.put(done)
+    for thread in pool:
+        thread.join()
+    return time.monotonic() - t0
 
 
 # --- what the table says afterwards -----------------------------------------------------------------------------

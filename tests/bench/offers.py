@@ -28,9 +28,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-import queue
 import random
-import threading
 import time
 import uuid
 from collections import Counter
@@ -50,7 +48,7 @@ from tems.dynamo import TableConfig, boto3_client, configure_models, ensure_tabl
 from tems.invariants import check_items, scan_items
 from tems.metering import ready_clients
 from tests.bench.context import BenchContext
-from tests.bench.hot import HOLD_MS, ModelProcess, _event, _percentile, data_checks
+from tests.bench.hot import HOLD_MS, ModelProcess, _event, _percentile, data_checks, release_open_loop
 
 SLOW = True  # minutes (filling 15,000 registrations, then the one-minute wave): ``make bench-hot`` runs it
 
@@ -197,29 +195,7 @@ def drive(wave: Wave, seated: dict[str, str], cancels: list[Cancel]) -> float:
                 break
         cancel.seconds = time.monotonic() - started
 
-    work: queue.SimpleQueue[Cancel | None] = queue.SimpleQueue()
-    t0_box: list[float] = []
-
-    def worker() -> None:
-        while (cancel := work.get()) is not None:
-            call(cancel, t0_box[0])
-
-    threads = [threading.Thread(target=worker, name=f"offers-{i}", daemon=True)
-               for i in range(min(wave.threads, len(cancels)))]
-    for thread in threads:
-        thread.start()
-    t0_box.append(time.monotonic() + 0.5)
-    t0 = t0_box[0]
-    for cancel in cancels:
-        delay = t0 + cancel.at - time.monotonic()
-        if delay > 0:
-            time.sleep(delay)
-        work.put(cancel)
-    for _ in threads:
-        work.put(None)
-    for thread in threads:
-        thread.join()
-    return time.monotonic() - t0
+    return release_open_loop(cancels, call, threads=wave.threads, name="offers", t0_box=[])
 
 
 def run_wave(ctx: BenchContext, wave: Wave) -> WaveResult:
