@@ -11,7 +11,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 from pynamodb.connection import Connection
 from pynamodb.exceptions import PynamoDBException, TransactWriteError
@@ -199,7 +199,13 @@ def response_code(error: PynamoDBException) -> str | None:
 UNKNOWN_OUTCOME = "unknown outcome"
 
 
-def commit_round(transaction: LabelledTransaction) -> TransactionCancelled | Literal["unknown outcome"] | None:
+class Committable(Protocol):
+    """A ``LabelledTransaction``, or anything that commits one the same way (raising ``TransactionCancelled``)."""
+
+    def commit(self) -> None: ...
+
+
+def commit_round(transaction: Committable) -> TransactionCancelled | Literal["unknown outcome"] | None:
     """Commit one round of a write loop: None when it was applied; its ``TransactionCancelled`` when a condition
     or a conflict refused it; ``UNKNOWN_OUTCOME`` when botocore gave up retrying or the answer was lost. Every
     item of such a round is conditioned, so the caller's next round finds out whether an unknown one was applied

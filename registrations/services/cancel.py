@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -44,7 +44,7 @@ from registrations.services.common import (
     remember_answer,
     stored_answer,
 )
-from registrations.services.promotion import SeatWrites, add_offer_end, add_to_head, offer_end_for
+from registrations.services.promotion import SeatWrites, add_offer_end, add_to_head, head_left, offer_end_for
 from registrations.services.upgrade import current_shape, event_upgrade, upgrade_if_old_shape, upgrade_if_refused
 from tems.clock import utcnow
 from tems.errors import DomainError
@@ -118,13 +118,18 @@ def _cancel(*, user_id: str, registration_id: str, now: datetime, sleep: Callabl
         freed = freed_seat(registration, now=now)
         if freed is None:
             continue
-        transaction = cancel_transaction(registration, freed, now=now)
         response = cancel_response(registration_id=registration_id, event_id=registration.event_id)
-        if key is not None:
-            add_completed_record(transaction, user_id=user_id, key=key[0], fingerprint=key[1], response=response,
-                                 now=now)
+
+        def build(freed: FreedSeat, registration: Registration = registration,
+                  response: StoredResponse = response) -> LabelledTransaction:
+            transaction = cancel_transaction(registration, freed, now=now)
+            if key is not None:
+                add_completed_record(transaction, user_id=user_id, key=key[0], fingerprint=key[1],
+                                     response=response, now=now)
+            return transaction
+
         try:
-            transaction.commit()
+            FreeingCommit(freed, build).commit()
         except TransactionCancelled as cancelled:
             if cancelled.failed(IDEMPOTENCY):
                 return StoredOutcome(stored_answer(cancelled.reasons[IDEMPOTENCY].raw_item, key[1]), replayed=True)
@@ -166,16 +171,55 @@ def _remember(*, user_id: str, key: tuple[str, str] | None, response: StoredResp
     return StoredOutcome(response)
 
 
+# The first entries of the waiting list a cancel reads: when cancels run at once, each may find the ones before
+# it already gone to the others and take the next, without reading every lane again (each lane's Query returns
+# up to this many entries, which still fit in one read unit's 4 KB).
+HEADS_READ = 8
+
+
 @dataclass(frozen=True)
 class FreedSeat:
     """What a cancel reads about the seat it frees (nothing for a waitlisted registration): the shard it goes
-    back to, the head it goes to instead (an offer until ``offer_ends_at``, or the seat), the lanes and gate."""
+    back to, the head it goes to instead (an offer until ``offer_ends_at``, or the seat), the lanes and gate,
+    and who stood behind the head in that read."""
 
     head: WaitlistEntry | None = None
     shard: int | None = None
     lanes: list[SeatShard] = field(default_factory=list)
     gate: SeatGate | None = None
     offer_ends_at: datetime | None = None
+    behind: tuple[WaitlistEntry, ...] = ()
+
+    def passed_on(self, cancelled: TransactionCancelled) -> FreedSeat | None:
+        """The same seat for the next in line, when ``cancelled`` was refused because the head had left (another
+        freed seat went to it first); None: read again.
+
+        Tickets only grow, so nobody can have joined ahead of the entries this read found: once the ones before
+        it are known gone, the next one read is the head if it still waits, which its own conditions check."""
+        if self.head is None or not self.behind or not head_left(cancelled):
+            return None
+        return replace(self, head=self.behind[0], behind=self.behind[1:])
+
+
+class FreeingCommit:
+    """Commits the transaction ``build`` makes for ``freed``; when only its head had left, builds it again for
+    the next in line as read and commits that, so cancels that race for one head each take the next one instead
+    of all reading every lane again. Duck-types ``LabelledTransaction.commit`` (and so ``commit_round``)."""
+
+    def __init__(self, freed: FreedSeat, build: Callable[[FreedSeat], LabelledTransaction]) -> None:
+        self.freed, self.build = freed, build
+
+    def commit(self) -> None:
+        """Raises the last refusal (``TransactionCancelled``) or whatever the commit raised."""
+        while True:
+            try:
+                self.build(self.freed).commit()
+                return
+            except TransactionCancelled as cancelled:
+                passed = self.freed.passed_on(cancelled)
+                if passed is None:
+                    raise
+                self.freed = passed
 
 
 def freed_seat(registration: Registration, *, now: datetime) -> FreedSeat | None:
@@ -190,11 +234,11 @@ def freed_seat(registration: Registration, *, now: datetime) -> FreedSeat | None
         return None
     if len(lanes) != int(gate.shards):
         return None  # an edit added shards between the event's read and the lanes': read again
-    heads = selectors.waitlist_heads(event_id=registration.event_id, limit=1, lanes=(event, lanes))
+    heads = selectors.waitlist_heads(event_id=registration.event_id, limit=HEADS_READ, lanes=(event, lanes))
     if upgrade_if_old_shape(event_id=registration.event_id, items=heads):
         return None
     return FreedSeat(head=heads[0] if heads else None, shard=shard, lanes=lanes, gate=gate,
-                     offer_ends_at=offer_end_for(event, now=now))
+                     offer_ends_at=offer_end_for(event, now=now), behind=tuple(heads[1:]))
 
 
 def cancel_transaction(registration: Registration, freed: FreedSeat, *, now: datetime,

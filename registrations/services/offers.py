@@ -17,7 +17,7 @@ from typing import Any
 
 from registrations.errors import RegistrationError, cancelled_in_image, event_cancelled_error
 from registrations.models import CONFIRMED, OFFERED, EventSeats, Offer, Registration, RegistrationClaim
-from registrations.services.cancel import cancel_transaction, freed_seat
+from registrations.services.cancel import FreedSeat, FreeingCommit, cancel_transaction, freed_seat
 from registrations.services.common import (
     CLAIM,
     EVENT_REGISTRATION,
@@ -206,11 +206,15 @@ def _pass_on(offer: Offer, *, state: str, now: datetime, response: StoredRespons
     freed = freed_seat(registration, now=now)
     if freed is None:
         return None
-    transaction = cancel_transaction(registration, freed, now=now, offer_end=state)
-    if key is not None:
-        add_completed_record(transaction, user_id=offer.user_id, key=key[0], fingerprint=key[1], response=response,
-                             now=now)
-    cancelled = commit_round(transaction)
+
+    def build(freed: FreedSeat) -> LabelledTransaction:
+        transaction = cancel_transaction(registration, freed, now=now, offer_end=state)
+        if key is not None:
+            add_completed_record(transaction, user_id=offer.user_id, key=key[0], fingerprint=key[1],
+                                 response=response, now=now)
+        return transaction
+
+    cancelled = commit_round(FreeingCommit(freed, build))
     if cancelled is UNKNOWN_OUTCOME:
         return None  # the caller reads the offer again, which says whether it ended
     if cancelled is not None:

@@ -155,6 +155,14 @@ OUTBOX_OFFERED = "outbox_offered"
 OFFER = "offer"  # the offer a decline, an expiry or a cancel of an offered registration ends
 
 
+def head_left(cancelled: TransactionCancelled, suffix: str = "") -> bool:
+    """Whether a refused promotion or offer (``add_to_head``) was refused because its head had already left the
+    waiting list: each of these conditions holds for as long as the entry waits (its entry is deleted in the
+    transaction that changes its registration, claim or offer), so any of them failing means it is gone."""
+    return any(cancelled.failed(label + suffix)
+               for label in (HEAD_WAITLIST_ENTRY, HEAD_USER_REGISTRATION, HEAD_CLAIM, HEAD_OFFER))
+
+
 def offer_end_for(seats: EventSeats, *, now: datetime) -> datetime | None:
     """When an offer of a seat freed now ends, or None: the head is promoted at once (the event is not in offer
     mode, or it starts before the window would end, so an offer never outlives the start)."""

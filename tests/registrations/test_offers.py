@@ -8,6 +8,7 @@ The clock is passed in: no test sleeps on the wall clock.
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from datetime import timedelta
 from unittest import mock
 
@@ -24,7 +25,7 @@ from tems.outbox import OutboxMessage, outbox_relay
 from tests.helpers import assert_invariants_clean, broken_invariants
 from tests.race import race
 from tests.registrations.helpers import STARTS, make_event, register
-from tests.support.faults import LOST, Fault, inject
+from tests.support.faults import CONFLICT, LOST, Fault, inject
 
 NOW = STARTS - timedelta(days=10)
 WINDOW = timedelta(hours=24)
@@ -286,6 +287,51 @@ def test_a_cancel_after_the_accept_offers_the_seat_again(ddb, monkeypatch, broke
         assert status_of("w1", queue[1]) == CONFIRMED
         return
     assert status_of("w1", queue[1]) == OFFERED
+    assert_invariants_clean()
+
+
+def two_seats_and_a_queue(waiting: int) -> tuple[dict[str, str], list[str]]:
+    """A two-seat event in offer mode, seated by "a" and "b", ``waiting`` students behind: (seated, queue)."""
+    event = make_event(capacity=2, offer_hours=24)
+    seated = {user: register(event.event_id, user).data["registration_id"] for user in ("a", "b")}
+    return seated, [register(event.event_id, f"w{n}").data["registration_id"] for n in range(waiting)]
+
+
+def test_a_cancel_whose_head_was_taken_first_offers_the_next_without_reading_again(ddb, monkeypatch,
+                                                                                     dynamodb_calls):
+    seated, queue = two_seats_and_a_queue(3)
+    read_freed_seat = cancel_service.freed_seat
+
+    def overtaken(registration, *, now):
+        # "a" has read w0 as the head when "b"'s cancel commits, giving w0 the seat it freed first.
+        freed = read_freed_seat(registration, now=now)
+        if registration.user_id == "a" and not dynamodb_calls.count("overtaken"):
+            cancel("b", seated["b"])
+            dynamodb_calls.append("overtaken")
+        return freed
+
+    monkeypatch.setattr(cancel_service, "freed_seat", overtaken)
+    cancel("a", seated["a"])
+    after = dynamodb_calls[dynamodb_calls.index("overtaken") + 1:]
+    assert [status_of(f"w{n}", queue[n]) for n in range(3)] == [OFFERED, OFFERED, WAITLISTED]
+    assert after == ["TransactWriteItems", "TransactWriteItems"], after  # refused (w0 gone), then w1's
+    assert_invariants_clean()
+
+
+@pytest.mark.parametrize("broken", [False, True], ids=["service", "broken"])
+def test_a_conflict_on_the_head_does_not_pass_it_over(ddb, monkeypatch, broken):
+    seated, queue = two_seats_and_a_queue(2)
+    if broken:
+        # Passing the seat on after any refusal: a conflict says nothing about whether the head left.
+        monkeypatch.setattr(cancel_service.FreedSeat, "passed_on", lambda self, cancelled: replace(
+            self, head=self.behind[0], behind=self.behind[1:]) if self.behind else None)
+    with inject(Fault(CONFLICT, operations={"TransactWriteItems"}, times=1)) as faults:
+        cancel("a", seated["a"])
+    assert faults.fired(CONFLICT)
+    if broken:
+        assert [status_of(f"w{n}", queue[n]) for n in range(2)] == [WAITLISTED, OFFERED]
+        return
+    assert [status_of(f"w{n}", queue[n]) for n in range(2)] == [OFFERED, WAITLISTED]
     assert_invariants_clean()
 
 
