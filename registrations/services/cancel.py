@@ -172,8 +172,8 @@ def _remember(*, user_id: str, key: tuple[str, str] | None, response: StoredResp
 
 
 # The first entries of the waiting list a cancel reads: when cancels run at once, each may find the ones before
-# it already gone to the others and take the next, without reading every lane again (each lane's Query returns
-# up to this many entries, which still fit in one read unit's 4 KB).
+# it already gone to the others and take the next, without reading every lane again. Each lane's Query returns up
+# to this many entries: without answers to questions they fit in the one read unit a single entry costs.
 HEADS_READ = 8
 
 
@@ -202,9 +202,10 @@ class FreedSeat:
 
 
 class FreeingCommit:
-    """Commits the transaction ``build`` makes for ``freed``; when only its head had left, builds it again for
-    the next in line as read and commits that, so cancels that race for one head each take the next one instead
-    of all reading every lane again. Duck-types ``LabelledTransaction.commit`` (and so ``commit_round``)."""
+    """Commits the transaction ``build`` makes for ``freed``; when it was refused because its head had left,
+    builds it again for the next in line as read and commits that, so cancels that race for one head each take
+    the next one instead of all reading every lane again. Duck-types ``LabelledTransaction.commit`` (and so
+    ``commit_round``)."""
 
     def __init__(self, freed: FreedSeat, build: Callable[[FreedSeat], LabelledTransaction]) -> None:
         self.freed, self.build = freed, build
