@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import heapq
 import io
 import itertools
 from collections.abc import Iterator
@@ -30,6 +29,7 @@ from registrations.models import (
     WaitlistEntry,
 )
 from registrations.seating import positions, shards
+from registrations.seating.hints import hints
 from registrations.tickets import ticket_url
 from tems.clock import utcnow
 from tems.dynamo import batch_get_models
@@ -252,11 +252,22 @@ def waitlist_heads(*, event_id: str, limit: int,
     event, lanes_read = lanes if lanes is not None else waitlist_lanes(event_id=event_id)
     if event is None:
         return []
-    partitions = [WaitlistEntry.lane_pk_for(event_id, int(lane.shard)) for lane in lanes_read if lane.waiting]
-    queries = (WaitlistEntry.query(pk, WaitlistEntry.sk.startswith(WaitlistEntry.SK_PREFIX), consistent_read=True,
-                                   limit=limit) for pk in partitions)
-    return list(heapq.merge(*(itertools.islice(query, limit) for query in queries),
-                            key=lambda entry: int(entry.ticket)))[:limit]
+    # Lanes by floor (seating.hints; a lane never read first): once ``limit`` entries are found below the next
+    # lane's floor, no lane from there on can hold one of the first ``limit``.
+    learn = not int(event.waitlist_count or 0)  # nobody waits from before the lanes: floors stay true
+    floors = hints.lane_floors(event_id) if learn else {}
+    waiting = sorted((int(lane.shard) for lane in lanes_read if lane.waiting), key=lambda s: floors.get(s, -1))
+    found: list[WaitlistEntry] = []
+    for lane in waiting:
+        if len(found) >= limit and lane in floors and int(found[limit - 1].ticket) < floors[lane]:
+            break
+        entries = list(itertools.islice(WaitlistEntry.query(
+            WaitlistEntry.lane_pk_for(event_id, lane), WaitlistEntry.sk.startswith(WaitlistEntry.SK_PREFIX),
+            consistent_read=True, limit=limit), limit))
+        if entries and learn:
+            hints.raise_lane_floor(event_id, lane, int(entries[0].ticket))
+        found = sorted([*found, *entries], key=lambda entry: int(entry.ticket))[:limit]
+    return found
 
 
 def waitlist_position(*, event_id: str, ticket: int) -> int:

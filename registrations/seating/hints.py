@@ -15,6 +15,12 @@ Per event (the table's name is part of the key, so tests on several tables in on
 - ``placed``: the seats this process took in each shard (for one shard count), for ``shards.first_shard``.
 - ``lanes``: each lane's block as last seen (``lane_next``, ``lane_end``) and when, so a position may skip
   reading a lane that cannot hold an unused ticket below it (``positions.lane_blocks``).
+- ``floors``: the lowest ticket seen waiting in each lane, so a reader of the waiting list's first entries may skip
+  a lane whose floor is above all it needs (``selectors.waitlist_heads``). Unlike the hints above, a floor
+  decides what is read, so it must stay true, and it does: a lane hands its tickets out in increasing order
+  (blocks are claimed from one sequence and a lane installs them in order), so every entry a lane will ever hold
+  is at or above the lowest one it held when read. Floors are only taken from an event with nobody waiting from
+  before the lanes (the layout upgrade moves such entries, with their older tickets, into the lanes).
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ class EventHints:
     full_shards: tuple[int, set[int]] | None = None  # (shard count then, shards seen full)
     placed: tuple[int, list[int]] | None = None  # (shard count then, seats taken per shard)
     lanes: dict[int, tuple[float, int | None, int | None]] = field(default_factory=dict)
+    floors: dict[int, int] = field(default_factory=dict)
 
 
 class Hints:
@@ -143,6 +150,20 @@ class Hints:
         """(when seen, ``lane_next``, ``lane_end``) of the lane's last image in this process, or None."""
         hints = self._peek(event_id)
         return None if hints is None else hints.lanes.get(shard)
+
+    # --- lanes' floors --------------------------------------------------------------------------------------
+
+    def lane_floors(self, event_id: str) -> dict[int, int]:
+        """Each lane's floor (see the module doc) as this process last learned it; lanes it never read are absent."""
+        hints = self._peek(event_id)
+        return {} if hints is None else dict(hints.floors)
+
+    def raise_lane_floor(self, event_id: str, lane: int, ticket: int) -> None:
+        """``ticket`` was the lowest waiting in ``lane`` when read: its floor is at least that (floors only rise,
+        so a slower reader's older answer never lowers one)."""
+        floors = self._of(event_id).floors
+        with self._lock:
+            floors[lane] = max(floors.get(lane, ticket), ticket)
 
 
 # The process's one instance: every module reads and teaches this one, and tests reset it.

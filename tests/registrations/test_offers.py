@@ -17,6 +17,7 @@ import pytest
 from registrations import selectors, services
 from registrations.errors import RegistrationError
 from registrations.models import CONFIRMED, OFFERED, WAITLISTED, Offer, Registration, RegistrationClaim, SeatShard
+from registrations.seating.hints import hints
 from registrations.services import cancel as cancel_service
 from registrations.services import cancellation, messages, offers
 from registrations.services import promotion as promotion_service
@@ -332,6 +333,35 @@ def test_a_conflict_on_the_head_does_not_pass_it_over(ddb, monkeypatch, broken):
         assert [status_of(f"w{n}", queue[n]) for n in range(2)] == [WAITLISTED, OFFERED]
         return
     assert [status_of(f"w{n}", queue[n]) for n in range(2)] == [OFFERED, WAITLISTED]
+    assert_invariants_clean()
+
+
+@pytest.mark.parametrize("broken", [False, True], ids=["service", "broken"])
+def test_a_warm_process_reads_only_the_lanes_that_can_hold_the_head(ddb, settings, monkeypatch, dynamodb_calls,
+                                                                    broken):
+    settings.SEATS_PER_SHARD = 2
+    event = make_event(capacity=8, offer_hours=24)
+    hints.remember_shards(event.event_id, 4)
+    seated = {f"s{n}": register(event.event_id, f"s{n}").data["registration_id"] for n in range(8)}
+    for n in range(24):  # more than a cancel reads (HEADS_READ) in all, so a lane can be skipped
+        register(event.event_id, f"w{n:02d}")
+    in_line = [entry.user_id for entry in selectors.waitlist_entries(event_id=event.event_id)]
+    lanes = {entry.lane for entry in selectors.waitlist_entries(event_id=event.event_id)}
+    assert len(lanes) > 1  # the line is spread over lanes, so there are lanes to skip
+    cancel("s0", seated["s0"])  # a cold process: every lane with someone waiting is read, and its floor kept
+    if broken:
+        # A floor that is not a floor: the lane holding the next in line claims to start above everyone.
+        head = selectors.waitlist_entries(event_id=event.event_id)[0]
+        hints.raise_lane_floor(event.event_id, int(head.lane), 10**9)
+    dynamodb_calls.clear()
+    cancel("s1", seated["s1"])
+    queries = dynamodb_calls.count("Query")
+    offered = sorted(user for user in in_line if selectors.registration_list(user_id=user)[0]["status"] == OFFERED)
+    if broken:
+        assert offered != sorted(in_line[:2])  # someone behind was offered the seat ahead of the head
+        return
+    assert queries < len(lanes), dynamodb_calls
+    assert offered == sorted(in_line[:2])
     assert_invariants_clean()
 
 
