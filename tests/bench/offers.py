@@ -17,10 +17,9 @@ How it is driven (the same harness as tests/bench/hot.py, whose docstring says w
 - **Scale model**, as in the hot bench: with time scale S (``OFFERS_SCALE``) every AWS limit is divided by S and
   every duration multiplied by S (the model's hold and window, the arrival spacing, the service's pauses), and with
   crowd divisor K (``OFFERS_CROWD``) the seats, the waiting list and the cancellations are divided by K over the
-  same minute. The defaults are S = 1, K = 1: the issue's numbers in real time. Each cancel reads the first
-  entries of every lane with someone waiting (one Query per lane, 80 for this event), more reading than this
-  machine's two cores keep up with at the issue's size; what each S and K showed is in
-  docs/journal/2026-12-04-offers.md.
+  same minute. The defaults are S = 1, K = 1: the issue's numbers in real time, more than the wave, the model and
+  DynamoDB Local get from this machine's two cores, so the page of record runs at S = 10. What each S and K
+  showed is in docs/journal/ (2026-12-04-offers.md, 2026-12-05-offers-wave.md).
 """
 
 from __future__ import annotations
