@@ -156,7 +156,10 @@ class Hints:
     def lane_floors(self, event_id: str) -> dict[int, int]:
         """Each lane's floor (see the module doc) as this process last learned it; lanes it never read are absent."""
         hints = self._peek(event_id)
-        return {} if hints is None else dict(hints.floors)
+        if hints is None:
+            return {}
+        with self._lock:  # a copy taken while another thread raises a floor
+            return dict(hints.floors)
 
     def raise_lane_floor(self, event_id: str, lane: int, ticket: int) -> None:
         """``ticket`` was the lowest waiting in ``lane`` when read: its floor is at least that (floors only rise,
