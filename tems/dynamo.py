@@ -7,17 +7,15 @@ Every PynamoDB model of TEMS declares ``class Meta(TableMeta)`` and so lives in 
 
 from __future__ import annotations
 
-import functools
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import boto3
 from django.conf import settings
-from pynamodb.attributes import Attribute, ListAttribute, MapAttribute, UnicodeAttribute
+from pynamodb.attributes import UnicodeAttribute
 from pynamodb.connection import Connection
-from pynamodb.exceptions import AttributeNullError
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.models import Model
 
@@ -92,98 +90,6 @@ class TableModel(Model):
         super().__init_subclass__(**kwargs)
         if cls.ENTITY is not None and "entity" not in vars(cls):
             cls.entity = UnicodeAttribute(default=cls.ENTITY or cls.__name__, attr_name="entity")
-
-    # PynamoDB's own steps, taken without its per-attribute descriptor calls where the descriptor is the plain
-    # one (see _AttributePlan): a first registration builds six models and serialises five, and those calls are
-    # a large share of that work on every write. A model with a map or list attribute keeps PynamoDB's path whole.
-
-    def _set_defaults(self, _user_instantiated: bool = True) -> None:
-        plan = attribute_plan(type(self))
-        if plan is None:
-            super()._set_defaults(_user_instantiated=_user_instantiated)
-            return
-        values = self.attribute_values
-        for name, key, default, plain in plan.new_defaults if _user_instantiated else plan.defaults:
-            value = default() if callable(default) else default
-            if value is None:
-                continue
-            if plain:
-                values[key] = value
-            else:
-                setattr(self, name, value)
-
-    def _set_attributes(self, **attributes: Any) -> None:
-        plan = attribute_plan(type(self))
-        if plan is None:
-            super()._set_attributes(**attributes)
-            return
-        values = self.attribute_values
-        for name, value in attributes.items():
-            key = plan.plain_keys.get(name)
-            if key is not None:
-                values[key] = value
-            elif name in plan.names:
-                setattr(self, name, value)
-            else:
-                raise ValueError(f"Attribute {name} specified does not exist")
-
-    def serialize(self, null_check: bool = True) -> dict[str, dict[str, Any]]:
-        plan = attribute_plan(type(self))
-        if plan is None:
-            return super().serialize(null_check=null_check)
-        values = self.attribute_values
-        serialized: dict[str, dict[str, Any]] = {}
-        for name, key, attr, plain in plan.attributes:
-            value = values.get(key) if plain else getattr(self, name)
-            wire = None if value is None else attr.serialize(value)
-            if wire is None:
-                if null_check and not attr.null:
-                    raise AttributeNullError(name)
-                continue
-            serialized[attr.attr_name] = {attr.attr_type: wire}
-        return serialized
-
-
-@dataclass(frozen=True)
-class _AttributePlan:
-    """A model class's attributes in PynamoDB's order, each with the key its value is stored under in
-    ``attribute_values`` and whether its descriptor is the plain one (``Attribute.__get__``/``__set__``, which
-    only read and write that key): those are read and written directly, any other (a version or TTL attribute,
-    which converts on the way) through its descriptor, as PynamoDB does."""
-
-    attributes: tuple[tuple[str, str, Attribute, bool], ...]
-    names: frozenset[str]
-    plain_keys: dict[str, str]
-    defaults: tuple[tuple[str, str, Any, bool], ...]
-    new_defaults: tuple[tuple[str, str, Any, bool], ...]
-
-
-def _plain(attr: Attribute) -> bool:
-    kind = type(attr)
-    return kind.__get__ is Attribute.__get__ and kind.__set__ is Attribute.__set__
-
-
-@functools.cache
-def attribute_plan(model_cls: type[Model]) -> _AttributePlan | None:
-    found = model_cls.get_attributes()
-    if model_cls._discriminator or any(isinstance(a, (ListAttribute, MapAttribute)) for a in found.values()):
-        return None
-    # PynamoDB's descriptors store a value under the Python name of the attribute named attr_name.
-    renamed = model_cls._dynamo_to_python_attrs
-    attributes = tuple((name, renamed.get(attr.attr_name, attr.attr_name), attr, _plain(attr))
-                       for name, attr in found.items())
-
-    def defaults(pick: Callable[[Attribute], Any]) -> tuple[tuple[str, str, Any, bool], ...]:
-        return tuple((name, key, pick(attr), plain) for name, key, attr, plain in attributes
-                     if pick(attr) is not None)
-
-    return _AttributePlan(
-        attributes=attributes,
-        names=frozenset(found),
-        plain_keys={name: key for name, key, _, plain in attributes if plain},
-        defaults=defaults(lambda attr: attr.default),
-        new_defaults=defaults(lambda attr: attr.default if attr.default_for_new is None else attr.default_for_new),
-    )
 
 
 class CollectionIndex(GlobalSecondaryIndex):

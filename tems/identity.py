@@ -8,7 +8,6 @@ keyed by the name would pass to whoever takes it (see docs/registrations.md, "Wh
 
 from __future__ import annotations
 
-import functools
 import time
 import uuid
 
@@ -16,9 +15,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.backends import ModelBackend
 from django.core.exceptions import ValidationError
-from django.db import DatabaseError, connections, models, router
-
-from tems.lean_select import ModelColumns, fetch_one, model_columns, quoted
+from django.db import DatabaseError, models
 
 _CACHE_ATTRIBUTE = "_tems_user_key"
 
@@ -65,51 +62,19 @@ class IdentityModelBackend(ModelBackend):
     """Django's ModelBackend whose user comes with its identity, joined in: ``user_key`` then costs no query.
 
     Every request of a logged-in user reads the user; without the join the first ``user_key`` of the request
-    read the identity too, a second SQL query on every write's path. The read is the same row the
-    ORM's ``select_related("tems_identity").get(pk=...)`` returns, by a statement written once per process
-    (``tems.lean_select``), so no request compiles that query. A deactivated user is refused
-    here, as by ModelBackend; a changed password ends the session in ``django.contrib.auth.get_user``, which
-    compares the session's hash with this fresh row's.
+    read the identity too, a second SQL query on every write's path. A deactivated user is refused here, as by
+    ModelBackend; a changed password ends the session in ``django.contrib.auth.get_user``, which compares the
+    session's hash with this fresh row's.
     """
 
     def get_user(self, user_id):
-        user = _user_with_identity(user_id)
-        return user if user is not None and self.user_can_authenticate(user) else None
-
-
-@functools.cache
-def _user_statement(user_model, using: str) -> tuple[str, ModelColumns, ModelColumns]:
-    users = model_columns(user_model, "u", using)
-    identities = model_columns(UserIdentity, "i", using)
-    user_table, identity_table = user_model._meta.db_table, UserIdentity._meta.db_table
-    owner = UserIdentity._meta.get_field("user").column
-    pk = user_model._meta.pk.column
-    sql = (f"SELECT {users.select}, {identities.select} FROM {quoted(using, user_table)} {quoted(using, 'u')} "
-           f"LEFT OUTER JOIN {quoted(using, identity_table)} {quoted(using, 'i')} "
-           f"ON {quoted(using, 'i', owner)} = {quoted(using, 'u', pk)} WHERE {quoted(using, 'u', pk)} = %s")
-    return sql, users, identities
-
-
-def _user_with_identity(user_id):
-    """The user ``user_id`` with its identity in the select_related cache (None there if it has none yet), or
-    None when there is no such user."""
-    user_model = get_user_model()
-    using = router.db_for_read(user_model)
-    sql, users, identities = _user_statement(user_model, using)
-    try:
-        param = user_model._meta.pk.get_db_prep_value(user_model._meta.pk.to_python(user_id), connections[using])
-    except ValidationError:
-        return None  # not a key this model can have: no such user, as the ORM's DoesNotExist would say
-    row = fetch_one(using, sql, [param])
-    if row is None:
-        return None
-    user = users.instance(row[:len(users)])
-    identity_values = row[len(users):]
-    identity = identities.instance(identity_values) if identity_values[0] is not None else None
-    if identity is not None:
-        identity._state.fields_cache["user"] = user
-    user._state.fields_cache["tems_identity"] = identity
-    return user
+        user_model = get_user_model()
+        try:
+            user = user_model._default_manager.select_related("tems_identity").get(pk=user_id)
+        except (user_model.DoesNotExist, ValidationError, ValueError, TypeError):
+            # Not a key this model can have is no such user either (a tampered or foreign session).
+            return None
+        return user if self.user_can_authenticate(user) else None
 
 
 def _joined_identity(user) -> UserIdentity | None:

@@ -56,9 +56,10 @@ SECURE_HSTS_SECONDS = int(os.environ.get("DJANGO_HSTS_SECONDS", "31536000")) if 
 SECURE_HSTS_INCLUDE_SUBDOMAINS = HTTPS and _env_bool("DJANGO_HSTS_INCLUDE_SUBDOMAINS", True)
 SECURE_HSTS_PRELOAD = HTTPS and _env_bool("DJANGO_HSTS_PRELOAD", True)
 SESSION_COOKIE_HTTPONLY = True
-# Django's database sessions (logging out ends the session on the server), read by a statement written once per
-# process instead of an ORM query compiled per request (tems/sessions.py).
-SESSION_ENGINE = "tems.sessions"
+# Django's database sessions: logging out ends the session on every server. Rejected: signed cookies (a logged-out
+# or stolen cookie stays valid until it expires) and cached_db with a per-process cache (a session flushed on one
+# server lives on in the others' caches).
+SESSION_ENGINE = "django.contrib.sessions.backends.db"
 X_FRAME_OPTIONS = "DENY"
 SECURE_REFERRER_POLICY = "same-origin"
 # Django's own CSP, in development too, so a page that needs an inline script or style fails on the developer's

@@ -121,15 +121,13 @@ def run(ctx: BenchContext) -> str:
     lines += [
         "",
         "The QR code is no longer among them (drawn on read since issue 13: "
-        "docs/journal/2026-12-04-registrations.md has the run before and after), and neither is compiling the "
-        "session and user queries (`tems/sessions.py`, "
-        "`tems.identity`: statements written once per process; `auth.get_user` went from 1.1-1.5 ms to 0.2 ms). "
-        "The app's transaction is now the very request of the floor: it no longer asks DynamoDB for the "
-        "consumed capacity it never reads (`tems/transactions.py`). Building the six items no longer goes "
-        "through PynamoDB's descriptor call per attribute (`TableModel` sets, defaults and serialises plain "
-        "attributes directly, held to PynamoDB's own steps by a property test), and the answer's two URLs come "
-        "from route templates resolved once (`tems.ids.route_template`): building and serialising the items "
-        "took 348 + 233 µs before, 151 + 129 µs after (one process, no I/O).",
+        "docs/journal/2026-12-04-registrations.md has the run before and after). The app's transaction is now "
+        "the very request of the floor: it no longer asks DynamoDB for the consumed capacity it never reads "
+        "(`tems/transactions.py`), and the answer's two URLs come from route templates resolved once "
+        "(`tems.ids.route_template`). The session, the user and the six items are read and built by Django and "
+        "PynamoDB as shipped: hand-written SQL for the first two and TableModel's own attribute steps for the "
+        "third saved about 1 ms of Python a request and were removed (docs/journal/2026-12-06-libraries.md has "
+        "the two side by side).",
         "",
         f"_Section measured in {time.monotonic() - started:.0f} s._",
     ]
