@@ -38,7 +38,7 @@ DEFAULT_REMINDER_HOURS = 24
 # Two weeks: the longest lead time the event form takes, and so how far ahead the reminder sweep looks.
 MAX_REMINDER_HOURS = 336
 
-# Waitlist offers (docs/registrations.md, "Offers"): a day to answer unless staff set another window; an hour is
+# Waitlist offers (docs/offers.md): a day to answer unless staff set another window; an hour is
 # the least, so a mail read over lunch is still in time; two weeks the most, as for the reminder.
 DEFAULT_OFFER_HOURS = 24
 MIN_OFFER_HOURS = 1

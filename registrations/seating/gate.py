@@ -6,7 +6,7 @@ only while the event's gate is closed (``lane_copy``); the event's gate closes o
 at one instant (``gate_close``: the shards read after the epoch, the write conditioned on it); every write that
 frees a seat for newcomers while the gate is open bumps the epoch in its own transaction (``add_freed``), and
 one that frees a seat while it is closed hands the seat to the head or reopens the gate (``add_reopened``, on
-every lane, under the condition that nobody waits in it). See docs/registrations.md, "Closing the gate".
+every lane, under the condition that nobody waits in it). See docs/registrations.md, "The gate".
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ per non-zero digit of ``t`` (position 10,000 reads one node, 9,999 reads two), f
 
 Joining writes no counter at all: a burst of joiners touches nothing this module adds. Departures already
 write the event's seat counters in their transactions; their counter nodes are written by no one else. See
-docs/registrations.md ("Waitlist positions") for the designs rejected and the cost on a hot event.
+docs/registrations.md ("Positions") for the designs rejected, and its journal for the cost on a hot event.
 """
 
 from __future__ import annotations

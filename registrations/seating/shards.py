@@ -30,7 +30,7 @@ MAX_SHARDS = 80
 
 # How many more seats this process must have put in a student's home shard than in the other one drawn before the
 # student is sent there instead: 1 is "the power of two choices", and a slack of 2 was measured to leave the last
-# seats on a few shards (docs/registrations.md, "The last seats"). Where a student's seat is has no other meaning:
+# seats on a few shards (docs/registrations.md, "Tuning constants"). Where a student's seat is has no other meaning:
 # the claim, not the shard, makes a registration unique.
 BALANCE_SLACK = 1
 _random = random.Random()
