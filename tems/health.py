@@ -23,6 +23,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from django.db import DatabaseError, connections
 from django.http import HttpRequest, HttpResponse
 
+from tems import telemetry
 from tems.dynamo import TableConfig, current_config
 
 LIVE_PATH = "/livez"
@@ -32,9 +33,10 @@ HEALTH_PATH = "/healthz"
 # A key no item ever has (nothing writes a HEALTH# partition): the GetItem finds nothing and costs half a read
 # unit, and it needs only the GetItem the app's policy already allows.
 PROBE_KEY = {"PK": {"S": "HEALTH#readyz"}, "SK": {"S": "PROBE"}}
-# Well under a balancer's probe timeout (5 s by default on an ALB), and no retries: a probe that has to retry to
-# succeed is the answer "not ready now", and the balancer asks again anyway.
-PROBE_CONFIG = Config(connect_timeout=1, read_timeout=2, retries={"max_attempts": 1, "mode": "standard"})
+# Well under a balancer's probe timeout (5 s by default on an ALB), and one attempt: a probe that has to retry to
+# succeed is the answer "not ready now", and the balancer asks again anyway. ``total_max_attempts`` counts the
+# first request; botocore's ``max_attempts`` counts retries only, so ``max_attempts: 1`` would send two.
+PROBE_CONFIG = Config(connect_timeout=1, read_timeout=2, retries={"total_max_attempts": 1, "mode": "standard"})
 
 
 @functools.lru_cache(maxsize=4)
@@ -101,5 +103,10 @@ class HealthCheckMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         probe = PROBES.get(request.path_info)
         if probe is not None and request.method in {"GET", "HEAD"}:
-            return probe()
+            response = probe()
+            # Every answer carries a request id, a probe's too, though a probe writes no log line (balancers
+            # ask every few seconds): a client or proxy that sends one gets it back from any path.
+            request_id = telemetry.request_id_from(request.META.get(telemetry.REQUEST_ID_META))
+            response[telemetry.REQUEST_ID_HEADER] = request_id
+            return response
         return self.get_response(request)

@@ -67,9 +67,6 @@ class ApiProblemMiddleware:
         return converted
 
 
-_REQUEST_ID_META = "HTTP_" + telemetry.REQUEST_ID_HEADER.upper().replace("-", "_")
-
-
 class RequestLogMiddleware:
     """One log line per request, with its metrics (tems.telemetry), and its request id.
 
@@ -85,7 +82,7 @@ class RequestLogMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         started = time.perf_counter()
         # From META: building request.headers for one header costs more than the rest of the line.
-        request_id = telemetry.request_id_from(request.META.get(_REQUEST_ID_META))
+        request_id = telemetry.request_id_from(request.META.get(telemetry.REQUEST_ID_META))
         with telemetry.scope("request", request_id=request_id, ask_capacity=settings.TEMS_LOG_CAPACITY) as current:
             current.fields.update(idempotency_key=None, replayed=False)
             response = self.get_response(request)

@@ -51,6 +51,7 @@ LABEL = "Label"
 UNITS = {OUTBOX_LAG_SECONDS: "Seconds"}  # every other metric is a Count
 
 REQUEST_ID_HEADER = "X-Request-ID"
+REQUEST_ID_META = "HTTP_X_REQUEST_ID"  # the header as Django's request.META names it
 # Accepted from a client or a proxy only in this shape: it goes into log lines and mail headers verbatim.
 _WELL_FORMED_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 

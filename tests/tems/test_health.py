@@ -1,10 +1,14 @@
 """/livez, /readyz and /healthz: answered before host checks and redirects; /readyz reads DynamoDB and the DB."""
 
+import socket
+import threading
+import time
 import uuid
 
 import pytest
 from django.db import OperationalError
 
+from tems import health
 from tems.dynamo import TableConfig, configure_models, ensure_table
 from tems.local_dynamodb import DynamoDBLocal
 from tests.helpers import REGION
@@ -84,7 +88,79 @@ def test_with_dynamodb_stopped_readiness_is_503_and_liveness_200(client):
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize("path", ["/livez", "/healthz", "/readyz"])
+def test_probes_carry_a_request_id_like_every_answer(client, ddb, path):
+    assert client.get(path, **BALANCER, HTTP_X_REQUEST_ID="probe-7:lb").headers["X-Request-ID"] == "probe-7:lb"
+    first, second = (client.head(path, **BALANCER, HTTP_X_REQUEST_ID="not well formed!").headers["X-Request-ID"]
+                     for _ in range(2))
+    assert len(first) == len(second) == 32 and first != second
+
+
+@pytest.mark.django_db
 def test_probes_answer_only_reads(client):
     # A POST to a probe path is not a probe: it goes through the app like any request (and finds no route).
     assert client.post("/readyz").status_code == 404
 
+
+
+class HungDynamoDB:
+    """A server on 127.0.0.1 that accepts connections and reads requests, and never answers one."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.endpoint = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.requests = 0
+        self.held: list[socket.socket] = []
+        self.closed = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self.closed.is_set():
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:
+                return
+            self.held.append(connection)
+            threading.Thread(target=self._read, args=(connection,), daemon=True).start()
+
+    def _read(self, connection: socket.socket) -> None:
+        received = b""
+        while True:
+            try:
+                chunk = connection.recv(65536)
+            except OSError:
+                return
+            if not chunk:
+                return
+            received += chunk
+            # One request per header block; the body (a small JSON) follows and is not parsed.
+            while b"\r\n\r\n" in received:
+                head, _, received = received.partition(b"\r\n\r\n")
+                if head.split(b" ", 1)[0] == b"POST":
+                    self.requests += 1
+
+    def close(self) -> None:
+        self.closed.set()
+        self.listener.close()
+        for connection in self.held:
+            connection.close()
+
+
+@pytest.mark.django_db
+def test_a_hung_dynamodb_gets_one_request_and_readiness_answers_within_its_timeout(client):
+    hung = HungDynamoDB()
+    config = TableConfig("tems_hung", hung.endpoint, REGION)
+    try:
+        configure_models(config)
+        health._probe_client(config)  # built once per process, as on a server that has answered a probe before
+        started = time.monotonic()
+        response = client.get("/readyz", **BALANCER)
+        elapsed = time.monotonic() - started
+        time.sleep(0.2)  # a retry would have been sent by now
+        assert response.status_code == 503
+        assert "ReadTimeout" in response.json()["checks"]["dynamodb"], response.content
+        assert hung.requests == 1
+        assert elapsed < 2.5, elapsed
+    finally:
+        hung.close()
+        configure_models(TableConfig.from_settings())
