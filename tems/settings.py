@@ -208,6 +208,14 @@ DATABASES = {
     )
 }
 if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # Concurrent writers wait for SQLite's one write lock instead of failing. A transaction that starts as a read
+    # and then writes (get_or_create, update_or_create, a session save) cannot wait for it: SQLite answers
+    # "database is locked" at once rather than deadlock two such upgraders, and that was a 500. IMMEDIATE takes
+    # the lock at BEGIN, where the timeout (seconds; writes hold it for milliseconds) does apply. No WAL: the test
+    # database is deleted and made again under the same name, and a WAL file left by an interrupted run would be
+    # replayed into the new one.
+    DATABASES["default"]["OPTIONS"] = {"timeout": 20, "transaction_mode": "IMMEDIATE",
+                                       **DATABASES["default"].get("OPTIONS", {})}  # the URL's own win
     # Tests: the browser tests' live server answers concurrent taps on threads, and an in-memory test database is
     # one connection shared by all of them (sqlite3 "bad parameter or other API misuse", a 500 on a double tap).
     # A file gives each thread its own connection; pytest-xdist adds a per-worker suffix to the name.
