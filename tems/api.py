@@ -203,9 +203,10 @@ def api_view(*methods: str, staff: bool = False) -> Callable:
                 response["Allow"] = ", ".join(methods)
                 return response
             if not request.user.is_authenticated:
-                return problem(401, "Log in first: this API uses the same session as the web pages.")
+                return problem_from_error(
+                    DomainError("unauthenticated", "Log in first: this API uses the same session as the web pages."))
             if staff and not request.user.is_staff:
-                return problem(403, "Only staff may do this.")
+                return problem_from_error(DomainError("forbidden", "Only staff may do this."))
             try:
                 return view(request, *args, **kwargs)
             except DomainError as error:

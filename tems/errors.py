@@ -1,4 +1,5 @@
-"""The base of each app's one domain error. Its ``code`` decides the HTTP status the API answers with."""
+"""The base of each app's one domain error. Its ``code`` decides the HTTP status the API answers with (the table of
+codes and reasons: docs/API.md, "Error codes")."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ STATUS_BY_CODE = {
     "not_found": 404,
     "conflict": 409,
     "offer_expired": 409,  # a waitlist offer's time ran out before the accept (registrations.services.offers)
-    "gone": 410,
     "precondition_failed": 412,
     "too_large": 413,
     "unsupported_media_type": 415,

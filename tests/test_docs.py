@@ -18,7 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ("tems", "registrations", "inventory", "lab", "tests")
 
 _PATH = r"(?P<path>(?:docs/[\w./-]+|README)\.md)"
-_NAME = r"[\"“](?P<name>[^\"”]{1,120})[\"”]"
+# A heading's name starts with a letter or digit (what follows a path and a string's closing quote in code does not).
+_NAME = r"[\"“](?P<name>\w[^\"”]{0,119})[\"”]"
 # Between a path and its section: a comma or colon, a line break (a comment's or docstring's, with its marker),
 # an opening parenthesis.
 _GAP = r"[,:]?[ \t]*(?:\n[ \t]*(?:#|\*|//)?[ \t]*)?\(?"
@@ -140,6 +141,8 @@ def f():
     "Not a heading". "Logs and metrics" in docs/guide.md, docs/guide.md#no-such-anchor, docs/guide.md, section 9,
     and docs/other.md, "Anything".
     """
+    return f"docs/guide.md")  # a string ending with a path, then code: no reference
+
 # Wrapped (docs/guide.md, "Logs and
 # metrics").
 '''
@@ -156,7 +159,7 @@ def test_the_finder_sees_every_form_of_reference():
         ("docs/guide.md", "#no-such-anchor", 6),
         ("docs/guide.md", "section 9", 6),
         ("docs/other.md", '"Anything"', 7),
-        ("docs/guide.md", '"Logs and metrics"', 9),
+        ("docs/guide.md", '"Logs and metrics"', 11),
     ]
 
 
