@@ -20,6 +20,7 @@ from lab import registration as registration_lab
 from lab.chart import bar_chart_svg
 from lab.forms import LostUpdateForm, RegistrationRaceForm
 from lab.models import lab_run_save, lab_runs_recent, lab_slot
+from lab.scoreboard import scoreboard_last_run
 from lab.techniques import inventory as inventory_techniques
 from lab.techniques import registration as registration_techniques
 from registrations import selectors as registration_selectors
@@ -145,7 +146,7 @@ def _tryit_context(request: HttpRequest, *, fresh: bool = False) -> dict:
 @lab_page
 def lab_index(request: HttpRequest) -> HttpResponse:
     context = {**_registration_context(), **_lost_update_context(), **_costs_context(),
-               "tryit": _tryit_context(request)}
+               "tryit": _tryit_context(request), "scoreboard": scoreboard_last_run()}
     return render(request, "lab/index.html", context)
 
 

@@ -170,3 +170,38 @@ def message_per_click(monkeypatch) -> None:
     monkeypatch.setattr(messages, "_staff_message_id", lambda *args: uuid.uuid4().hex)
     monkeypatch.setattr(messages, "add_completed_record", lambda *args, **kwargs: None)
 
+
+
+def newest_first(monkeypatch) -> None:
+    """The waiting list read newest first (a LIFO pick): a freed seat goes to the last person who joined."""
+
+    def heads(*, event_id: str, limit: int, lanes=None) -> list:
+        return selectors.waitlist_entries(event_id=event_id)[::-1][:limit]
+
+    monkeypatch.setattr(selectors, "waitlist_heads", heads)
+
+
+def conditions_dropped(monkeypatch, window: Pause) -> None:
+    """Every write sent without its condition, after a window held open for a second writer: decisions taken
+    from a read that nothing checks when the write lands."""
+    save, update, delete, commit = (LabelledTransaction.save, LabelledTransaction.update,
+                                    LabelledTransaction.delete, LabelledTransaction.commit)
+
+    def unconditional_save(self, label, model, condition=None, **kwargs):
+        return save(self, label, model, None, **kwargs)
+
+    def unconditional_update(self, label, model, actions, condition=None, **kwargs):
+        return update(self, label, model, actions, None, **{**kwargs, "add_version_condition": False})
+
+    def unconditional_delete(self, label, model, condition=None, **kwargs):
+        return delete(self, label, model, None, **{**kwargs, "add_version_condition": False})
+
+    def late_commit(self):
+        window()
+        return commit(self)
+
+    monkeypatch.setattr(LabelledTransaction, "save", unconditional_save)
+    monkeypatch.setattr(LabelledTransaction, "update", unconditional_update)
+    monkeypatch.setattr(LabelledTransaction, "delete", unconditional_delete)
+    monkeypatch.setattr(LabelledTransaction, "condition_check", lambda self, *args, **kwargs: None)
+    monkeypatch.setattr(LabelledTransaction, "commit", late_commit)

@@ -1,5 +1,6 @@
 """The scoreboard's scenarios: each test carries the report it replays, and a run with ``TEMS_SCOREBOARD`` set
-(``make scoreboard``) writes the page from what the run saw, TEMS's results and the broken variants' alike."""
+(``make scoreboard``) writes the page from what the run saw, TEMS's results and the broken variants' alike
+(``TEMS_SCOREBOARD_LAB``: the same rows as JSON, for the lab's page)."""
 
 from __future__ import annotations
 
@@ -45,7 +46,8 @@ def pytest_sessionfinish(session):
     target = os.environ.get("TEMS_SCOREBOARD")
     if not target or hasattr(session.config, "workerinput") or not RESULTS:
         return
-    page.write(Path(target), list(RESULTS.values()))
+    lab_copy = os.environ.get("TEMS_SCOREBOARD_LAB")
+    page.write(Path(target), list(RESULTS.values()), lab_copy=Path(lab_copy) if lab_copy else None)
 
 
 @pytest.fixture(autouse=True)

@@ -3,6 +3,7 @@ report, its result against TEMS and against the broken variant that reproduces t
 
 from __future__ import annotations
 
+import json
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
@@ -56,36 +57,49 @@ def run_commit(page_path: Path) -> str:
     return f"{commit} + uncommitted changes" if changed else commit
 
 
-def _tems_result(result: dict | None) -> str:
+def _tems_result(result: dict | None) -> tuple[str, str]:
+    """(verdict, what was seen) of a scenario's run against TEMS."""
     if result is None:
-        return "not run"
+        return "not run", ""
     return {
-        "passed": f"**passes** ({result['seconds']} s)",
-        "failed": f"**FAILS**: {result['message']}",
-        "skipped": f"not replayed: {result['message']}",
-    }.get(result["outcome"], f"{result['outcome']}: {result['message']}")
+        "passed": ("passes", f"{result['seconds']} s"),
+        "failed": ("FAILS", result["message"]),
+        "skipped": ("not replayed", result["message"]),
+    }.get(result["outcome"], (result["outcome"], result["message"]))
 
 
-def _broken_result(result: dict | None) -> str:
+def _broken_result(result: dict | None) -> tuple[str, str]:
+    """(verdict, what was seen) of a scenario's run against its broken variant."""
     if result is None:
-        return "none (no feature to break)"
+        return "none", "no such feature to break"
     return {
-        "xfailed": f"**fails**, as it must: {result['message']}",
-        "xpassed": "**PASSES**: the scenario cannot tell the broken variant from TEMS",
-        "failed": f"**ERROR**: {result['message']}",
-        "skipped": f"not run: {result['message']}",
-    }.get(result["outcome"], f"{result['outcome']}: {result['message']}")
+        "xfailed": ("fails, as it must", result["message"]),
+        "xpassed": ("PASSES", "the scenario cannot tell the broken variant from TEMS"),
+        "failed": ("ERROR", result["message"]),
+        "skipped": ("not run", result["message"]),
+    }.get(result["outcome"], (result["outcome"], result["message"]))
 
 
-def render(results: list[dict], *, run_at: datetime, commit: str) -> str:
-    rows: dict[str, dict] = {}
+def scoreboard(results: list[dict], *, run_at: datetime, commit: str) -> dict[str, Any]:
+    """The run as the page and the lab show it: one row per report, in module order."""
+    by_module: dict[str, dict] = {}
     for result in results:
-        row = rows.setdefault(result["module"], {"report": result["report"]})
-        row[result["variant"]] = result
-    run = f"{run_at:%Y-%m-%d %H:%M} UTC, {commit}"
-    replayed = [row for row in rows.values() if not row["report"]["missing"]]
-    holds = sum(1 for row in replayed if row.get("tems", {}).get("outcome") == "passed")
-    caught = sum(1 for row in replayed if row.get("broken", {}).get("outcome") == "xfailed")
+        by_module.setdefault(result["module"], {"report": result["report"]})[result["variant"]] = result
+    rows = []
+    for module, found in sorted(by_module.items()):
+        report = found["report"]
+        tems, tems_seen = _tems_result(found.get("tems"))
+        broken, broken_seen = _broken_result(found.get("broken"))
+        rows.append({**report, "module": f"tests/scoreboard/{module}.py", "tems": tems, "tems_seen": tems_seen,
+                     "broken_result": broken, "broken_seen": broken_seen})
+    replayed = [row for row in rows if not row["missing"]]
+    return {"run_at": f"{run_at:%Y-%m-%d %H:%M} UTC", "commit": commit, "rows": rows, "reports": len(rows),
+            "replayed": len(replayed), "hold": sum(row["tems"] == "passes" for row in replayed),
+            "caught": sum(row["broken_result"] == "fails, as it must" for row in replayed)}
+
+
+def render(board: dict[str, Any]) -> str:
+    run = f"{board['run_at']}, {board['commit']}"
     lines = [
         "# Correctness scoreboard: other event systems' bugs, replayed against TEMS",
         "",
@@ -94,32 +108,35 @@ def render(results: list[dict], *, run_at: datetime, commit: str) -> str:
         "concurrency or fault that caused it (simultaneous taps, a relay killed mid-batch, a lost answer, two "
         "doors at once), and what the reporter expected is asserted exactly. Each scenario also runs against a "
         "broken variant of TEMS that brings the peer's bug back (a read-then-write, a mail sent outside the "
-        "transaction, a count kept beside the data): it must fail there, or the scenario could not tell the "
-        "difference.",
+        "transaction, a count kept beside the data, a LIFO pick): it must fail there, or the scenario could not "
+        "tell the difference.",
         "",
         "This page is written by `make scoreboard` from the results of `tests/scoreboard/` (one test module per "
         "row, on DynamoDB Local); nothing in it is typed by hand. The same tests run in `make test`. Run one "
-        "row yourself: `.venv/bin/python -m pytest -n 0 tests/scoreboard/<module>.py -v`.",
+        "row yourself: `.venv/bin/python -m pytest -n 0 -rxX <module> -v`.",
         "",
-        f"Run: {run}. {len(rows)} reports; {len(replayed)} replayed, of which {holds} hold on TEMS and {caught} "
-        f"fail against their broken variant; {len(rows) - len(replayed)} not replayable (TEMS has no such "
-        "feature).",
+        f"Run: {run}. {board['reports']} reports; {board['replayed']} replayed, of which {board['hold']} hold on "
+        f"TEMS and {board['caught']} fail against their broken variant; {board['reports'] - board['replayed']} not "
+        "replayable (TEMS has no such feature).",
         "",
         "| peer | report | what went wrong | the scenario on TEMS | against TEMS | against the broken variant "
         "| run |",
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
-    for module, row in sorted(rows.items()):
-        report = row["report"]
-        scenario = report["missing"] and "—" or f"{report['scenario']} (`tests/scoreboard/{module}.py`)"
-        broken = _broken_result(row.get("broken"))
-        if report["broken"] and row.get("broken"):
-            broken = f"{report['broken']} {broken}"
+    for row in board["rows"]:
+        scenario = "—" if row["missing"] else f"{row['scenario']} (`{row['module']}`)"
+        tems = f"**{row['tems']}**" + (f": {row['tems_seen']}" if row["tems_seen"] else "")
+        broken = (f"{row['broken']} " if row["broken"] else "") + f"**{row['broken_result']}**" + (
+            f": {row['broken_seen']}" if row["broken_seen"] else "")
         lines.append("| " + " | ".join(_cell(text) for text in (
-            report["peer"], f"[{report['issue']}]({report['url']})", report["wrong"], scenario,
-            _tems_result(row.get("tems")), broken, run)) + " |")
+            row["peer"], f"[{row['issue']}]({row['url']})", row["wrong"], scenario, tems, broken, run)) + " |")
     return "\n".join(lines) + "\n"
 
 
-def write(path: Path, results: list[dict]) -> None:
-    path.write_text(render(results, run_at=datetime.now(UTC), commit=run_commit(path)), encoding="utf-8")
+def write(path: Path, results: list[dict], *, lab_copy: Path | None = None) -> None:
+    """The page at ``path``; with ``lab_copy``, the same rows as JSON for the lab's page (which ships without
+    docs/)."""
+    board = scoreboard(results, run_at=datetime.now(UTC), commit=run_commit(path))
+    path.write_text(render(board), encoding="utf-8")
+    if lab_copy is not None:
+        lab_copy.write_text(json.dumps(board, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
