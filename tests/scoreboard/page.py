@@ -45,15 +45,17 @@ def _git(*args: str) -> str:
         return ""
 
 
-def run_commit(page_path: Path) -> str:
-    """The commit the run tested, marked when the checkout differed from it (the page itself aside)."""
+def run_commit(*outputs: Path) -> str:
+    """The commit the run tested, marked when the checkout differed from it (the run's own outputs aside)."""
     commit = _git("rev-parse", "--short=12", "HEAD").strip() or "unknown"
-    try:
-        own = str(page_path.resolve().relative_to(REPOSITORY))
-    except ValueError:
-        own = None  # a page written outside the checkout
+    own = set()
+    for output in outputs:
+        try:
+            own.add(str(output.resolve().relative_to(REPOSITORY)))
+        except ValueError:
+            pass  # written outside the checkout
     changed = [line for line in _git("status", "--porcelain", "--untracked-files=no").splitlines()
-               if line[3:] != own]
+               if line[3:] not in own]
     return f"{commit} + uncommitted changes" if changed else commit
 
 
@@ -136,7 +138,8 @@ def render(board: dict[str, Any]) -> str:
 def write(path: Path, results: list[dict], *, lab_copy: Path | None = None) -> None:
     """The page at ``path``; with ``lab_copy``, the same rows as JSON for the lab's page (which ships without
     docs/)."""
-    board = scoreboard(results, run_at=datetime.now(UTC), commit=run_commit(path))
+    outputs = (path,) if lab_copy is None else (path, lab_copy)
+    board = scoreboard(results, run_at=datetime.now(UTC), commit=run_commit(*outputs))
     path.write_text(render(board), encoding="utf-8")
     if lab_copy is not None:
         lab_copy.write_text(json.dumps(board, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
