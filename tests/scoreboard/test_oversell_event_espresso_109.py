@@ -9,6 +9,9 @@ from tests.race import WindowHeldOpen, race
 from tests.scoreboard import broken
 from tests.scoreboard.scenario import TEMS, Report, confirmed, event, new_key, seats_shown, variants, waitlisted
 
+# Every key is the scenario's own event's: the two runs share their module's table.
+pytestmark = pytest.mark.shared_table
+
 REPORT = Report(
     peer="Event Espresso",
     issue="core #109",
