@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pynamodb.exceptions import PutError
 
 from registrations import services
-from registrations.models import CONFIRMED, CURRENT_LAYOUT, Registration, RegistrationClaim, SeatShard
+from registrations.models import CONFIRMED, CURRENT_LAYOUT, WAITLISTED, Registration, RegistrationClaim, SeatShard
 from tems.clock import utcnow
 from tems.idempotency import (
     COMPLETED,
@@ -108,6 +108,26 @@ def naive(*, event_id: str, user_id: str, idempotency_key: str | None,
         completed_record(user_id=user_id, key=idempotency_key, fingerprint="naive",
                          response=StoredResponse(201, body)).save()
     return Attempt(registration_id, "created", body)
+
+
+def check_then_take(*, event_id: str, user_id: str, idempotency_key: str,
+                    pause: Callable[[], None] = no_pause) -> Attempt:
+    """DELIBERATELY BROKEN: "is a seat left?" read first, then the registration and the seat count written
+    without a condition, as the order handler of the scoreboard's last-seat row did (docs/SCOREBOARD.md). Taps
+    that read before either writes all get the last seat. Not a race technique: it is about the seat, not about
+    one student's taps, so the lab runs it in its own section."""
+    seats = SeatShard.get(*SeatShard.key_for(event_id, 0), consistent_read=True)
+    if seats.taken >= seats.capacity:
+        return Attempt(None, WAITLISTED)
+    pause()  # the race window: every tap that read a free seat before the first write lands takes it too
+    registration_id = services.new_registration_id()
+    RegistrationClaim(*RegistrationClaim.key_for(event_id, user_id), registration_id=registration_id,
+                      event_id=event_id, user_id=user_id, status=CONFIRMED, created_at=utcnow(), shard=0).save(
+        condition=RegistrationClaim.pk.does_not_exist())
+    for item in _items(registration_id, event_id, user_id, shard=0):
+        item.save()
+    SeatShard(*SeatShard.key_for(event_id, 0)).update(actions=[SeatShard.taken.add(1)])
+    return Attempt(registration_id, "created")
 
 
 def claim(*, event_id: str, user_id: str, idempotency_key: str,

@@ -3,6 +3,8 @@
 import json
 
 from lab import scoreboard
+from lab.models import lab_runs_recent
+from tems.dynamo import boto3_client
 
 RUN = {"run_at": "2026-12-06 00:00 UTC", "commit": "abc123", "reports": 2, "replayed": 1, "hold": 1, "caught": 1,
        "rows": [
@@ -28,3 +30,18 @@ def test_the_lab_shows_each_reports_results_and_links_it(ddb, staff_client, tmp_
 def test_without_a_recorded_run_the_lab_says_how_to_make_one(ddb, staff_client, tmp_path, monkeypatch):
     monkeypatch.setattr(scoreboard, "LAST_RUN", tmp_path / "absent.json")
     assert "No run recorded yet" in staff_client.get("/lab/").content.decode()
+
+
+def test_the_last_seat_row_runs_live_and_leaves_nothing_behind(ddb, staff_client):
+    response = staff_client.post("/lab/last-seat/", HTTP_HX_REQUEST="true")
+    assert response.status_code == 200
+    [run] = lab_runs_recent(kind="last-seat", limit=5)
+    tems, check_first = run.result_dict["production"], run.result_dict["check_then_take"]
+    assert (tems["confirmed"], tems["waiting"], tems["seats_shown"], tems["errors"]) == (1, 5, 1, 0)
+    assert check_first["confirmed"] >= 1 and check_first["errors"] == 0
+    page = response.content.decode()
+    assert "on TEMS, <strong>1</strong> of\n    6 got the seat" in page
+    assert f"<strong>{check_first['confirmed']}</strong> got the one seat" in page
+    left = [item["PK"]["S"] for item in boto3_client().scan(TableName=ddb.table_name)["Items"]
+            if "lab-student" in item["PK"]["S"] or item["PK"]["S"].startswith(("EVENTREG#", "EVENTSEATS#"))]
+    assert left == []

@@ -49,18 +49,6 @@ def _seats(event_id: str) -> SeatShard:
     return SeatShard.get(*SeatShard.key_for(event_id, 0), consistent_read=True)
 
 
-def check_then_take(*, event_id: str, user_id: str, idempotency_key: str, pause: Pause = no_pause) -> Attempt:
-    """Attendize's order: "is a ticket left?" read first, then the order and the count written without a
-    condition. Two buyers who read before either writes both get the last ticket."""
-    seats = _seats(event_id)
-    if seats.taken >= seats.capacity:
-        return Attempt(None, WAITLISTED)
-    pause()  # between the read that decided and the write that acts
-    registration_id = _store_confirmed(event_id, user_id)
-    SeatShard(*SeatShard.key_for(event_id, 0)).update(actions=[SeatShard.taken.add(1)])
-    return Attempt(registration_id, CONFIRMED)
-
-
 def count_read_then_written(*, event_id: str, user_id: str, idempotency_key: str,
                             pause: Pause = no_pause) -> Attempt:
     """A "sold" count read, checked and written back as read + 1: two sales that read the same count write the
