@@ -1,7 +1,8 @@
 """Ways to register a student, side by side: the race tests, ``make bench`` and the lab run them all.
 
 ``naive`` and ``powertools`` are DELIBERATELY BROKEN: the read-then-write handler of the article TEMS was built
-to fix, kept to prove that the race tests catch the bug. They live in the lab, which no production module
+to fix, kept to prove that the race tests catch the bug. So is ``check_then_take`` (a seat, not a student's taps:
+the scoreboard's last-seat row, which the lab also runs live). They live in the lab, which no production module
 imports, so no view can reach them.
 
 Every technique is a plain function with one signature, so a caller can swap them freely::
