@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.contrib.auth.models import User
 
-from lab.techniques.registration import registration_fingerprint
+from lab.techniques.registration import Attempt, registration_fingerprint
 from registrations import selectors, services
 from registrations.models import CONFIRMED, WAITLISTED
 from tems import outbox
@@ -66,6 +66,14 @@ def event(capacity: int, **fields):
 
 def no_wait(seconds: float) -> None:
     """The pause between a service's retry rounds, skipped: a scenario waits on no wall-clock time."""
+
+
+def tems_registration(*, event_id: str, user_id: str, idempotency_key: str,
+                      pause: Callable[[], None] | None = None) -> Attempt:
+    """TEMS's registration with the lab's techniques' signature (so a race swaps it for a broken one), pausing
+    on no wall-clock time between its rounds. There is no read before its write, so ``pause`` has no window."""
+    outcome = register(event_id, user_id, key=idempotency_key)
+    return Attempt(outcome.data["registration_id"], outcome.kind, outcome.response.body)
 
 
 def register(event_id: str, user_id: str, *, key: str | None = None, user_name: str | None = None):

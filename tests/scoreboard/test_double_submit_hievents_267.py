@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from lab.techniques.registration import naive, production
+from lab.techniques.registration import naive
 from registrations import selectors
 from tests.race import WindowHeldOpen, race
-from tests.scoreboard.scenario import TEMS, Report, event, new_key, variants
+from tests.scoreboard.scenario import TEMS, Report, event, new_key, tems_registration, variants
 
 # Every key is the scenario's own event's: the two runs share their module's table.
 pytestmark = pytest.mark.shared_table
@@ -27,7 +27,7 @@ REPORT = Report(
 @pytest.mark.parametrize("variant", variants(REPORT.broken))
 def test_a_double_click_registers_once(ddb, variant):
     open_day = event(capacity=5)
-    technique = production if variant == TEMS else naive
+    technique = tems_registration if variant == TEMS else naive
     window = WindowHeldOpen()
     answers = race([lambda: technique(event_id=open_day.event_id, user_id="ann", idempotency_key=new_key(),
                                       pause=window if variant != TEMS else lambda: None)

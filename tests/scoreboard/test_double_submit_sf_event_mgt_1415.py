@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from lab.techniques.registration import naive, production
+from lab.techniques.registration import naive
 from registrations import selectors
 from registrations.models import CONFIRMED
 from tests.race import WindowHeldOpen, race
-from tests.scoreboard.scenario import TEMS, Report, event, new_key, variants
+from tests.scoreboard.scenario import TEMS, Report, event, new_key, tems_registration, variants
 
 # Every key is the scenario's own event's: the two runs share their module's table.
 pytestmark = pytest.mark.shared_table
@@ -29,7 +29,7 @@ REPORT = Report(
 @pytest.mark.parametrize("variant", variants(REPORT.broken))
 def test_a_form_sent_twice_stores_one_confirmed_registration(ddb, variant):
     open_day = event(capacity=5)
-    technique = production if variant == TEMS else naive
+    technique = tems_registration if variant == TEMS else naive
     window = WindowHeldOpen()
     key = new_key()
     answers = race([lambda: technique(event_id=open_day.event_id, user_id="ann", idempotency_key=key,

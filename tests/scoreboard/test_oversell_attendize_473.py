@@ -4,9 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-from lab.techniques.registration import check_then_take, production
+from lab.techniques.registration import check_then_take
 from tests.race import WindowHeldOpen, race
-from tests.scoreboard.scenario import TEMS, Report, confirmed, event, new_key, seats_shown, variants, waitlisted
+from tests.scoreboard.scenario import (
+    TEMS,
+    Report,
+    confirmed,
+    event,
+    new_key,
+    seats_shown,
+    tems_registration,
+    variants,
+    waitlisted,
+)
 
 # Every key is the scenario's own event's: the two runs share their module's table.
 pytestmark = pytest.mark.shared_table
@@ -28,7 +38,7 @@ STUDENTS = 6
 @pytest.mark.parametrize("variant", variants(REPORT.broken))
 def test_the_last_seat_goes_to_exactly_one_of_six_simultaneous_taps(ddb, variant):
     open_day = event(capacity=1)
-    technique = production if variant == TEMS else check_then_take
+    technique = tems_registration if variant == TEMS else check_then_take
     window = WindowHeldOpen()
     race([lambda n=n: technique(event_id=open_day.event_id, user_id=f"student{n}", idempotency_key=new_key(),
                                 pause=window if variant != TEMS else lambda: None)

@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-from lab.techniques.registration import production
 from tests.race import WindowHeldOpen, race
 from tests.scoreboard import broken
-from tests.scoreboard.scenario import TEMS, Report, confirmed, event, new_key, seats_shown, variants, waitlisted
+from tests.scoreboard.scenario import (
+    TEMS,
+    Report,
+    confirmed,
+    event,
+    new_key,
+    seats_shown,
+    tems_registration,
+    variants,
+    waitlisted,
+)
 
 # Every key is the scenario's own event's: the two runs share their module's table.
 pytestmark = pytest.mark.shared_table
@@ -29,7 +38,7 @@ SEATS, STUDENTS = 10, 12
 @pytest.mark.parametrize("variant", variants(REPORT.broken))
 def test_ten_seats_are_never_sold_twelve_times(ddb, variant):
     open_day = event(capacity=SEATS)
-    technique = production if variant == TEMS else broken.count_read_then_written
+    technique = tems_registration if variant == TEMS else broken.count_read_then_written
     window = WindowHeldOpen()
     race([lambda n=n: technique(event_id=open_day.event_id, user_id=f"student{n}", idempotency_key=new_key(),
                                 pause=window if variant != TEMS else lambda: None)

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from lab.techniques.registration import production
 from tests.scoreboard import broken
-from tests.scoreboard.scenario import TEMS, Report, confirmed, event, new_key, seats_shown, variants
+from tests.scoreboard.scenario import TEMS, Report, confirmed, event, new_key, seats_shown, tems_registration, variants
 from tests.support.faults import LOST, Fault, inject
 
 # Every key is the scenario's own event's: the two runs share their module's table.
@@ -29,7 +28,7 @@ STUDENTS = 4
 @pytest.mark.parametrize("variant", variants(REPORT.broken))
 def test_the_seat_count_equals_a_recount_after_lost_answers(ddb, variant):
     open_day = event(capacity=10)
-    technique = production if variant == TEMS else broken.count_beside_the_data
+    technique = tems_registration if variant == TEMS else broken.count_beside_the_data
     # The answer lost, the request really applied, then resent by the SDK: once per write that moves the count.
     with inject(Fault(LOST, operations={"UpdateItem", "TransactWriteItems"}), backoff_scale=0) as faults:
         for n in range(STUDENTS):

@@ -18,6 +18,7 @@ from tests.scoreboard.scenario import (
     Report,
     event,
     mails_to,
+    no_wait,
     register_student,
     registrations_by_status,
     relay_until_empty,
@@ -48,7 +49,7 @@ def test_an_expired_offer_is_handed_on_once_however_many_relays_sweep(ddb, db, m
     register_student(open_day.event_id, second)
     for student in line:
         register_student(open_day.event_id, student)
-    services.registration_cancel(user_id=user_key(first), registration_id=seat)
+    services.registration_cancel(user_id=user_key(first), registration_id=seat, sleep=no_wait)
     relay_until_empty()
     assert [len(mails_to(mailoutbox, student, OFFER_MAIL)) for student in line] == [1, 0, 0, 0]
     mailoutbox.clear()

@@ -15,6 +15,7 @@ from tests.scoreboard.scenario import (
     event,
     kill_first_send,
     mails_to,
+    no_wait,
     register_student,
     relay_surviving_a_kill,
     relay_until_empty,
@@ -46,7 +47,7 @@ def test_the_offer_mail_survives_a_killed_sender(ddb, db, mailoutbox, monkeypatc
         broken.mails_outside_the_transaction(monkeypatch, {"SeatOffered"}, sent="after")
     kill_first_send(monkeypatch, OFFER_MAIL)
     try:
-        services.registration_cancel(user_id=user_key(holder), registration_id=seat)
+        services.registration_cancel(user_id=user_key(holder), registration_id=seat, sleep=no_wait)
     except ProcessKilled:
         pass  # the request's process died after its commit
     relay_surviving_a_kill()
