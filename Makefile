@@ -9,7 +9,7 @@ PYTHON ?= $(shell for p in python3.13 python3.12 python3 $$HOME/.pyenv/versions/
 RUN_PORT ?= 8000
 DYNAMODB_PORT ?= 8765
 
-.PHONY: install run test bench bench-hot browser clean check-python screenshots
+.PHONY: install run test bench bench-hot browser clean check-python screenshots scoreboard
 
 check-python:
 	@if [ -z "$(PYTHON)" ]; then echo "TEMS needs Python 3.12 or newer (Django 6): install python3.12 and run again." >&2; exit 1; fi
@@ -51,6 +51,12 @@ test: install browser
 # Screenshots of the main pages (desktop and phone) into docs/screenshots/, from a running `make run`.
 screenshots: install browser
 	$(PY) tests/browser/screenshots.py --base-url http://127.0.0.1:$(RUN_PORT)
+
+# The correctness scoreboard: bugs reported against other event systems, replayed against TEMS and against a
+# broken variant each (tests/scoreboard/, also part of `make test`). Writes docs/SCOREBOARD.md from the results,
+# and the same rows as lab/scoreboard.json for the lab's page.
+scoreboard: install
+	TEMS_SCOREBOARD=docs/SCOREBOARD.md TEMS_SCOREBOARD_LAB=lab/scoreboard.json $(PY) -m pytest -n $(PYTEST_WORKERS) -p no:cacheprovider -q -rfEX tests/scoreboard
 
 bench: install
 	$(PY) -m tests.bench $(BENCH_SECTIONS)

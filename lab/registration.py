@@ -15,11 +15,13 @@ from datetime import timedelta
 from typing import Any
 
 from lab.machinery import fire_concurrently, scratch_delete
-from lab.techniques.registration import RACE_TECHNIQUES, TECHNIQUES, Attempt
+from lab.techniques.registration import RACE_TECHNIQUES, TECHNIQUES, Attempt, check_then_take
 from registrations import selectors, services
 from registrations.errors import RegistrationError
 from registrations.models import (
+    CONFIRMED,
     REGISTRATION_BUCKETS,
+    WAITLISTED,
     Event,
     EventSeats,
     Registration,
@@ -80,7 +82,7 @@ def registration_race(*, technique: str, taps: int, same_key: bool, latency_ms: 
     ])
     ids = {o.value.registration_id for o in fired.outcomes if o.error is None and o.value.registration_id}
     landed = _landed(event_id=event.event_id, user_id=user_id)
-    _delete_run(event_id=event.event_id, user_id=user_id, keys=set(keys), since=started)
+    _delete_run(event_id=event.event_id, keys={user_id: set(keys)}, since=started)
     return {
         "technique": technique,
         "taps": taps,
@@ -105,12 +107,14 @@ def _landed(*, event_id: str, user_id: str) -> dict[str, int]:
     return {"records": len(event_side), "claims": int(claim is not None), "counter": int(seats.registered_count)}
 
 
-def _delete_run(*, event_id: str, user_id: str, keys: set[str], since) -> None:
-    """Remove the run's scratch data: its event and student partitions, idempotency records and outbox messages.
+def _delete_run(*, event_id: str, keys: dict[str, set[str]], since) -> None:
+    """Remove the run's scratch data: its event's and its students' partitions, each student's idempotency
+    records (``keys``: student -> keys) and the run's outbox messages.
 
-    The outbox messages announce registrations of a synthetic student; no relay should ever deliver them.
+    The outbox messages announce registrations of synthetic students; no relay should ever deliver them.
     """
-    extra = [{"PK": {"S": IdempotencyRecord.pk_for(user_id, key)}, "SK": {"S": IdempotencyRecord.SK}} for key in keys]
+    extra = [{"PK": {"S": IdempotencyRecord.pk_for(user_id, key)}, "SK": {"S": IdempotencyRecord.SK}}
+             for user_id, taps in keys.items() for key in taps]
     for collection in OutboxMessage.collections():
         for message in OutboxMessage.pending.query(
             collection, OutboxMessage.gsi1sk >= OutboxMessage.listing_key(since, ""),
@@ -121,8 +125,47 @@ def _delete_run(*, event_id: str, user_id: str, keys: set[str], since) -> None:
         shards = int(EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True).seat_shards or 0)
     except EventSeats.DoesNotExist:
         shards = 0
-    scratch_delete(partitions=[*_event_partitions(event_id), Registration.user_pk_for(user_id),
+    scratch_delete(partitions=[*_event_partitions(event_id), *(Registration.user_pk_for(user) for user in keys),
                                *(SeatShard.pk_for(event_id, shard) for shard in range(shards))], keys=extra)
+
+
+# --- the scoreboard's last-seat row, live ---------------------------------------------------------------------
+
+# As many students as the scoreboard's scenario; the window is the time a handler of that kind spends between
+# its read and its write (a round trip to the database and back), long enough that the taps' reads all land
+# before the first write.
+LAST_SEAT_TAPS = 6
+LAST_SEAT_WINDOW_MS = 50
+LAST_SEAT_TECHNIQUES = {"production": TECHNIQUES["production"].run, "check_then_take": check_then_take}
+
+
+def last_seat_race(*, taps: int = LAST_SEAT_TAPS) -> dict[str, dict[str, int]]:
+    """``taps`` students tap Register at once on a fresh event with one seat, through TEMS and through the
+    check-then-take: per technique, how many were confirmed, how many wait and how many seats the event shows."""
+    return {name: _last_seat_run(technique, taps=taps) for name, technique in LAST_SEAT_TECHNIQUES.items()}
+
+
+def _last_seat_run(technique, *, taps: int) -> dict[str, int]:
+    run_id = uuid.uuid4().hex[:10]
+    event = services.event_create(
+        event_id=f"lab-{run_id}", title="Lab: the last seat", starts_at=utcnow() + timedelta(days=1), capacity=1,
+        created_by="lab", collection=LAB_EVENT_COLLECTION, expires_at=utcnow() + SCRATCH_TTL)
+    keys = {f"lab-student-{run_id}-{n}": str(uuid.uuid4()) for n in range(taps)}
+
+    def pause() -> None:
+        time.sleep(LAST_SEAT_WINDOW_MS / 1000)
+
+    started = utcnow()
+    fired = fire_concurrently([
+        (lambda user=user, key=key: technique(event_id=event.event_id, user_id=user, idempotency_key=key,
+                                              pause=pause))
+        for user, key in keys.items()])
+    statuses = Counter(registration.status for registration in selectors.event_registrations(event_id=event.event_id))
+    result = {"taps": taps, "confirmed": statuses[CONFIRMED], "waiting": statuses[WAITLISTED],
+              "seats_shown": int(event_seats(event.event_id).registered_count),
+              "errors": sum(outcome.error is not None for outcome in fired.outcomes)}
+    _delete_run(event_id=event.event_id, keys={user: {key} for user, key in keys.items()}, since=started)
+    return result
 
 
 def _event_partitions(event_id: str) -> list[str]:
@@ -193,7 +236,7 @@ def technique_costs() -> dict[str, dict[str, float]]:
             function(event_id=event.event_id, user_id=user_id, idempotency_key=key)
         with metered() as retry:
             function(event_id=event.event_id, user_id=user_id, idempotency_key=key)
-        _delete_run(event_id=event.event_id, user_id=user_id, keys={key}, since=started)
+        _delete_run(event_id=event.event_id, keys={user_id: {key}}, since=started)
         costs[name] = {"first_requests": first.total_requests, "first_wcu": round(first.write_capacity, 1),
                        "retry_requests": retry.total_requests, "retry_wcu": round(retry.write_capacity, 1)}
     return costs

@@ -20,6 +20,7 @@ from lab import registration as registration_lab
 from lab.chart import bar_chart_svg
 from lab.forms import LostUpdateForm, RegistrationRaceForm
 from lab.models import lab_run_save, lab_runs_recent, lab_slot
+from lab.scoreboard import scoreboard_last_run
 from lab.techniques import inventory as inventory_techniques
 from lab.techniques import registration as registration_techniques
 from registrations import selectors as registration_selectors
@@ -128,6 +129,12 @@ def _costs_context() -> dict:
             "costs_measured_at": runs[0].created_at if runs else None}
 
 
+def _scoreboard_context() -> dict:
+    runs = lab_runs_recent(kind="last-seat", limit=1)
+    return {"scoreboard": scoreboard_last_run(), "last_seat": runs[0].result_dict if runs else None,
+            "last_seat_at": runs[0].created_at if runs else None}
+
+
 def _tryit_event(request: HttpRequest, *, fresh: bool = False):
     """The caller's own scratch event for the real Register button (replaced on "start over")."""
     return registration_lab.tryit_event(user_id=user_key(request.user), fresh=fresh)
@@ -145,7 +152,7 @@ def _tryit_context(request: HttpRequest, *, fresh: bool = False) -> dict:
 @lab_page
 def lab_index(request: HttpRequest) -> HttpResponse:
     context = {**_registration_context(), **_lost_update_context(), **_costs_context(),
-               "tryit": _tryit_context(request)}
+               "tryit": _tryit_context(request), **_scoreboard_context()}
     return render(request, "lab/index.html", context)
 
 
@@ -163,7 +170,8 @@ def _race_page(request: HttpRequest, *, form: RegistrationRaceForm | LostUpdateF
     context = section_context(form, error)
     if request.htmx:
         return render(request, f"lab/index.html#{section}", context)
-    full = {**_registration_context(), **_lost_update_context(), **_costs_context(), "tryit": _tryit_context(request)}
+    full = {**_registration_context(), **_lost_update_context(), **_costs_context(), "tryit": _tryit_context(request),
+            **_scoreboard_context()}
     return render(request, "lab/index.html", {**full, **context})
 
 
@@ -194,6 +202,23 @@ def lab_costs(request: HttpRequest) -> HttpResponse:
     if request.htmx:
         return render(request, "lab/index.html#decision-table", _costs_context())
     return redirect(reverse("lab:index") + "#decision-table")
+
+
+@require_POST
+@lab_page
+def lab_last_seat(request: HttpRequest) -> HttpResponse:
+    """The scoreboard's last-seat row, run live: six taps on one seat, through TEMS and the check-then-take."""
+    try:
+        with lab_slot():
+            result = registration_lab.last_seat_race()
+    except DomainError as busy:
+        messages.error(request, busy.detail)
+        return after_save(request, reverse("lab:index") + "#scoreboard")
+    lab_run_save(kind="last-seat", technique="both", params={"taps": registration_lab.LAST_SEAT_TAPS},
+                 result=result)
+    if request.htmx:
+        return render(request, "lab/index.html#scoreboard", _scoreboard_context())
+    return redirect(reverse("lab:index") + "#scoreboard")
 
 
 @require_GET

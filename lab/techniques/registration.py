@@ -1,7 +1,8 @@
 """Ways to register a student, side by side: the race tests, ``make bench`` and the lab run them all.
 
 ``naive`` and ``powertools`` are DELIBERATELY BROKEN: the read-then-write handler of the article TEMS was built
-to fix, kept to prove that the race tests catch the bug. They live in the lab, which no production module
+to fix, kept to prove that the race tests catch the bug. So is ``check_then_take`` (a seat, not a student's taps:
+the scoreboard's last-seat row, which the lab also runs live). They live in the lab, which no production module
 imports, so no view can reach them.
 
 Every technique is a plain function with one signature, so a caller can swap them freely::
@@ -37,7 +38,7 @@ from dataclasses import dataclass
 from pynamodb.exceptions import PutError
 
 from registrations import services
-from registrations.models import CONFIRMED, CURRENT_LAYOUT, Registration, RegistrationClaim, SeatShard
+from registrations.models import CONFIRMED, CURRENT_LAYOUT, WAITLISTED, Registration, RegistrationClaim, SeatShard
 from tems.clock import utcnow
 from tems.idempotency import (
     COMPLETED,
@@ -108,6 +109,26 @@ def naive(*, event_id: str, user_id: str, idempotency_key: str | None,
         completed_record(user_id=user_id, key=idempotency_key, fingerprint="naive",
                          response=StoredResponse(201, body)).save()
     return Attempt(registration_id, "created", body)
+
+
+def check_then_take(*, event_id: str, user_id: str, idempotency_key: str,
+                    pause: Callable[[], None] = no_pause) -> Attempt:
+    """DELIBERATELY BROKEN: "is a seat left?" read first, then the registration and the seat count written
+    without a condition, as the order handler of the scoreboard's last-seat row did (docs/SCOREBOARD.md). Taps
+    that read before either writes all get the last seat. Not a race technique: it is about the seat, not about
+    one student's taps, so the lab runs it in its own section."""
+    seats = SeatShard.get(*SeatShard.key_for(event_id, 0), consistent_read=True)
+    if seats.taken >= seats.capacity:
+        return Attempt(None, WAITLISTED)
+    pause()  # the race window: every tap that read a free seat before the first write lands takes it too
+    registration_id = services.new_registration_id()
+    RegistrationClaim(*RegistrationClaim.key_for(event_id, user_id), registration_id=registration_id,
+                      event_id=event_id, user_id=user_id, status=CONFIRMED, created_at=utcnow(), shard=0).save(
+        condition=RegistrationClaim.pk.does_not_exist())
+    for item in _items(registration_id, event_id, user_id, shard=0):
+        item.save()
+    SeatShard(*SeatShard.key_for(event_id, 0)).update(actions=[SeatShard.taken.add(1)])
+    return Attempt(registration_id, "created")
 
 
 def claim(*, event_id: str, user_id: str, idempotency_key: str,
