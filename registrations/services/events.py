@@ -226,7 +226,7 @@ def event_update(
         condition = Event.pk.exists() & Event.cancelled_at.does_not_exist()
         if counters is not None:
             count = int(counters.seat_shards)
-            sliced = int(counters.capacity if counters.sliced is None else counters.sliced)
+            sliced = int(counters.sliced)
             try:
                 gate = gate_get(event_id=event_id)
             except GateBusy:

@@ -289,7 +289,7 @@ def waitlist_promote(*, event_id: str, now: datetime | None = None,
             return promoted
         if gate is None:
             return promoted  # the gate is born with the event: it is being deleted (a lab scratch event)
-        capacity, sliced = int(seats.capacity), int(seats.capacity if seats.sliced is None else seats.sliced)
+        capacity, sliced = int(seats.capacity), int(seats.sliced)
         count = int(seats.seat_shards)
         waiting = sum(int(lane.waiting or 0) for lane in lanes)
         unsliced = capacity - sliced
