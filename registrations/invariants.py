@@ -36,6 +36,11 @@ def _event_pk(item: Item) -> str:
     return Event.pk_for(item["event_id"])
 
 
+def _in_event_partition(item: Item) -> bool:
+    """An item of the event's own partition (its check-ins, the door's log, the departure counters)."""
+    return item["PK"].startswith(Event.PK_PREFIX)
+
+
 @dataclass
 class _Counts:
     """An event's stored counters (None until its METADATA item has been seen) and what its items add up to."""
@@ -75,6 +80,8 @@ class _PerEvent(StreamingCheck):
             self.count(item, self.events[Event.pk_for(item["event_id"])].tally)
         elif Registration.is_event_side(item["PK"]):
             self.count(item, self.events[_event_pk(item)].tally)
+        elif _in_event_partition(item):
+            self.count(item, self.events[item["PK"]].tally)
 
     def count(self, item: Item, tally: defaultdict) -> None:
         raise NotImplementedError
