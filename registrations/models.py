@@ -58,8 +58,8 @@ class Event(TableModel):
     location = TextAttribute(default="")
     starts_at = UTCDateTimeAttribute()
     capacity = NumberAttribute()
-    # Summed on read from the seat shards' ``taken`` and the lanes' ``waiting`` (registrations.seating.shards,
-    # ``seats_taken``): the shards count, and these only carry the sums to the pages.
+    # Not counters of their own: set on read to the seat shards' ``taken`` and the lanes' ``waiting`` summed
+    # (registrations.seating.shards, ``seats_taken``), so the pages have them; stored only as 0 by the creation.
     registered_count = NumberAttribute(default=0)
     waitlist_count = NumberAttribute(default=0)
     # Seat shards (see SeatShard): how many there are and how much of the capacity they hold between them.
