@@ -209,8 +209,7 @@ def scratch_event_delete(*, event_id: str) -> int:
     for an event that is gone."""
     if not event_id.startswith("lab-"):
         raise ValueError(f"{event_id!r} is not a lab scratch event")
-    # A try-it event from before the layout upgrade may still keep its registrations in its own partition.
-    registrations = selectors.event_registrations(event_id=event_id, include_legacy=True)
+    registrations = selectors.event_registrations(event_id=event_id)
     student_side = [dict(zip(("PK", "SK"), ({"S": part} for part in key), strict=True))
                     for registration in registrations
                     for key in (Registration.user_key_for(registration.user_id, registration.registration_id),

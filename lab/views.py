@@ -142,8 +142,7 @@ def _tryit_event(request: HttpRequest, *, fresh: bool = False):
 
 def _tryit_context(request: HttpRequest, *, fresh: bool = False) -> dict:
     event = _tryit_event(request, fresh=fresh)
-    claim = registration_selectors.claim_get(event_id=event.event_id, user_id=user_key(request.user),
-                                             layout=event.registration_layout)
+    claim = registration_selectors.claim_get(event_id=event.event_id, user_id=user_key(request.user))
     registration = registration_selectors.registration_view(registration=claim) if claim else None
     return {"event": event, "registration": registration, "fresh_key": str(uuid.uuid4()), "notice": None}
 

@@ -169,10 +169,9 @@ def registration_cancel(request: HttpRequest, registration_id: str) -> HttpRespo
 def attendee_list(request: HttpRequest, event_id: str) -> HttpResponse:
     """Staff: the event's attendees by name, ``?status=``, ``?q=<username prefix>``, ``?cursor=``."""
     # 404 for an unknown event, not an empty list
-    event = selectors.event_get(event_id=event_id, consistent=False, with_seats=False)
+    selectors.event_get(event_id=event_id, consistent=False, with_seats=False)
     page = attendees.attendee_page(event_id=event_id, status=request.GET.get("status"),
-                                   search=request.GET.get("q"), layout=event.registration_layout,
-                                   **page_args(request))
+                                   search=request.GET.get("q"), **page_args(request))
     return json_response({"attendees": page.items, "next": next_page_url(request, page)})
 
 

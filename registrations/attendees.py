@@ -21,11 +21,9 @@ import io
 from collections.abc import Iterator
 from typing import Any
 
-from pynamodb.exceptions import UpdateError
-
-from registrations import questions, selectors
+from registrations import questions
 from registrations.errors import RegistrationError
-from registrations.models import CONFIRMED, CURRENT_LAYOUT, REGISTRATION_BUCKETS, WAITLISTED, Registration
+from registrations.models import CONFIRMED, REGISTRATION_BUCKETS, WAITLISTED, Registration
 from registrations.seating import positions
 from tems.errors import DomainError
 from tems.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page, decode_cursor, encode_cursor
@@ -63,23 +61,19 @@ def _checked(status: str | None, search: str | None) -> tuple[str | None, str]:
 
 
 def attendee_page(*, event_id: str, status: str | None = None, search: str | None = None,
-                  cursor: str | None = None, limit: int = DEFAULT_PAGE_SIZE,
-                  layout: int = CURRENT_LAYOUT) -> Page[dict[str, Any]]:
+                  cursor: str | None = None, limit: int = DEFAULT_PAGE_SIZE) -> Page[dict[str, Any]]:
     """One page of the event's attendees in name order, each ``{registration_id, user, status, position,
     registered_at}`` (``position`` for the waitlisted). One Query per bucket (REGISTRATION_BUCKETS) and one
-    BatchGetItem of the waitlist counter nodes; at most ``limit`` items read per bucket. ``layout`` is the
-    event's (``Event.registration_layout``): an event not yet upgraded also has entries in its legacy index
-    partition, read as one more bucket. Raises RegistrationError('invalid') for an unknown status or a too long
-    search, and tems.errors.DomainError('invalid') for a cursor that is not this list's (the cursor is signed
-    and scoped to the event, the status and the search).
+    BatchGetItem of the waitlist counter nodes; at most ``limit`` items read per bucket. Raises
+    RegistrationError('invalid') for an unknown status or a too long search, and tems.errors.DomainError('invalid')
+    for a cursor that is not this list's (the cursor is signed and scoped to the event, the status and the
+    search).
     """
     status, search = _checked(status, search)
     prefix = Registration.attendee_name_key(search) if search else None
     scope = f"attendees:{event_id}:{status or ''}:{search}"
     after = _cursor_position(cursor, scope=scope, prefix=prefix)
     partitions = [Registration.attendees_pk_for(event_id, bucket) for bucket in range(REGISTRATION_BUCKETS)]
-    if layout != CURRENT_LAYOUT:
-        partitions.append(Registration.legacy_attendees_pk_for(event_id))
     condition = _key_condition(prefix=prefix, after=after)
     filter_condition = (Registration.status == status) if status else None
     found: list[tuple[str, Registration]] = []
@@ -156,7 +150,7 @@ def safe_cell(value: object) -> str:
 
 
 def attendee_csv(*, event_id: str, status: str | None = None, search: str | None = None,
-                 layout: int = CURRENT_LAYOUT, asked: questions.QuestionSet = questions.NO_QUESTIONS) -> Iterator[str]:
+                 asked: questions.QuestionSet = questions.NO_QUESTIONS) -> Iterator[str]:
     """The whole attendee list as CSV lines, read and sent one page at a time (memory does not grow).
 
     One column per question of ``asked`` (the event's questions now), then, if any were asked, one column of
@@ -176,8 +170,7 @@ def attendee_csv(*, event_id: str, status: str | None = None, search: str | None
     yield line([*CSV_COLUMNS, *columns])
     cursor = None
     while True:
-        page = attendee_page(event_id=event_id, status=status, search=search, cursor=cursor, limit=MAX_PAGE_SIZE,
-                             layout=layout)
+        page = attendee_page(event_id=event_id, status=status, search=search, cursor=cursor, limit=MAX_PAGE_SIZE)
         for row in page.items:
             yield line([*(row[column] for column in CSV_COLUMNS), *_answer_cells(row["answers"], asked)])
         if page.next_cursor is None:
@@ -192,27 +185,3 @@ def _answer_cells(answers: list[dict], asked: questions.QuestionSet) -> list[str
     cells = [questions.answer_text(by_id.pop(q.id, {}).get("value")) for q in asked.questions]
     other = "; ".join(f"{a.get('label')}: {questions.answer_text(a.get('value'))}" for a in by_id.values())
     return [*cells, other]
-
-
-def backfill_index(*, event_id: str) -> int:
-    """Give the event-side registrations written without an attendee index key their key; returns how many.
-
-    Copies in the current layout are born with it and the layout upgrade sets it on the ones it moves, so this
-    finds something only on a table written before both. Each is one conditional update (the copy still exists
-    and has no key yet), so running it twice, or while students register and cancel, changes nothing twice and
-    resurrects nothing.
-    """
-    updated = 0
-    for registration in selectors.event_registrations(event_id=event_id, consistent=False):
-        if registration.gsi1pk is not None:
-            continue
-        fields = index_fields(event_id=event_id, name=registration.user_name or registration.user_id,
-                              registration_id=registration.registration_id)
-        try:
-            registration.update(actions=[Registration.gsi1pk.set(fields["gsi1pk"]),
-                                         Registration.gsi1sk.set(fields["gsi1sk"])],
-                                condition=Registration.pk.exists() & Registration.gsi1pk.does_not_exist())
-        except UpdateError:
-            continue  # cancelled meanwhile, or done by a concurrent run
-        updated += 1
-    return updated

@@ -3,14 +3,13 @@ test). Each check sees the items of one consistent scan as a stream and keeps pe
 message names the event (or item) involved."""
 
 import json
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from registrations.models import (
     CONFIRMED,
-    CURRENT_LAYOUT,
     OFFERED,
     WAITLISTED,
     CheckIn,
@@ -20,7 +19,6 @@ from registrations.models import (
     Registration,
     RegistrationClaim,
     WaitlistEntry,
-    layout_of,
 )
 from tems.clock import utcnow
 from tems.invariants import Item, Multiset, StreamingCheck, invariant
@@ -33,9 +31,14 @@ def _is_event(item: Item) -> bool:
 
 
 def _event_pk(item: Item) -> str:
-    """The event partition an event-side item belongs to: its own, or (a registration copy in one of the event's
-    buckets) its event's."""
-    return item["PK"] if Registration.is_legacy_event_side(item["PK"]) else Event.pk_for(item["event_id"])
+    """The event partition of the event an event-side item (a registration copy in one of its buckets) belongs
+    to."""
+    return Event.pk_for(item["event_id"])
+
+
+def _in_event_partition(item: Item) -> bool:
+    """An item of the event's own partition (its check-ins, the door's log, the departure counters)."""
+    return item["PK"].startswith(Event.PK_PREFIX)
 
 
 @dataclass
@@ -66,8 +69,7 @@ class _PerEvent(StreamingCheck):
 
     def observe(self, item: Item) -> None:
         if _is_event(item):
-            self.events[item["PK"]].stored = {name: item.get(name)
-                                              for name in (*self.counters, "seat_shards", "waitlist_count")}
+            self.events[item["PK"]].stored = {name: item.get(name) for name in (*self.counters, "seat_shards")}
         elif _seat_shard(item):
             tally = self.events[_event_pk_of_shard(item)].tally
             tally["shard_taken"] += int(item.get("taken", 0))
@@ -78,6 +80,8 @@ class _PerEvent(StreamingCheck):
             self.count(item, self.events[Event.pk_for(item["event_id"])].tally)
         elif Registration.is_event_side(item["PK"]):
             self.count(item, self.events[_event_pk(item)].tally)
+        elif _in_event_partition(item):
+            self.count(item, self.events[item["PK"]].tally)
 
     def count(self, item: Item, tally: defaultdict) -> None:
         raise NotImplementedError
@@ -85,12 +89,9 @@ class _PerEvent(StreamingCheck):
     def seen(self) -> Iterator[tuple[str, dict, defaultdict]]:
         for pk, counts in sorted(self.events.items()):
             if counts.stored is not None:
-                stored = dict(counts.stored)
-                if stored.get("seat_shards"):
-                    # A sharded event's seats taken are its shards' sum (its own registered_count is gone), and
-                    # its waiting list its lanes' (entries from before the lanes are not upgraded: not counted).
-                    stored["registered_count"] = counts.tally["shard_taken"]
-                    stored["waitlist_count"] = counts.tally["lane_waiting"]
+                # An event's seats taken are its shards' sum, and its waiting list its lanes'.
+                stored = {**counts.stored, "registered_count": counts.tally["shard_taken"],
+                          "waitlist_count": counts.tally["lane_waiting"]}
                 yield pk, stored, counts.tally
 
 
@@ -99,7 +100,7 @@ class EventCountersMatch(_PerEvent):
     counters = ("registered_count", "waitlist_count")
 
     def count(self, item: Item, tally: defaultdict) -> None:
-        is_copy = item["SK"].startswith(Registration.SK_PREFIX) or WaitlistEntry.item_carries_registration(item)
+        is_copy = item["SK"].startswith(Registration.SK_PREFIX) or WaitlistEntry.is_entry(item)
         if is_copy and item.get("status") in LIVE_STATUSES:
             # An offered seat is a taken seat: held for the offer, counted with the confirmed ones.
             tally[CONFIRMED if item["status"] == OFFERED else item["status"]] += 1
@@ -114,8 +115,8 @@ class EventCountersMatch(_PerEvent):
 
 @invariant("events never exceed capacity")
 class EventsWithinCapacity(StreamingCheck):
-    """Unsharded events: ``registered_count <= capacity``. Sharded: no shard over its slice, the slices add up to
-    the event's ``sliced``, which is at most its capacity, and there are exactly ``seat_shards`` shards."""
+    """No shard over its slice, the slices add up to the event's ``sliced``, which is at most its capacity, and
+    there are exactly ``seat_shards`` shards."""
 
     def __init__(self) -> None:
         self.found: list[str] = []
@@ -123,9 +124,7 @@ class EventsWithinCapacity(StreamingCheck):
         self.shards: defaultdict[str, list[int]] = defaultdict(lambda: [0, 0])  # [shards, sum of slices]
 
     def observe(self, item: Item) -> None:
-        if _is_event(item) and not item.get("seat_shards") and item.get("registered_count", 0) > item["capacity"]:
-            self.found.append(f"{item['PK']}: {item['registered_count']} registered over capacity {item['capacity']}")
-        elif _is_event(item) and item.get("seat_shards"):
+        if _is_event(item):
             self.events[item["PK"]] = {name: item.get(name) for name in ("capacity", "sliced", "seat_shards")}
         elif _seat_shard(item):
             if int(item.get("taken", 0)) > int(item["capacity"]):
@@ -138,11 +137,11 @@ class EventsWithinCapacity(StreamingCheck):
         yield from self.found
         for pk, event in sorted(self.events.items()):
             shards, sliced = self.shards[pk]
-            if shards != int(event["seat_shards"]):
+            if shards != int(event["seat_shards"] or 0):
                 yield f"{pk}: {shards} seat shards but seat_shards={event['seat_shards']}"
-            if sliced != int(event["sliced"]):
+            if sliced != int(event["sliced"] or 0):
                 yield f"{pk}: slices add up to {sliced} but sliced={event['sliced']}"
-            if int(event["sliced"]) > int(event["capacity"]):
+            if int(event["sliced"] or 0) > int(event["capacity"]):
                 yield f"{pk}: {event['sliced']} seats sliced over capacity {event['capacity']}"
 
 
@@ -164,7 +163,7 @@ class ClaimsMatchRegistrations(StreamingCheck):
             side = "claims"
         elif entity == "Registration":
             side = self.SIDES[1] if Registration.is_event_side(item["PK"]) else self.SIDES[2]
-        elif WaitlistEntry.item_carries_registration(item):
+        elif WaitlistEntry.is_entry(item):
             side = self.SIDES[1]
         else:
             return
@@ -179,36 +178,21 @@ class ClaimsMatchRegistrations(StreamingCheck):
                            f"registrations or statuses they name differ")
 
 
-@invariant("registrations are kept where their event's layout puts them")
-class RegistrationsInTheirLayout(StreamingCheck):
-    """An event in the current layout has no claim or event-side copy left under the legacy keys (a student whose
-    claim sits there could register a second time) and every user-side copy of its registrations marked; a
-    claim or copy under the current keys is at the very key its model builds (the student's partition, the
-    registration's bucket and index partition); a seat shard is in its event's layout (a shard current before
-    its event would take seats while claims may still be under the legacy keys). Events mid-upgrade hold both
-    layouts, which is fine until the upgrade marks them."""
+@invariant("registrations are kept at the keys their models build")
+class RegistrationsAtTheirKeys(StreamingCheck):
+    """A claim is at the very key its model builds (the student's partition: under any other key a second
+    registration of the student would not meet it), an event-side copy in its registration's bucket and index
+    partition, and a waitlist entry in its registration's attendee index partition."""
 
     def __init__(self) -> None:
         self.found: list[str] = []
-        self.layouts: dict[str, int] = {}
-        self.legacy: defaultdict[str, int] = defaultdict(int)
-        self.unmarked: defaultdict[str, int] = defaultdict(int)
-        self.shard_layouts: defaultdict[str, set[int]] = defaultdict(set)
 
     def observe(self, item: Item) -> None:
         entity, pk = item.get("entity"), item["PK"]
-        if _is_event(item):
-            self.layouts[item["event_id"]] = layout_of(item.get("layout"))
-        elif _seat_shard(item):
-            self.shard_layouts[item["event_id"]].add(layout_of(item.get("layout")))
-        elif entity == "RegistrationClaim":
-            if Registration.is_legacy_event_side(pk):
-                self.legacy[item["event_id"]] += 1
-            elif (pk, item["SK"]) != RegistrationClaim.key_for(item["event_id"], item["user_id"]):
+        if entity == "RegistrationClaim":
+            if (pk, item["SK"]) != RegistrationClaim.key_for(item["event_id"], item["user_id"]):
                 self.found.append(f"{pk}/{item['SK']}: a claim of {item['user_id']} for event {item['event_id']} "
                                   "is not under the key its model builds")
-        elif entity == "Registration" and Registration.is_legacy_event_side(pk):
-            self.legacy[item["event_id"]] += 1
         elif entity == "Registration" and Registration.is_event_side(pk):
             name = item.get("user_name") or item["user_id"]
             index = Registration.attendee_index_key_for(item["event_id"], name, item["registration_id"])
@@ -216,9 +200,7 @@ class RegistrationsInTheirLayout(StreamingCheck):
                     or item.get("GSI1PK", index[0]) != index[0]):
                 self.found.append(f"{pk}/{item['SK']}: not in the bucket (or index partition) of registration "
                                   f"{item['registration_id']}")
-        elif entity == "Registration" and layout_of(item.get("layout")) != CURRENT_LAYOUT:
-            self.unmarked[item["event_id"]] += 1
-        elif WaitlistEntry.item_carries_registration(item):
+        elif WaitlistEntry.is_entry(item):
             name = item.get("user_name") or item["user_id"]
             if item.get("GSI1PK") != Registration.attendee_index_key_for(item["event_id"], name,
                                                                           item["registration_id"])[0]:
@@ -227,47 +209,6 @@ class RegistrationsInTheirLayout(StreamingCheck):
 
     def problems(self) -> Iterator[str]:
         yield from self.found
-        for event_id, layout in sorted(self.layouts.items()):
-            if layout == CURRENT_LAYOUT and self.legacy[event_id]:
-                yield (f"event {event_id}: in the current layout but {self.legacy[event_id]} claim(s) or event-side "
-                       "registration(s) are under the legacy keys (their students could register again)")
-            if layout == CURRENT_LAYOUT and self.unmarked[event_id]:
-                yield f"event {event_id}: {self.unmarked[event_id]} user-side registration(s) not marked as moved"
-            if self.shard_layouts[event_id] - {layout}:
-                yield (f"event {event_id}: in layout {layout} but seat shard(s) in layout "
-                       f"{sorted(self.shard_layouts[event_id] - {layout})}")
-
-
-@invariant("every event is in the current shape")
-class EventsInTheCurrentShape(StreamingCheck):
-    """No item of an older shape that ``event_upgrade`` converts is left, and none is counted as valid by the
-    other checks: a waiting-list entry from before the lanes (in the event's partition) or one that does not
-    carry its registration, a confirmed registration (claim or copy) that names no shard, and an event still
-    marked as giving its registrations their shard. The cure is ``manage.py upgrade_events``."""
-
-    KINDS = ("waiting-list entries from before the lanes", "waiting-list entries not carrying their registration",
-             "confirmed registration items naming no shard", "marked as giving registrations their shard")
-
-    def __init__(self) -> None:
-        self.found: defaultdict[str, Counter] = defaultdict(Counter)
-
-    def observe(self, item: Item) -> None:
-        entity, event_id = item.get("entity"), item.get("event_id")
-        if entity == "WaitlistEntry":
-            if item.get("lane") is None or item["PK"] == WaitlistEntry.legacy_pk_for(event_id):
-                self.found[event_id][self.KINDS[0]] += 1
-            if not WaitlistEntry.item_carries_registration(item):
-                self.found[event_id][self.KINDS[1]] += 1
-        elif entity in ("Registration", "RegistrationClaim"):
-            if item.get("status") == CONFIRMED and item.get("shard") is None:
-                self.found[event_id][self.KINDS[2]] += 1
-        elif _is_event(item) and item.get("giving_shards") is not None:
-            self.found[item["event_id"]][self.KINDS[3]] += 1
-
-    def problems(self) -> Iterator[str]:
-        for event_id, kinds in sorted(self.found.items()):
-            listed = ", ".join(f"{kinds[kind]} {kind}" for kind in self.KINDS if kinds[kind])
-            yield f"event {event_id}: not upgraded ({listed}); run manage.py upgrade_events"
 
 
 @invariant("nobody waits while a seat is free")
@@ -285,11 +226,8 @@ class NobodyWaitsForAFreeSeat(_PerEvent):
         for pk, stored, tally in self.seen():
             if stored.get("cancelled_at"):
                 continue
-            if stored.get("seat_shards"):
-                # Room in a shard, or seats of a raise not handed out yet.
-                free = tally["shard_free"] + stored["capacity"] - int(stored["sliced"] or 0)
-            else:
-                free = stored["capacity"] - (stored["registered_count"] or 0)
+            # Room in a shard, or seats of a raise not handed out yet.
+            free = tally["shard_free"] + stored["capacity"] - int(stored["sliced"] or 0)
             if tally["waiting"] and free > 0:
                 yield f"{pk}: {tally['waiting']} waiting while {free} seat(s) free"
 
@@ -297,7 +235,7 @@ class NobodyWaitsForAFreeSeat(_PerEvent):
 @invariant("waitlist entries are unique and in ticket order")
 class WaitlistInOrder(StreamingCheck):
     """Each entry's key is its ticket (so keys are unique and in ticket order), no ticket is beyond the event's
-    sequence (its queue item's, or its own item's from before the queue), and per event the entries and the
+    sequence (its queue item's), and per event the entries and the
     waitlisted registrations' user-side copies name the same (registration, ticket): the user side, since an
     entry may itself be its registration's event-side copy."""
 
@@ -309,12 +247,8 @@ class WaitlistInOrder(StreamingCheck):
         self.waiting: defaultdict[str, Multiset] = defaultdict(Multiset)
 
     def observe(self, item: Item) -> None:
-        if _is_event(item):
-            # Before the queue item, the event's item kept the sequence; the queue starts from it.
-            self.seq[item["PK"]] = max(self.seq.get(item["PK"], 0), int(item.get("waitlist_seq", 0)))
-        elif item.get("entity") == "WaitlistQueue":
-            pk = Event.pk_for(item["event_id"])
-            self.seq[pk] = max(self.seq.get(pk, 0), int(item.get("seq", 0)))
+        if item.get("entity") == "WaitlistQueue":
+            self.seq[Event.pk_for(item["event_id"])] = int(item.get("seq", 0))
         elif _waitlist_entry(item):
             ticket, pk = int(item["ticket"]), Event.pk_for(item["event_id"])
             lane = None if item.get("lane") is None else int(item["lane"])
@@ -330,7 +264,7 @@ class WaitlistInOrder(StreamingCheck):
         yield from self.found
         for pk, highest in sorted(self.highest.items()):
             if highest > self.seq.get(pk, 0):
-                yield f"{pk}: ticket {highest} beyond waitlist_seq={self.seq.get(pk, 0)}"
+                yield f"{pk}: ticket {highest} beyond the queue's seq={self.seq.get(pk, 0)}"
         for pk in sorted(self.entries.keys() | self.waiting.keys()):
             entries, waiting = self.entries[pk], self.waiting[pk]
             if entries != waiting:
@@ -343,8 +277,7 @@ class LanesAndGate(StreamingCheck):
     """Per lane (seat shard): ``waiting`` = its entries, and nobody waits in a lane whose gate is open. Per event,
     with its gate item (``SeatGate``): it names as many shards as there are; every lane has its ``opened`` (so
     each lane's copy is of the gate's current round); a lane is closed only while the gate is; and while the
-    gate is closed every shard is full (so nobody joins beside a seat). An event from before the gate item: its
-    gate is the same on every shard, closed whenever anyone waits, and only on a full event."""
+    gate is closed every shard is full (so nobody joins beside a seat)."""
 
     def __init__(self) -> None:
         self.waiting: dict[str, int] = {}
@@ -370,7 +303,7 @@ class LanesAndGate(StreamingCheck):
             self.gate[Event.pk_for(item["event_id"])] = (bool(item.get("state")), int(item.get("opened", 0)),
                                                          int(item.get("shards", 0)))
         elif _waitlist_entry(item):
-            self.entries[item["PK"]] += 1  # one from before the lanes, in the event's partition, matches no lane
+            self.entries[item["PK"]] += 1
 
     def problems(self) -> Iterator[str]:
         for pk in sorted(self.waiting.keys() | self.entries.keys()):
@@ -380,18 +313,16 @@ class LanesAndGate(StreamingCheck):
             if self.open_lanes_waiting[event]:
                 yield f"{event}: {self.open_lanes_waiting[event]} waiting in lanes whose gate is open"
             if event not in self.gate:
-                if len(self.lane_gates[event]) > 1:
-                    yield f"{event}: the waiting list's gate is closed on some shards and open on others"
-                closed = True in self.lane_gates[event]
-            else:
-                closed, opened, shards = self.gate[event]
-                if shards != self.lanes[event]:
-                    yield f"{event}: the gate names {shards} shards but there are {self.lanes[event]}"
-                if self.lane_opened[event] - {opened}:
-                    yield (f"{event}: lanes of the gate's reopenings {sorted(self.lane_opened[event])}, the gate "
-                           f"is at {opened}")
-                if True in self.lane_gates[event] and not closed:
-                    yield f"{event}: a lane's gate is closed while the event's gate is open"
+                yield f"{event}: seat shards but no gate item"
+                continue
+            closed, opened, shards = self.gate[event]
+            if shards != self.lanes[event]:
+                yield f"{event}: the gate names {shards} shards but there are {self.lanes[event]}"
+            if self.lane_opened[event] - {opened}:
+                yield (f"{event}: lanes of the gate's reopenings {sorted(self.lane_opened[event])}, the gate "
+                       f"is at {opened}")
+            if True in self.lane_gates[event] and not closed:
+                yield f"{event}: a lane's gate is closed while the event's gate is open"
             if closed and self.free[event]:
                 yield f"{event}: the gate is closed while {self.free[event]} seat(s) are free in the shards"
 

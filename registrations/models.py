@@ -18,13 +18,9 @@ from tems.clock import utcnow
 from tems.dynamo import CollectionIndex, TableModel
 from tems.text import TextAttribute
 
-# Where a registration's claim and event-side copy live (docs/registrations.md, "Where a registration lives").
-# LEGACY_LAYOUT: both in the event's own partition ``EVENT#<id>``, every registration of an event written to one
-# partition (4 WCU of its 1,000 WCU/s) and its attendee index entry to one index partition. CURRENT_LAYOUT: the
-# claim under the student (``USER#<user>``), the copy in one of REGISTRATION_BUCKETS partitions of the event.
-# An event, its seat shards and its registrations' user-side copies carry ``layout``; absent means legacy.
-LEGACY_LAYOUT = 1
-CURRENT_LAYOUT = 2
+# Where a registration's claim and event-side copy live (docs/registrations.md, "Where a registration lives"): the
+# claim under the student (``USER#<user>``), the copy in one of REGISTRATION_BUCKETS partitions of the event, not
+# in the event's own partition, which would take every registration of an event (4 WCU of its 1,000 WCU/s).
 # 16 partitions share an event's copies and 16 index partitions its attendee entries: a first registration writes
 # its copy (2 WCU) and index entry (1 WCU) there, so at the rate one event's burst must be served each copy
 # partition takes a quarter of AWS's 1,000 WCU/s per partition and each index partition an eighth; 8 would leave
@@ -45,11 +41,6 @@ MIN_OFFER_HOURS = 1
 MAX_OFFER_HOURS = 336
 
 
-def layout_of(value: int | float | None) -> int:
-    """The layout an item's ``layout`` attribute stands for (absent: written before the layouts existed)."""
-    return LEGACY_LAYOUT if value is None else int(value)
-
-
 class Event(TableModel):
     """``EVENT#<event_id>`` / ``METADATA``: what staff edit (versioned) plus the seat counters.
 
@@ -67,21 +58,15 @@ class Event(TableModel):
     location = TextAttribute(default="")
     starts_at = UTCDateTimeAttribute()
     capacity = NumberAttribute()
+    # Not counters of their own: set on read to the seat shards' ``taken`` and the lanes' ``waiting`` summed
+    # (registrations.seating.shards, ``seats_taken``), so the pages have them; stored only as 0 by the creation.
     registered_count = NumberAttribute(default=0)
     waitlist_count = NumberAttribute(default=0)
-    # The last waitlist ticket handed out to a lane's block (see WaitlistEntry); only ever grows.
-    waitlist_seq = NumberAttribute(default=0)
-    # Tickets gone for good: departures (cancelled, promoted) and block tickets never handed out (see
-    # registrations.seating.positions). With waitlist_seq it gives a new block's first ticket its exact position.
-    waitlist_left = NumberAttribute(null=True)
-    # Seat shards (see SeatShard): how many there are and how much of the capacity they hold between them. Absent
-    # on events created before the shards (their seats are still ``registered_count``, until ``shard_seats``).
+    # Seat shards (see SeatShard): how many there are and how much of the capacity they hold between them.
     seat_shards = NumberAttribute(null=True)
     sliced = NumberAttribute(null=True)
     # Moved only by the door's transactions (see EventCheckins); absent until the first check-in.
     checked_in_count = NumberAttribute(null=True)
-    # Where its registrations live (LEGACY_LAYOUT when absent); set to CURRENT_LAYOUT at creation or by the upgrade.
-    layout = NumberAttribute(null=True)
     created_at = UTCDateTimeAttribute(default=utcnow)
     created_by = UnicodeAttribute(default="")
     updated_at = UTCDateTimeAttribute(default=utcnow)
@@ -129,10 +114,6 @@ class Event(TableModel):
         return self.registered_count >= self.capacity or self.waitlist_count > 0
 
     @property
-    def registration_layout(self) -> int:
-        return layout_of(self.layout)
-
-    @property
     def is_cancelled(self) -> bool:
         """Whether the event was called off: no reminder goes out for it (registrations.services.messages)."""
         return self.cancelled_at is not None
@@ -161,21 +142,13 @@ class EventSeats(TableModel):
 
     ENTITY = None  # a view of another model's item: writes no entity
     capacity = NumberAttribute()
+    # Summed from the shards and lanes on read (``shards.event_seats``), as on Event.
     registered_count = NumberAttribute(default=0)
-    # Entries from before the lanes (each lane counts its own, ``SeatShard.waiting``): 0 or absent once the event
-    # is upgraded, and every write that passes the waiting list over checks so (``upgrade.current_shape``).
     waitlist_count = NumberAttribute(default=0)
-    waitlist_seq = NumberAttribute(null=True)  # absent on events created before the waitlist existed
-    waitlist_left = NumberAttribute(null=True)
     # Copied onto every seat shard, whose condition closes registration at the start.
     starts_at = UTCDateTimeAttribute(null=True)
     seat_shards = NumberAttribute(null=True)
     sliced = NumberAttribute(null=True)
-    # Checked by the waitlist join's condition: no registration is written under a layout the event is not in.
-    layout = NumberAttribute(null=True)
-    # Present only while ``event_upgrade`` gives registrations confirmed before the shards their shard: it fences
-    # off cancels and promotions (``upgrade.current_shape``), and each registration given one moves it by one.
-    giving_shards = NumberAttribute(null=True)
     # The event's cancellation: a promotion and a registration's cancel write this item under "not cancelled".
     cancelled_at = UTCDateTimeAttribute(null=True)
 
@@ -190,7 +163,7 @@ class EventCancellation(TableModel):
     """The cancellation's view of the same ``EVENT#<id>`` / ``METADATA`` item, without its version attribute.
 
     The cancellation writes the event under "not cancelled yet" (so a second one changes nothing) and checks the
-    shard count and layout it copied the mark under; an open edit page then learns of it from its own refused
+    shard count it copied the mark under; an open edit page then learns of it from its own refused
     write (``event_update`` checks ``cancelled_at``), not from a bumped version.
     """
 
@@ -198,7 +171,6 @@ class EventCancellation(TableModel):
     event_id = UnicodeAttribute()
     title = TextAttribute(null=True)  # the notice's subject
     seat_shards = NumberAttribute(null=True)
-    layout = NumberAttribute(null=True)
     cancelled_at = UTCDateTimeAttribute(null=True)
     cancelled_by = UnicodeAttribute(null=True)
 
@@ -215,9 +187,7 @@ class SeatShard(TableModel):
     queueing on the event's item (see docs/registrations.md, "Seat shards"). ``capacity`` is this shard's slice;
     the slices add up to the event's ``sliced`` (its capacity, except while a raise waits to be handed to the
     waiting list). ``shards`` and ``starts_at`` are copies of the event's, so a refused seat's ALL_OLD image says
-    where else to look and the seat's own condition can close registration at the start. ``layout`` is the
-    event's too: a seat is taken only under ``layout = CURRENT_LAYOUT``, so no registration is written under the
-    current keys while the event's claims may still sit under the legacy ones (docs/registrations.md).
+    where else to look and the seat's own condition can close registration at the start.
     ``cancelled_at`` is the event's cancellation, copied onto every shard by the cancellation's transaction: a seat
     or a ticket is taken only while it is absent, so a cancelled event admits nobody without a read.
     """
@@ -231,7 +201,6 @@ class SeatShard(TableModel):
     capacity = NumberAttribute()
     taken = NumberAttribute(default=0)
     starts_at = UTCDateTimeAttribute(null=True)
-    layout = NumberAttribute(null=True)
     cancelled_at = UTCDateTimeAttribute(null=True)
     # The version of the event's custom questions (``EventQuestions.version``; absent: the event never had any).
     # A registration is written only under ``questions`` = the version its answers were checked against, so an
@@ -242,8 +211,8 @@ class SeatShard(TableModel):
     # the lane's copy of the event's gate (``SeatGate.state``): a join needs it closed. A lane copies a closed
     # gate only while its ``opened`` is the gate's (no reopening since), and every reopening opens every lane
     # in the gate's own transaction; absent or 0 is open. The lane hands out the tickets of its current block
-    # [lane_next, lane_end), claimed from the event's waitlist_seq at ``lane_at``; ``lane_left`` is the event's
-    # waitlist_left at that claim; ``waiting`` counts the lane's entries.
+    # [lane_next, lane_end), claimed from the event's queue (WaitlistQueue.seq) at ``lane_at``; ``lane_left`` is the
+    # queue's ``left`` at that claim; ``waiting`` counts the lane's entries.
     gate = NumberAttribute(null=True)
     opened = NumberAttribute(null=True)
     lane_next = NumberAttribute(null=True)
@@ -401,11 +370,9 @@ class RegistrationFields:
     status = UnicodeAttribute()
     created_at = UTCDateTimeAttribute()
     ticket = NumberAttribute(null=True)  # the waitlist ticket while waitlisted
-    # The seat shard holding a confirmed registration's seat (its cancel frees that one). Absent on registrations
-    # confirmed before the shards until ``event_upgrade`` gives them the shard their seat is counted on.
+    # The seat shard holding a confirmed registration's seat (its cancel frees that one); absent while waiting.
     shard = NumberAttribute(null=True)
-    # The waiting-list lane (a shard number) whose entry holds the ticket. Absent for tickets from before the
-    # lanes until ``event_upgrade`` moves their entries into a lane.
+    # The waiting-list lane (a shard number) whose entry holds the ticket; absent unless waiting.
     lane = NumberAttribute(null=True)
 
 
@@ -416,7 +383,7 @@ class RegistrationClaim(RegistrationFields, TableModel):
     the one that cancels it, so it follows the registration's life (no TTL). It holds what a loser needs to
     answer "already registered" from the ALL_OLD image of its failed transaction, without another read. It lives
     in the student's partition, so a burst for one event spreads over its students' partitions instead of
-    writing the event's; events in LEGACY_LAYOUT keep it at ``legacy_key_for`` until upgraded.
+    writing the event's.
     """
 
     SK_PREFIX = "REGCLAIM#"
@@ -425,23 +392,13 @@ class RegistrationClaim(RegistrationFields, TableModel):
     def key_for(cls, event_id: str, user_id: str) -> tuple[str, str]:
         return Registration.user_pk_for(user_id), cls.SK_PREFIX + event_id
 
-    @classmethod
-    def legacy_key_for(cls, event_id: str, user_id: str) -> tuple[str, str]:
-        """Where LEGACY_LAYOUT kept the claim: read by the upgrade, and by reads of an event not yet upgraded."""
-        return Event.pk_for(event_id), cls.SK_PREFIX + user_id
-
-    @classmethod
-    def key_in(cls, layout: int, event_id: str, user_id: str) -> tuple[str, str]:
-        return cls.key_for(event_id, user_id) if layout == CURRENT_LAYOUT else cls.legacy_key_for(event_id, user_id)
-
 
 class Registration(RegistrationFields, TableModel):
     """One registration, stored twice: ``USER#<user_id>`` / ``REGISTRATION#<id>`` (the student's list) and
     ``EVENTREG#<event_id>#<b>`` / ``REGISTRATION#<id>`` (the event's list, in bucket ``b`` of
     REGISTRATION_BUCKETS, a stable hash of the id). Both copies are written, changed and deleted together in
-    one transaction. Events in LEGACY_LAYOUT keep the event's copy at ``legacy_event_key_for`` until upgraded.
-    A waitlisted registration has no event-side copy while it waits (except one that joined before entries
-    carried it): its ``WaitlistEntry`` is that copy, and its promotion writes this one.
+    one transaction. A waitlisted registration has no event-side copy while it waits: its ``WaitlistEntry`` is
+    that copy, and its promotion writes this one.
     """
 
     SK_PREFIX = "REGISTRATION#"
@@ -452,9 +409,6 @@ class Registration(RegistrationFields, TableModel):
     answers = TextAttribute(null=True)
     # While OFFERED: when the offer ends (Offer.ends_at), so the student's list shows it without another read.
     offer_ends_at = UTCDateTimeAttribute(null=True)
-    # On the user-side copy only: CURRENT_LAYOUT once its claim and event-side copy are under the current keys
-    # (written so, or moved by the upgrade). The copy's own key never changes, so only this says where they are.
-    layout = NumberAttribute(null=True)
 
     USER_PK_PREFIX = "USER#"
     EVENT_PK_PREFIX = "EVENTREG#"
@@ -475,21 +429,15 @@ class Registration(RegistrationFields, TableModel):
 
     @classmethod
     def is_event_side(cls, pk: str) -> bool:
-        """Whether a registration item with partition key ``pk`` is the event's copy (else the user's), in either
-        layout."""
-        return pk.startswith(cls.EVENT_PK_PREFIX) or cls.is_legacy_event_side(pk)
-
-    @classmethod
-    def is_legacy_event_side(cls, pk: str) -> bool:
-        """Whether an event-side item sits in the event's own partition (LEGACY_LAYOUT)."""
-        return pk.startswith(Event.PK_PREFIX)
+        """Whether a registration item with partition key ``pk`` is the event's copy (else the user's)."""
+        return pk.startswith(cls.EVENT_PK_PREFIX)
 
     @classmethod
     def is_user_side(cls, pk: str) -> bool:
         return pk.startswith(cls.USER_PK_PREFIX)
 
     # Only the event-side copy is in GSI1 (sparse): the event's attendees by name, so a username prefix is a
-    # key condition (see registrations.attendees). Absent on copies written before the attendee list existed.
+    # key condition (see registrations.attendees).
     attendees = CollectionIndex()
     gsi1pk = UnicodeAttribute(attr_name="GSI1PK", null=True)
     gsi1sk = UnicodeAttribute(attr_name="GSI1SK", null=True)
@@ -497,11 +445,6 @@ class Registration(RegistrationFields, TableModel):
     @staticmethod
     def attendees_pk_for(event_id: str, bucket: int) -> str:
         return f"ATTENDEES#{event_id}#{bucket}"
-
-    @staticmethod
-    def legacy_attendees_pk_for(event_id: str) -> str:
-        """The one index partition of LEGACY_LAYOUT's attendee list."""
-        return f"ATTENDEES#{event_id}"
 
     @staticmethod
     def attendee_name_key(name: str) -> str:
@@ -527,17 +470,12 @@ class Registration(RegistrationFields, TableModel):
     def event_key_for(cls, event_id: str, registration_id: str) -> tuple[str, str]:
         return cls.event_pk_for(event_id, cls.bucket_for(registration_id)), cls.SK_PREFIX + registration_id
 
-    @classmethod
-    def legacy_event_key_for(cls, event_id: str, registration_id: str) -> tuple[str, str]:
-        """Where LEGACY_LAYOUT kept the event's copy: read by the upgrade only."""
-        return Event.pk_for(event_id), cls.SK_PREFIX + registration_id
-
 
 class WaitlistEntry(TableModel):
     """``EVENTSEATS#<event_id>#<lane>`` / ``WAITLIST#<ticket>``: one place in the event's FIFO waiting list, in
     the partition of the lane (seat shard) that handed out the ticket.
 
-    Tickets come in blocks from the event's ``waitlist_seq`` (see registrations.seating.tickets): unique, ordered
+    Tickets come in blocks from the event's queue (WaitlistQueue, see registrations.seating.tickets): unique, ordered
     by when their block was claimed, and the head of the queue is the smallest ticket over all lanes (one
     Query with Limit 1 per lane). A position is never stored: it is counted on read, so a cancellation in the
     middle rewrites nothing.
@@ -545,10 +483,6 @@ class WaitlistEntry(TableModel):
     An entry is also the event-side copy of its waitlisted registration: it carries the registration's fields
     and its attendee-index key, and no ``EVENTREG#`` copy exists until the promotion writes one (a join is then
     one item fewer, and pays one item's write units less).
-
-    Two older shapes, read and converted by ``event_upgrade`` only: entries from before the lanes at
-    ``legacy_key_for`` (``lane`` None, counted on the event's ``waitlist_count``), and entries from before they
-    carried their registration (``carries_registration`` False; their registration had a waitlisted copy).
     """
 
     SK_PREFIX = "WAITLIST#"
@@ -559,23 +493,19 @@ class WaitlistEntry(TableModel):
     event_id = UnicodeAttribute()
     user_id = UnicodeAttribute()
     ticket = NumberAttribute()
-    lane = NumberAttribute(null=True)
-    # The event-side copy's fields (absent on older entries): read as a Registration by the attendee list.
+    lane = NumberAttribute()
+    # The event-side copy's fields: read as a Registration by the attendee list.
     user_name = UnicodeAttribute(null=True)
-    status = UnicodeAttribute(null=True)
-    created_at = UTCDateTimeAttribute(null=True)
+    status = UnicodeAttribute()
+    created_at = UTCDateTimeAttribute()
     answers = TextAttribute(null=True)  # as on Registration: the promotion copies them to the confirmed copy
     gsi1pk = UnicodeAttribute(attr_name="GSI1PK", null=True)
     gsi1sk = UnicodeAttribute(attr_name="GSI1SK", null=True)
 
-    @property
-    def carries_registration(self) -> bool:
-        return self.status is not None
-
     @staticmethod
-    def item_carries_registration(item: dict) -> bool:
-        """The same for a raw item of a scan (``check_invariants``)."""
-        return item.get("entity") == "WaitlistEntry" and item.get("status") is not None
+    def is_entry(item: dict) -> bool:
+        """Whether a raw item of a scan (``check_invariants``) is an entry."""
+        return item.get("entity") == "WaitlistEntry"
 
     @classmethod
     def sk_for(cls, ticket: int) -> str:
@@ -588,15 +518,6 @@ class WaitlistEntry(TableModel):
     @classmethod
     def key_for(cls, event_id: str, ticket: int, lane: int) -> tuple[str, str]:
         return cls.lane_pk_for(event_id, lane), cls.sk_for(ticket)
-
-    @staticmethod
-    def legacy_pk_for(event_id: str) -> str:
-        """Where entries from before the lanes sat (the event's own partition): read by the upgrade only."""
-        return Event.pk_for(event_id)
-
-    @classmethod
-    def legacy_key_for(cls, event_id: str, ticket: int) -> tuple[str, str]:
-        return cls.legacy_pk_for(event_id), cls.sk_for(ticket)
 
 
 class WaitlistDepartures(TableModel):
@@ -641,10 +562,9 @@ class EventCheckins(TableModel):
     """
 
     ENTITY = None  # a view of another model's item: writes no entity
-    registered_count = NumberAttribute(default=0)  # only events from before the seat shards still keep it here
+    registered_count = NumberAttribute(default=0)  # summed from the seat shards on read (``shards.seats_taken``)
     checked_in_count = NumberAttribute(null=True)  # absent until the first check-in
     seat_shards = NumberAttribute(null=True)
-    layout = NumberAttribute(null=True)  # a check-in reads the event-side copy where the current layout puts it
     cancelled_at = UTCDateTimeAttribute(null=True)  # the door admits nobody to a cancelled event
 
     @classmethod
@@ -734,8 +654,7 @@ class EventMessage(TableModel):
     queued = NumberAttribute(default=0)
     done_at = UTCDateTimeAttribute(null=True)
     # The event's messages newest first: GSI1 under ``EVENTMSGS#<event_id>``, sorted by when each was written (the
-    # base key is derived from the tap, so it cannot sort by time). Absent on messages written before the list
-    # was ordered: ``manage.py upgrade_messages`` adds it (``message_index_fields``).
+    # base key is derived from the tap, so it cannot sort by time).
     listing = CollectionIndex()
     gsi1pk = UnicodeAttribute(attr_name="GSI1PK", null=True)
     gsi1sk = UnicodeAttribute(attr_name="GSI1SK", null=True)

@@ -120,7 +120,7 @@ def event_message_mail(message: OutboxMessage) -> None:
             event = selectors.event_get(event_id=data["event_id"], consistent=False, with_seats=False)
         except RegistrationError:
             return
-        claim = selectors.claim_get(event_id=event.event_id, user_id=data["user"], layout=event.registration_layout)
+        claim = selectors.claim_get(event_id=event.event_id, user_id=data["user"])
         if (event.is_cancelled or claim is None or claim.registration_id != data["registration_id"]
                 or claim.status != CONFIRMED):
             return

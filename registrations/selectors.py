@@ -14,7 +14,6 @@ import segno
 from registrations.errors import RegistrationError
 from registrations.models import (
     CANCELLED,
-    CURRENT_LAYOUT,
     OFFERED,
     REGISTRATION_BUCKETS,
     WAITLISTED,
@@ -172,27 +171,21 @@ def registration_ticket_url(*, user_id: str, registration_id: str) -> str:
                       user_id=registration.user_id)
 
 
-def claim_get(*, event_id: str, user_id: str, layout: int = CURRENT_LAYOUT) -> RegistrationClaim | None:
-    """The student's live registration for the event (one GetItem by exact key), or None. ``layout`` is the
-    event's (``Event.registration_layout``) where the caller has it: an event not yet upgraded keeps its claims
-    under the legacy key (registrations.services.upgrade)."""
+def claim_get(*, event_id: str, user_id: str) -> RegistrationClaim | None:
+    """The student's live registration for the event (one GetItem by exact key), or None."""
     try:
-        return RegistrationClaim.get(*RegistrationClaim.key_in(layout, event_id, user_id), consistent_read=True)
+        return RegistrationClaim.get(*RegistrationClaim.key_for(event_id, user_id), consistent_read=True)
     except RegistrationClaim.DoesNotExist:
         return None
 
 
-def event_registrations(*, event_id: str, consistent: bool = True,
-                        include_legacy: bool = False) -> Iterator[Registration]:
+def event_registrations(*, event_id: str, consistent: bool = True) -> Iterator[Registration]:
     """Every event-side registration copy of the event: each of its REGISTRATION_BUCKETS partitions in turn, a
     Query page at a time, so memory does not grow with the event (in no particular order; the attendee list is
     the ordered read), then the waitlist entries that are their registration's copy, read as registrations
-    (keyed as the entries are). ``include_legacy`` also yields copies an event not yet upgraded keeps in its own
-    partition. The one read of "all registrations of an event": tools, clean-up and checks, never a page."""
-    pks = [Registration.event_pk_for(event_id, bucket) for bucket in range(REGISTRATION_BUCKETS)]
-    if include_legacy:
-        pks.append(Event.pk_for(event_id))
-    for pk in pks:
+    (keyed as the entries are). The one read of "all registrations of an event": tools, clean-up and checks,
+    never a page."""
+    for pk in [Registration.event_pk_for(event_id, bucket) for bucket in range(REGISTRATION_BUCKETS)]:
         yield from Registration.query(pk, Registration.sk.startswith(Registration.SK_PREFIX),
                                       consistent_read=consistent)
     try:
@@ -230,8 +223,8 @@ def waitlist_lanes(*, event_id: str) -> tuple[EventSeats | None, list[SeatShard]
 
 
 def waitlist_lanes_and_gate(*, event_id: str) -> tuple[EventSeats | None, SeatGate | None, list[SeatShard]]:
-    """``waitlist_lanes`` and the event's gate (None for an event from before the gate item), strongly
-    consistent: the gate comes in the lanes' BatchGetItem."""
+    """``waitlist_lanes`` and the event's gate (None when there is no such event), strongly consistent: the gate
+    comes in the lanes' BatchGetItem."""
     try:
         event = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
     except EventSeats.DoesNotExist:
@@ -254,8 +247,7 @@ def waitlist_heads(*, event_id: str, limit: int,
         return []
     # Lanes by floor (seating.hints; a lane never read first): once ``limit`` entries are found below the next
     # lane's floor, no lane from there on can hold one of the first ``limit``.
-    learn = not int(event.waitlist_count or 0)  # nobody waits from before the lanes: floors stay true
-    floors = hints.lane_floors(event_id) if learn else {}
+    floors = hints.lane_floors(event_id)
     waiting = sorted((int(lane.shard) for lane in lanes_read if lane.waiting), key=lambda s: floors.get(s, -1))
     found: list[WaitlistEntry] = []
     for lane in waiting:
@@ -264,7 +256,7 @@ def waitlist_heads(*, event_id: str, limit: int,
         entries = list(itertools.islice(WaitlistEntry.query(
             WaitlistEntry.lane_pk_for(event_id, lane), WaitlistEntry.sk.startswith(WaitlistEntry.SK_PREFIX),
             consistent_read=True, limit=limit), limit))
-        if entries and learn:
+        if entries:
             hints.raise_lane_floor(event_id, lane, int(entries[0].ticket))
         found = sorted([*found, *entries], key=lambda entry: int(entry.ticket))[:limit]
     return found
@@ -398,7 +390,6 @@ def message_get(*, event_id: str, message_id: str) -> EventMessage:
 
 def message_list(*, event_id: str, cursor: str | None = None, limit: int = DEFAULT_PAGE_SIZE) -> Page[EventMessage]:
     """One page of the event's messages, reminders and cancellation notice, newest first: one Query of the
-    event's message list (GSI1, sorted by when each was written), read backwards. Messages written before the list
-    existed are in it once ``manage.py upgrade_messages`` ran (``services.messages.messages_index``)."""
+    event's message list (GSI1, sorted by when each was written), read backwards."""
     return query_page(EventMessage.listing.query, EventMessage.list_pk_for(event_id), scope=f"messages:{event_id}",
                       cursor=cursor, limit=limit, scan_index_forward=False)

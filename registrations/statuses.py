@@ -32,9 +32,8 @@ class CardStatus:
 def card_statuses(*, user_id: str, events: Iterable[Event]) -> dict[str, CardStatus]:
     """{event_id: status} for the listed events where the student has one, or the event is full."""
     events = list(events)
-    # Each event's claim where its layout keeps it (an event not yet upgraded: the legacy key).
     claims = {claim.event_id: claim for claim in RegistrationClaim.batch_get(
-        [RegistrationClaim.key_in(event.registration_layout, event.event_id, user_id) for event in events])}
+        [RegistrationClaim.key_for(event.event_id, user_id) for event in events])}
     waiting = [(claim.event_id, int(claim.ticket)) for claim in claims.values()
                if claim.status == WAITLISTED and claim.ticket is not None]
     places = positions.positions(tickets=waiting, shard_counts={

@@ -114,8 +114,7 @@ def _panel_context(request: HttpRequest, event, *, registration: dict | None = N
 
 def _registration_now(request: HttpRequest, event) -> dict | None:
     """The caller's registration for ``event`` as stored now, its waitlist position exact as of this read."""
-    claim = selectors.claim_get(event_id=event.event_id, user_id=user_key(request.user),
-                                layout=event.registration_layout)
+    claim = selectors.claim_get(event_id=event.event_id, user_id=user_key(request.user))
     if claim is None:
         return None
     shown = selectors.registration_view(registration=claim)
@@ -482,8 +481,7 @@ def attendee_list(request: HttpRequest, event_id: str) -> HttpResponse:
     event = _event_or_404(event_id)
     status, search = request.GET.get("status") or "", request.GET.get("q") or ""
     try:
-        page = attendees.attendee_page(event_id=event_id, status=status, search=search,
-                                       layout=event.registration_layout, **page_args(request))
+        page = attendees.attendee_page(event_id=event_id, status=status, search=search, **page_args(request))
     except DomainError as error:  # unknown status, too long a search, a stale cursor: say so, list from the top
         messages.error(request, error.detail)
         return redirect("registrations:attendee_list", event_id=event_id)
@@ -502,8 +500,7 @@ def attendee_export(request: HttpRequest, event_id: str) -> HttpResponse:
     event = _event_or_404(event_id)
     try:
         lines = attendees.attendee_csv(event_id=event_id, status=request.GET.get("status"),
-                                       search=request.GET.get("q"), layout=event.registration_layout,
-                                       asked=questions.questions_get(event_id=event_id))
+                                       search=request.GET.get("q"), asked=questions.questions_get(event_id=event_id))
         first = next(lines)  # checks the filters before the 200 is committed to
     except DomainError as error:
         messages.error(request, error.detail)

@@ -20,8 +20,7 @@ def seed_users() -> list[str]:
             user.set_password(DEMO_PASSWORD)
             user.save()
             created.append(username)
-        # Their .invalid addresses reach nobody; verified, they show the notification mails in make run (also for
-        # demo accounts a .data/ from before e-mail verification already holds).
+        # Their .invalid addresses reach nobody; verified, they show the notification mails in make run.
         if not email_address_verified(user=user):
             email_address_mark_verified(user=user)
     return created

@@ -47,12 +47,12 @@ class OutboxMessage(TableModel):
 
     The index key is spread over ``BUCKETS`` partitions by the message id, so the messages of a burst of
     registrations (one each) do not all land on one index partition (~1,000 writes/s); the relay queries every
-    bucket. Messages written before the buckets sit under ``OUTBOX`` itself, which the relay reads too.
+    bucket.
     """
 
     SK = "MESSAGE"
     COLLECTION = "OUTBOX"
-    # 16 index partitions carry ~16,000 messages/s; a relay pass costs one Query per bucket (plus the legacy one).
+    # 16 index partitions carry ~16,000 messages/s; a relay pass costs one Query per bucket.
     BUCKETS = 16
 
     sk = UnicodeAttribute(range_key=True, attr_name="SK", default=SK)
@@ -68,7 +68,7 @@ class OutboxMessage(TableModel):
     request_id = UnicodeAttribute(null=True)
 
     pending = CollectionIndex()
-    gsi1pk = UnicodeAttribute(attr_name="GSI1PK", default=COLLECTION)
+    gsi1pk = UnicodeAttribute(attr_name="GSI1PK")  # ``collection_for`` the message id
     gsi1sk = UnicodeAttribute(attr_name="GSI1SK")
 
     @classmethod
@@ -81,8 +81,8 @@ class OutboxMessage(TableModel):
 
     @classmethod
     def collections(cls) -> list[str]:
-        """Every index partition a message may be listed under, the legacy one included."""
-        return [f"{cls.COLLECTION}#{bucket:02d}" for bucket in range(cls.BUCKETS)] + [cls.COLLECTION]
+        """Every index partition a message may be listed under."""
+        return [f"{cls.COLLECTION}#{bucket:02d}" for bucket in range(cls.BUCKETS)]
 
     @classmethod
     def listed(cls, condition=None, *, limit: int | None = None) -> list[OutboxMessage]:

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pynamodb.exceptions import PutError
 
 from registrations import services
-from registrations.models import CONFIRMED, CURRENT_LAYOUT, WAITLISTED, Registration, RegistrationClaim, SeatShard
+from registrations.models import CONFIRMED, WAITLISTED, Registration, RegistrationClaim, SeatShard
 from tems.clock import utcnow
 from tems.idempotency import (
     COMPLETED,
@@ -78,7 +78,7 @@ def _items(registration_id: str, event_id: str, user_id: str,
     # ``shard``: the seat shard a technique that takes a seat counts it on (the naive handler takes none).
     fields = {"registration_id": registration_id, "event_id": event_id, "user_id": user_id, "status": CONFIRMED,
               "created_at": utcnow(), "shard": shard}
-    return (Registration(*Registration.user_key_for(user_id, registration_id), **fields, layout=CURRENT_LAYOUT),
+    return (Registration(*Registration.user_key_for(user_id, registration_id), **fields),
             Registration(*Registration.event_key_for(event_id, registration_id), **fields))
 
 

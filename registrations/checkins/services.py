@@ -5,10 +5,8 @@ A first check-in is ONE TransactWriteItems (labelled, reasons read by label):
   idempotency   put the scan's record, already COMPLETED with the 201 it answers   absent or expired
   checkin       put ``CHECKIN#<registration>``                                      attribute_not_exists
   registration  ConditionCheck on the event-side registration item                status = confirmed
-  counter       ``checked_in_count + 1`` on the event                               the event exists, is not
-                                                                                    cancelled, and its
-                                                                                    registrations are in the
-                                                                                    current layout
+  counter       ``checked_in_count + 1`` on the event                               the event exists and is
+                                                                                    not cancelled
   outbox        put ``CheckInRecorded``
   log           put the history entry
 
@@ -17,8 +15,7 @@ Whoever loses learns why from the cancellation reasons, in this precedence:
   checkin       another scan admitted the ticket: answer 200 "already checked in" with the FIRST check-in's
                 details from the ALL_OLD image (no read), and store that answer under this scan's key
   counter       no image: no such event; an image with ``cancelled_at``: the event was called off (409
-                event_cancelled); an image in the legacy layout: the registration condition looked where the copy
-                is not yet, so upgrade the event (registrations.services.upgrade) and try again
+                event_cancelled)
   registration  not admissible: one read of the registration explains why (waitlisted, cancelled); it decides
                 nothing, the condition already did
   conflict      another transaction held an item: jittered pause, bounded, then "busy"
@@ -35,7 +32,7 @@ from typing import Any
 
 from registrations.checkins import selectors
 from registrations.errors import RegistrationError, cancelled_in_image, event_cancelled_error
-from registrations.models import CONFIRMED, CURRENT_LAYOUT, CheckIn, CheckInLogEntry, EventCheckins, Registration
+from registrations.models import CONFIRMED, CheckIn, CheckInLogEntry, EventCheckins, Registration
 from registrations.services import RegistrationOutcome
 from registrations.services.common import (
     MAX_CONFLICTS,
@@ -44,7 +41,6 @@ from registrations.services.common import (
     remember_answer,
     stored_answer,
 )
-from registrations.services.upgrade import upgrade_if_refused_for_layout
 from registrations.tickets import Ticket, ticket_read
 from tems import telemetry
 from tems.clock import utcnow
@@ -144,8 +140,6 @@ def checkin_create(*, event_id: str, ticket_text: str, door: str, staff_id: str,
                 return _already_checked_in(first, scan, sleep=sleep)
             if cancelled.failed(COUNTER) and (when := cancelled_in_image(cancelled.reasons[COUNTER].raw_item)):
                 raise event_cancelled_error(when) from None
-            if upgrade_if_refused_for_layout(cancelled, COUNTER, event_id=event_id):
-                continue  # the registration condition looked under the current key before the copy was there
             if cancelled.failed(COUNTER):
                 raise RegistrationError("not_found", f"There is no event with id {event_id!r}.") from None
             if cancelled.failed(REGISTRATION):
@@ -185,8 +179,8 @@ def _checkin_transaction(scan: _Scan) -> tuple[LabelledTransaction, StoredRespon
     transaction.update(
         COUNTER, EventCheckins(*EventCheckins.key_for(ticket.event_id)),
         actions=[EventCheckins.checked_in_count.add(1)],
-        condition=(EventCheckins.pk.exists() & (EventCheckins.layout == CURRENT_LAYOUT)
-                   & EventCheckins.cancelled_at.does_not_exist()), return_old_on_failure=True,
+        condition=EventCheckins.pk.exists() & EventCheckins.cancelled_at.does_not_exist(),
+        return_old_on_failure=True,
     )
     transaction.save(OUTBOX, outbox_message(message_type="CheckInRecorded", now=scan.at, payload={
         **body, "event_id": ticket.event_id,

@@ -21,7 +21,6 @@ from boto3.dynamodb.types import Binary, TypeDeserializer
 
 from registrations.models import (
     CONFIRMED,
-    CURRENT_LAYOUT,
     WAITLISTED,
     CheckIn,
     CheckInLogEntry,
@@ -30,7 +29,6 @@ from registrations.models import (
     Registration,
     RegistrationClaim,
     WaitlistEntry,
-    layout_of,
 )
 from registrations.privacy.models import EventRetention
 from tems.clock import utcnow
@@ -105,18 +103,14 @@ def user_registrations(*, user_id: str) -> list[Item]:
 
 
 def registration_copy_keys(registration: Item) -> list[tuple[str, str]]:
-    """Where a registration's other items may be, from its user-side copy: the event's copy and the claim (in
-    the layout the copy says), the waitlist entry of a ticket, the check-in."""
+    """Where a registration's other items may be, from its user-side copy: the event's copy and the claim, the
+    waitlist entry of a ticket, the check-in."""
     event_id, registration_id = registration["event_id"], registration["registration_id"]
     user_id = registration["user_id"]
-    layout = layout_of(registration.get("layout"))
-    keys = [RegistrationClaim.key_in(layout, event_id, user_id),
-            Registration.event_key_for(event_id, registration_id) if layout == CURRENT_LAYOUT
-            else Registration.legacy_event_key_for(event_id, registration_id),
+    keys = [RegistrationClaim.key_for(event_id, user_id), Registration.event_key_for(event_id, registration_id),
             CheckIn.key_for(event_id, registration_id)]
     if registration.get("ticket") is not None:
-        lane = registration.get("lane")
-        keys.append(WaitlistEntry.key_for(event_id, int(registration["ticket"]), None if lane is None else int(lane)))
+        keys.append(WaitlistEntry.key_for(event_id, int(registration["ticket"]), int(registration["lane"])))
     return keys
 
 

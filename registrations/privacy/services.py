@@ -26,8 +26,6 @@ from registrations import selectors as registration_selectors
 from registrations.errors import RegistrationError
 from registrations.models import (
     CONFIRMED,
-    CURRENT_LAYOUT,
-    LEGACY_LAYOUT,
     OFFERED,
     REGISTRATION_BUCKETS,
     WAITLISTED,
@@ -63,8 +61,8 @@ RESUME_AFTER = timedelta(minutes=2)
 RESUME_PER_RUN = 5
 # The retention job erases answers a page at a time, at most this many Queries per run over all due events, so
 # one pass of the relay stays short; an event with more left stays due and is continued at the next run. An
-# event's registrations sit in about twenty partitions (its copies' buckets, the legacy one, the waiting list's
-# lanes), each a Query even when empty: 64 finish a small event in one run.
+# event's registrations sit in about twenty partitions (its copies' buckets and the waiting list's lanes), each
+# a Query even when empty: 64 finish a small event in one run.
 RETENTION_PAGE_ITEMS = 25
 RETENTION_PAGES_PER_RUN = 64
 RETENTION_EVENTS_PER_RUN = 10
@@ -365,12 +363,11 @@ def retention_set(*, event_id: str, days: int | None, expected_version: int | No
 
 
 def _answer_partitions(event: Event) -> list[tuple[str, str]]:
-    """Where the event's registrations have their event-side item: its copies' buckets, the legacy partition,
-    and the waiting list's lanes (an entry carries its registration)."""
+    """Where the event's registrations have their event-side item: its copies' buckets and the waiting list's
+    lanes (an entry carries its registration)."""
     event_id = event.event_id
     return ([(Registration.event_pk_for(event_id, bucket), Registration.SK_PREFIX)
              for bucket in range(REGISTRATION_BUCKETS)]
-            + [(Event.pk_for(event_id), Registration.SK_PREFIX), (Event.pk_for(event_id), WaitlistEntry.SK_PREFIX)]
             + [(SeatShard.pk_for(event_id, lane), WaitlistEntry.SK_PREFIX)
                for lane in range(int(event.seat_shards or 0))])
 
@@ -408,9 +405,8 @@ def _erase_event_answers(event: Event, retention: EventRetention, *, pages: int)
         for raw in page.get("Items", []):
             item = selectors.item_from_raw(raw)
             if item.get("user_id") and item.get("registration_id"):
-                layout = LEGACY_LAYOUT if Registration.is_legacy_event_side(pk) else CURRENT_LAYOUT
                 _remove_answers(*Registration.user_key_for(item["user_id"], item["registration_id"]))
-                _remove_answers(*RegistrationClaim.key_in(layout, item["event_id"], item["user_id"]))
+                _remove_answers(*RegistrationClaim.key_for(item["event_id"], item["user_id"]))
             _remove_answers(item["PK"], item["SK"])
         start = page.get("LastEvaluatedKey")
         if not start:

@@ -14,5 +14,5 @@ Read in this order (docs/registrations.md has the measurements and the designs r
 - ``hints``: what this process has seen of events' seats, one bounded object (``hints``) with one ``reset()``.
 
 This package never imports ``registrations.services``: the services compose its pieces into transactions, and
-hand the router what it needs of them (bringing an event of an older shape up to date, finishing a promotion).
+hand the router what it needs of them (finishing a promotion).
 """

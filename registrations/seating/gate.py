@@ -32,8 +32,7 @@ class GateBusy(Exception):
 
 
 def gate_get(*, event_id: str) -> SeatGate | None:
-    """The event's gate, strongly consistent; None for an event from before the gate item (see
-    ``services.upgrade.event_upgrade``, which makes it)."""
+    """The event's gate (born with the event), strongly consistent; None when there is no such event."""
     try:
         return SeatGate.get(*SeatGate.key_for(event_id), consistent_read=True)
     except SeatGate.DoesNotExist:
@@ -96,7 +95,7 @@ def lane_open():
 
 
 def same_opened(opened: int):
-    # A lane from before the gate item has no ``opened``: it counts as 0, like the gate made for it.
+    # A lane never written by a reopening has no ``opened``: it counts as 0, like a new gate's.
     return (SeatShard.opened == opened) | SeatShard.opened.does_not_exist() if opened == 0 \
         else SeatShard.opened == opened
 

@@ -19,8 +19,7 @@ Per event (the table's name is part of the key, so tests on several tables in on
   a lane whose floor is above all it needs (``selectors.waitlist_heads``). Unlike the hints above, a floor
   decides what is read, so it must stay true, and it does: a lane hands its tickets out in increasing order
   (blocks are claimed from one sequence and a lane installs them in order), so every entry a lane will ever hold
-  is at or above the lowest one it held when read. Floors are only taken from an event with nobody waiting from
-  before the lanes (the layout upgrade moves such entries, with their older tickets, into the lanes).
+  is at or above the lowest one it held when read.
 """
 
 from __future__ import annotations

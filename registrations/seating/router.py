@@ -20,9 +20,8 @@ How a request moves (each arrow is a method that owns the state change):
    ``LANE_LOOK`` read after the pause (``join_conflicted``).
 
 State shared across requests lives in ``seating.hints`` and is only a hint. The clock is passed in, like the
-loop's ``sleep``: a block's age is read from it, so a test moves time instead of waiting. Two callbacks reach the
-services without this package importing them: ``upgrade`` brings an event from an older shape to the current one
-(``services.upgrade.event_upgrade``) and ``heal`` finishes a promotion that a raise of capacity left pending.
+loop's ``sleep``: a block's age is read from it, so a test moves time instead of waiting. One callback reaches the
+services without this package importing them: ``heal`` finishes a promotion that a raise of capacity left pending.
 """
 
 from __future__ import annotations
@@ -36,7 +35,7 @@ from typing import Any
 from pynamodb.exceptions import PynamoDBException
 
 from registrations.errors import RegistrationError, event_cancelled_error
-from registrations.models import CURRENT_LAYOUT, EventSeats, SeatShard, layout_of
+from registrations.models import SeatShard
 from registrations.seating import shards, tickets
 from registrations.seating.gate import CLOSED, RAISED, GateBusy, gate_close, gate_get, lane_copy
 from registrations.seating.hints import hints
@@ -98,15 +97,14 @@ class Router:
     """Where one registration request tries next, learned from the images DynamoDB showed it (see the module doc).
 
     ``created_at`` is the registration's time (a shard's ``starts_at`` at or before it closes registration),
-    ``clock`` the time a join plans against, ``upgrade(event_id)`` brings an event of an older shape to the
-    current one, ``heal(event_id)`` finishes a pending promotion. Raises RegistrationError 'not_found' for no such
-    event and 'conflict' (registration_closed) once the event started.
+    ``clock`` the time a join plans against, ``heal(event_id)`` finishes a pending promotion. Raises
+    RegistrationError 'not_found' for no such event and 'conflict' (registration_closed) once the event started.
     """
 
     def __init__(self, *, event_id: str, user_id: str, created_at: datetime, clock: Callable[[], datetime],
-                 upgrade: Callable[[str], Any], heal: Callable[[str], Any]) -> None:
+                 heal: Callable[[str], Any]) -> None:
         self.event_id, self.user_id, self.created_at = event_id, user_id, created_at
-        self.clock, self.upgrade, self.heal = clock, upgrade, heal
+        self.clock, self.heal = clock, heal
         self.count = hints.shards(event_id)  # the event's shard count, as far as this request knows
         self.tried_home = False
         self.with_room: dict[int, int] = {}  # shards an image showed with room: the seats it showed free
@@ -173,9 +171,8 @@ class Router:
             # not ones known full, before the gate's read of them all.
             self.looks += 1
             self.look()
-            if not self.tried_home or self.with_room:
-                # A seat a read showed free, or the event brought to the current shape (from the home shard again).
-                return self.next_shard()
+            if self.with_room:
+                return self.next_shard()  # a seat a read showed free
         return None
 
     def seat_taken(self, shard: int) -> None:
@@ -220,35 +217,22 @@ class Router:
                 return None
             raise
 
-    def seen(self, images: list[SeatShard]) -> bool:
-        """Learn from shards read (not refused): which have room, which are full. False if one showed the event
-        in an older shape, which sends the route back to the home shard once it is brought up to date."""
+    def seen(self, images: list[SeatShard]) -> None:
+        """Learn from shards read (not refused): which have room, which are full."""
         for image in images:
             self.refused(int(image.shard), image.serialize())
-            if not self.tried_home:
-                return False
-        return True
 
     def refused(self, shard: int, raw_item: dict[str, Any] | None) -> None:
         """Learn from the image of ``shard`` (a refused condition's ALL_OLD, or a read): its room, the event's
         shard count, and, for the lane, its gate and block. No image: the shard does not exist."""
         if not raw_item:
             self._explain_missing_shard()
-            self.count, self.tried_home, self.with_room, self.full = 1, False, {}, set()
-            self.lane, self.lane_image = None, None
-            return
         image = SeatShard.from_raw_data(raw_item)
         hints.remember_lane(image)  # a position read may then skip this lane
         if image.cancelled_at is not None:
             raise event_cancelled_error(image.cancelled_at)
         if image.starts_at is not None and image.starts_at <= self.created_at:
             raise closed_error(image.starts_at)
-        if layout_of(image.layout) != CURRENT_LAYOUT:
-            # Refused for the event's shape, not for a full shard: brought up to date, the route starts again.
-            self.upgrade(self.event_id)
-            self.tried_home, self.with_room = False, {}
-            self.lane, self.lane_image = None, None
-            return
         if int(image.shards) != self.count:
             self.count = int(image.shards)
             hints.remember_shards(self.event_id, self.count)
@@ -281,16 +265,9 @@ class Router:
                 hints.remember_full(self.event_id, True)
 
     def _explain_missing_shard(self) -> None:
-        """A shard read or refused without an image does not exist. A read that only explains it: no such event
-        (404), or an event from before the shards, brought up to date before the next round."""
-        try:
-            event = EventSeats.get(*EventSeats.key_for(self.event_id), consistent_read=True)
-        except EventSeats.DoesNotExist:
-            raise not_found(self.event_id) from None
-        if event.seat_shards:
-            # Shards are never removed while their event exists: this one is being deleted (a lab scratch event).
-            raise not_found(self.event_id)
-        self.upgrade(self.event_id)
+        """A shard read or refused without an image does not exist: its shards are born with the event and never
+        removed while it exists, so there is no such event (or it is being deleted: a lab scratch event)."""
+        raise not_found(self.event_id)
 
     # --- the gate -------------------------------------------------------------------------------------------
 
@@ -305,14 +282,7 @@ class Router:
         """
         gate = gate_get(event_id=self.event_id)
         if gate is None:
-            self.upgrade(self.event_id)  # an event from before the gate item
-            gate = gate_get(event_id=self.event_id)
-        if gate is None:
-            try:
-                EventSeats.get(*EventSeats.key_for(self.event_id), consistent_read=True)
-            except EventSeats.DoesNotExist:
-                raise not_found(self.event_id) from None
-            raise GateBusy()  # the upgrade could not make it just then: pause, and look again
+            raise not_found(self.event_id)  # the gate is born with the event
         if not gate.closed:
             hints.remember_full(self.event_id, False)
             self.closed_seen = False  # reopened since that image: every shard is open again
@@ -327,10 +297,7 @@ class Router:
                 raise
             if len(read) < count:
                 self._explain_missing_shard()
-                self.forget_event()
-                return
-            if not self.seen(read):
-                return  # the event was brought up to date: look again from the home shard
+            self.seen(read)
             if self.with_room or self.gate or not gate_close(gate=gate):
                 return  # a seat to try, the lane closed meanwhile, or the gate moved: the next round says
         hints.remember_full(self.event_id, True)
@@ -397,9 +364,6 @@ class Router:
             except tickets.QueueBusy:
                 self.crowded = True
                 raise
-            except tickets.QueueMissing:
-                self.upgrade(self.event_id)  # an event from before the queue item
-                raise tickets.QueueBusy() from None  # the loop pauses, and the next round plans again
             self.block = (seen, now, block)
         join = Join(lane=self.lane, image=image, ticket=block.first, now=now, healed=self.healed, block=block)
         join.position = max(block.first - join.left(), 1)
@@ -435,8 +399,7 @@ class Router:
         images = self.sample(others, LANE_LOOK, also=self.lane)
         if images is None:
             return
-        closed = [image for image in images if int(image.gate or 0) == CLOSED
-                  and image.layout == CURRENT_LAYOUT and int(image.shards) == self.count]
+        closed = [image for image in images if int(image.gate or 0) == CLOSED and int(image.shards) == self.count]
         if not closed:
             return
         now = self.clock()

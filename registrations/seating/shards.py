@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from django.conf import settings
 
-from registrations.models import CURRENT_LAYOUT, EventSeats, SeatGate, SeatShard
+from registrations.models import EventSeats, SeatGate, SeatShard
 from registrations.seating.gate import CLOSED, RAISED, add_gate, nobody_in_lane, reopened_gate, reopened_lane
 from registrations.seating.hints import hints
 from tems.transactions import LabelledTransaction
@@ -107,19 +107,17 @@ def first_shard(event_id: str, user_id: str, count: int) -> int:
 
 def admitting(created_at):
     """The condition of a write that admits someone through a shard (a seat, a ticket of its lane): the event has not
-    started by ``created_at``, its registrations are under the current keys (services/upgrade.py) and it is not
-    cancelled (services/cancellation.py marks every shard in its transaction)."""
-    return ((SeatShard.starts_at > created_at) & (SeatShard.layout == CURRENT_LAYOUT)
-            & SeatShard.cancelled_at.does_not_exist())
+    started by ``created_at`` and it is not cancelled (services/cancellation.py marks every shard in its
+    transaction)."""
+    return (SeatShard.starts_at > created_at) & SeatShard.cancelled_at.does_not_exist()
 
 
-def new_shards(*, event_id: str, capacity: int, starts_at, layout: int = CURRENT_LAYOUT,
-               taken: Iterable[int] = ()) -> list[SeatShard]:
-    """A new event's shards, born in its registration layout (a seat is taken only under the current one)."""
+def new_shards(*, event_id: str, capacity: int, starts_at, taken: Iterable[int] = ()) -> list[SeatShard]:
+    """A new event's shards."""
     count = shard_count(capacity)
     taken = list(taken) + [0] * count
     return [SeatShard(*SeatShard.key_for(event_id, shard), event_id=event_id, shard=shard, shards=count,
-                      capacity=capacity_k, taken=taken[shard], starts_at=starts_at, layout=layout)
+                      capacity=capacity_k, taken=taken[shard], starts_at=starts_at)
             for shard, capacity_k in enumerate(slices(capacity, count))]
 
 
@@ -169,12 +167,11 @@ def event_seats(event_id: str) -> EventSeats:
 
 
 def add_reslice(transaction: LabelledTransaction, *, event_id: str, shards_read: list[SeatShard], sizes: list[int],
-                starts_at, layout: int | None, gate: SeatGate, reopen: bool = False, raised: bool = False) -> None:
+                starts_at, gate: SeatGate, reopen: bool = False, raised: bool = False) -> None:
     """Give the event's shards the slices ``sizes`` (adding shards past those read), in ``transaction``.
 
     Each existing shard's new slice is conditioned on ``taken <= slice``, never on what was read: a seat taken
-    meanwhile is fine as long as it still fits, so only a slice that no longer holds its seats fails. A new
-    shard takes the event's ``layout`` as read; the caller's write of the event checks it is still that. The
+    meanwhile is fine as long as it still fits, so only a slice that no longer holds its seats fails. The
     gate (``gate`` as read) moves its epoch (slices may free seats), under the condition that it did not reopen
     and has as many shards as read. With ``reopen`` (nobody waits: the new slices are for newcomers) the gate
     opens, and every lane with it under the condition that nobody is in it. With ``raised`` (people wait, so the
@@ -212,7 +209,7 @@ def add_reslice(transaction: LabelledTransaction, *, event_id: str, shards_read:
         else:
             transaction.save(f"shard_{shard}", SeatShard(
                 *SeatShard.key_for(event_id, shard), event_id=event_id, shard=shard, shards=len(sizes),
-                capacity=size, taken=0, starts_at=starts_at, layout=layout, gate=RAISED if raised else None,
+                capacity=size, taken=0, starts_at=starts_at, gate=RAISED if raised else None,
                 questions=questions,
                 opened=opened + 1 if reopen else opened), condition=SeatShard.pk.does_not_exist())
 

@@ -143,7 +143,7 @@ def claim_block(*, event_id: str, lane: SeatShard, size: int, now: datetime) -> 
                 raise QueueBusy() from error
             if not is_conditional_check_failed(error):
                 raise
-            found = _pending_block(queue_read(event_id), lane, now)  # QueueMissing for an event from before it
+            found = _pending_block(queue_read(event_id), lane, now)
             if found is not None:
                 return found
             continue  # the pending claim was installed meanwhile: claim again
@@ -167,29 +167,22 @@ def _pending_block(queue: WaitlistQueue, lane: SeatShard, now: datetime) -> Bloc
 
 
 def claim_condition(lane: SeatShard):
-    """A lane claims a block only when its last claim is the block its image shows installed (or it has none
-    on record: a lane from before the queue item): one claim in flight per lane."""
+    """A lane claims a block only when its last claim is the block its image shows installed: one claim in
+    flight per lane. (``claim_last`` exists on every queue item: an update never makes one for no event.)"""
     last = WaitlistQueue.claim_last[str(int(lane.shard))]
     installed = None if lane.lane_end is None else int(lane.lane_end) - 1
-    recorded = last.does_not_exist() if installed is None else (last == installed) | last.does_not_exist()
+    recorded = last.does_not_exist() if installed is None else last == installed
     return WaitlistQueue.claim_last.exists() & recorded
 
 
-class QueueMissing(Exception):
-    """The event has no queue item yet (it is from before the item): bring it to the current shape first."""
-
-
 def queue_read(event_id: str) -> WaitlistQueue:
-    """The event's queue item, strongly consistent. Raises QueueMissing for an event from before the item (the
-    services' ``event_upgrade`` makes it), QueueBusy when DynamoDB did not answer in time."""
+    """The event's queue item (made with the event), strongly consistent. Raises RegistrationError('not_found')
+    when there is none (no such event), QueueBusy when DynamoDB did not answer in time."""
     try:
-        queue = WaitlistQueue.get(*WaitlistQueue.key_for(event_id), consistent_read=True)
+        return WaitlistQueue.get(*WaitlistQueue.key_for(event_id), consistent_read=True)
     except WaitlistQueue.DoesNotExist:
-        raise QueueMissing() from None
+        raise RegistrationError("not_found", f"There is no event with id {event_id!r}.") from None
     except PynamoDBException as error:
         if response_code(error) in TRANSIENT:
             raise QueueBusy() from error
         raise
-    if queue.claim_last is None:
-        raise QueueMissing()  # only departures' ``left`` written since the change: made by the upgrade
-    return queue

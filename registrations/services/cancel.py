@@ -45,7 +45,6 @@ from registrations.services.common import (
     stored_answer,
 )
 from registrations.services.promotion import SeatWrites, add_offer_end, add_to_head, head_left, offer_end_for
-from registrations.services.upgrade import current_shape, event_upgrade, upgrade_if_old_shape, upgrade_if_refused
 from tems.clock import utcnow
 from tems.errors import DomainError
 from tems.idempotency import (
@@ -113,8 +112,6 @@ def _cancel(*, user_id: str, registration_id: str, now: datetime, sleep: Callabl
             response = cancel_response(registration_id=registration_id, event_id=seen.event_id)
             return _remember(user_id=user_id, key=key, response=response, now=now, sleep=sleep)
         seen = registration
-        if upgrade_if_old_shape(event_id=registration.event_id, items=[registration]):
-            continue  # confirmed before the shards, or waiting from before the lanes: it has its shard or lane now
         freed = freed_seat(registration, now=now)
         if freed is None:
             continue
@@ -137,8 +134,6 @@ def _cancel(*, user_id: str, registration_id: str, now: datetime, sleep: Callabl
                 raise event_cancelled_error(when) from None
             if cancelled.only_conflicts:
                 conflicts.pause()
-            elif upgrade_if_refused(cancelled, EVENT_SEATS, event_id=registration.event_id):
-                continue  # the event was of an older shape (current_shape): it is in the current one now
             # Any failed condition means a read above is stale (a promotion, a new joiner, a concurrent cancel):
             # read again and rebuild; the loop is bounded.
             continue
@@ -224,20 +219,17 @@ class FreeingCommit:
 
 
 def freed_seat(registration: Registration, *, now: datetime) -> FreedSeat | None:
-    """Read where the seat of ``registration`` (confirmed, or offered) goes; None: read again (an event of an
-    older shape was brought up to date, or an edit added shards between the reads)."""
+    """Read where the seat of ``registration`` (confirmed, or offered) goes; None: read again (an edit added
+    shards between the reads)."""
     if registration.status not in (CONFIRMED, OFFERED):
         return FreedSeat()
     shard = int(registration.shard)
     event, gate, lanes = selectors.waitlist_lanes_and_gate(event_id=registration.event_id)
     if gate is None:
-        event_upgrade(event_id=registration.event_id)  # an event of an older shape: brought up to date
-        return None
+        raise RegistrationError("not_found", f"There is no event with id {registration.event_id!r}.")
     if len(lanes) != int(gate.shards):
         return None  # an edit added shards between the event's read and the lanes': read again
     heads = selectors.waitlist_heads(event_id=registration.event_id, limit=HEADS_READ, lanes=(event, lanes))
-    if upgrade_if_old_shape(event_id=registration.event_id, items=heads):
-        return None
     return FreedSeat(head=heads[0] if heads else None, shard=shard, lanes=lanes, gate=gate,
                      offer_ends_at=offer_end_for(event, now=now), behind=tuple(heads[1:]))
 
@@ -261,11 +253,9 @@ def cancel_transaction(registration: Registration, freed: FreedSeat, *, now: dat
     if registration.status == OFFERED:
         add_offer_end(transaction, user_id=user_id, registration_id=registration_id, state=offer_end, now=now)
     writes = SeatWrites(event_id)
-    # Every branch writes or checks the event's item: there, that the event is in the shape this transaction is
-    # built for (services/upgrade.py; a refusal's image says whether to upgrade the event first), and that it is
-    # not cancelled: its registrations stand as they were when it was called off (the cancellation's mail goes to
-    # each of them), and no freed seat goes to anyone.
-    writes.event(condition=current_shape() & EventSeats.cancelled_at.does_not_exist())
+    # Every branch checks the event's item: that the event is not cancelled: its registrations stand as they were
+    # when it was called off (the cancellation's mail goes to each of them), and no freed seat goes to anyone.
+    writes.event(condition=EventSeats.cancelled_at.does_not_exist())
     if registration.status == WAITLISTED:
         # The entry is the registration's event-side copy: it carries its status.
         entry = WaitlistEntry(*WaitlistEntry.key_for(event_id, int(registration.ticket), int(registration.lane)),

@@ -3,8 +3,8 @@ queues its one notice to everyone registered.
 
 The transaction (labels in brackets):
 
-    [event]     ``cancelled_at`` set on the event's item, under "not cancelled yet", the shard count and layout
-                the marks below were built from (so a re-slice or an upgrade meanwhile refuses it)
+    [event]     ``cancelled_at`` set on the event's item, under "not cancelled yet" and the shard count the
+                marks below were built from (so a re-slice meanwhile refuses it)
     [seat_<k>]  the same ``cancelled_at`` on every seat shard: a seat and a waiting-list ticket are taken only
                 under "not cancelled" on the shard they touch (``seating.shards.admitting``)
     [message]   the cancellation notice, an ``EventMessage`` whose id is derived from the event alone
@@ -26,7 +26,7 @@ from datetime import datetime
 from typing import Any
 
 from registrations.errors import RegistrationError, cancelled_in_image
-from registrations.models import CURRENT_LAYOUT, EventCancellation, EventMessage, SeatShard, layout_of
+from registrations.models import EventCancellation, EventMessage, SeatShard
 from registrations.services.common import (
     EVENT,
     IDEMPOTENCY,
@@ -40,7 +40,6 @@ from registrations.services.common import (
     stored_answer,
 )
 from registrations.services.messages import MESSAGE, REGISTRANTS, message_api_location
-from registrations.services.upgrade import event_upgrade
 from tems.clock import utcnow
 from tems.idempotency import StoredResponse, add_completed_record
 from tems.outbox import outbox_message
@@ -48,7 +47,7 @@ from tems.transactions import UNKNOWN_OUTCOME, LabelledTransaction, commit_round
 
 # Outbox message type (settings.OUTBOX_HANDLERS): the notice's fan-out, by the same handler as staff messages.
 CANCELLATION_REQUESTED = "EventCancellationRequested"
-# Rounds whose read went stale (an edit re-sliced the shards, an upgrade moved the event) before "busy".
+# Rounds whose read went stale (an edit re-sliced the shards) before "busy".
 CANCEL_EVENT_MAX_ROUNDS = 8
 
 
@@ -75,9 +74,6 @@ def event_cancel_once(*, event_id: str, user_id: str, cancelled_by: str, idempot
             event = EventCancellation.get(*EventCancellation.key_for(event_id), consistent_read=True)
         except EventCancellation.DoesNotExist:
             raise RegistrationError("not_found", f"There is no event with id {event_id!r}.") from None
-        if event.cancelled_at is None and (not event.seat_shards or layout_of(event.layout) != CURRENT_LAYOUT):
-            event_upgrade(event_id=event_id)  # an event of an older shape: its shards and keys made current first
-            continue
         response = StoredResponse.json(cancellation_to_dict(event_id=event_id, cancelled_at=now,
                                                             cancelled_by=cancelled_by), status=200)
         transaction = _cancel_transaction(event, now=now, cancelled_by=cancelled_by)
@@ -98,7 +94,7 @@ def event_cancel_once(*, event_id: str, user_id: str, cancelled_by: str, idempot
                 if (when := cancelled_in_image(image)) is not None:
                     return _already_cancelled(EventCancellation.from_raw_data(image), when, user_id=user_id,
                                               key=idempotency_key, fingerprint=fingerprint, now=now, sleep=sleep)
-                continue  # re-sliced or upgraded since the read: read again
+                continue  # re-sliced since the read: read again
             if cancelled.only_conflicts:
                 conflicts.pause()
                 continue
@@ -115,7 +111,7 @@ def _cancel_transaction(event: EventCancellation, *, now: datetime, cancelled_by
         EVENT, EventCancellation(*EventCancellation.key_for(event_id)),
         actions=[EventCancellation.cancelled_at.set(now), EventCancellation.cancelled_by.set(cancelled_by)],
         condition=(EventCancellation.pk.exists() & EventCancellation.cancelled_at.does_not_exist()
-                   & (EventCancellation.seat_shards == count) & (EventCancellation.layout == CURRENT_LAYOUT)),
+                   & (EventCancellation.seat_shards == count)),
         return_old_on_failure=True,
     )
     _mark_shards(transaction, event_id=event_id, count=count, now=now)

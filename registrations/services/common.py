@@ -67,12 +67,6 @@ def stored_answer(raw_item: dict[str, Any], fingerprint: str, *,
     return stored
 
 
-def layout_as_read(attribute, layout: Any):
-    """A condition that ``attribute`` still holds the registration layout read (absent: legacy), for writes that
-    copy it onto new seat shards: a shard added while the upgrade marks the others must not miss the mark."""
-    return attribute.does_not_exist() if layout is None else attribute == layout
-
-
 # The 503's detail when an event's burst left no room to retry in time (conflicts, or reads throttled).
 CROWDED = "Many people are registering for this event right now; please try again in a moment."
 

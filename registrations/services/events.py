@@ -10,7 +10,7 @@ from datetime import datetime
 from functools import partial
 
 from registrations.errors import RegistrationError, event_cancelled_error
-from registrations.models import CURRENT_LAYOUT, Event, EventSeats, SeatGate, SeatShard, WaitlistQueue
+from registrations.models import Event, EventSeats, SeatGate, SeatShard, WaitlistQueue
 from registrations.seating import shards
 from registrations.seating.gate import GATE, GateBusy, gate_get, new_gate
 from registrations.seating.shards import add_reslice, planned_sizes
@@ -23,11 +23,9 @@ from registrations.services.common import (
     WRITE_POLICY,
     StoredOutcome,
     busy_error,
-    layout_as_read,
     stored_answer,
 )
 from registrations.services.promotion import waitlist_promote
-from registrations.services.upgrade import event_upgrade, nobody_before_lanes, upgrade_if_refused
 from tems.clock import utcnow
 from tems.idempotency import StoredResponse, add_completed_record
 from tems.outbox import OutboxMessage, outbox_message
@@ -60,7 +58,7 @@ def _new_event(*, event_id: str | None, title: str, description: str, location: 
         event_id=event_id, title=title, description=description, location=location, starts_at=starts_at,
         capacity=capacity, created_at=now, created_by=created_by, updated_at=now, updated_by=created_by,
         gsi1pk=collection, gsi1sk=Event.listing_key(starts_at, event_id), expires_at=expires_at,
-        seat_shards=shards.shard_count(capacity), sliced=capacity, layout=CURRENT_LAYOUT,
+        seat_shards=shards.shard_count(capacity), sliced=capacity,
         reminder_hours=reminder_hours, offer_hours=offer_hours or None,
     )
 
@@ -77,7 +75,7 @@ def _commit_event_create(event: Event, *, add_record: Callable[[LabelledTransact
         transaction.save(EVENT, event, condition=Event.pk.does_not_exist())
         # The seat shards are born with the event, so a registration never meets an event without them.
         for shard in shards.new_shards(event_id=event.event_id, capacity=int(event.capacity),
-                                      starts_at=event.starts_at, layout=CURRENT_LAYOUT):
+                                      starts_at=event.starts_at):
             transaction.save(f"shard_{int(shard.shard)}", shard, condition=SeatShard.pk.does_not_exist())
         # And the queue the waiting list's lanes take their tickets from (registrations.seating.tickets, "Claims"),
         # and its gate (registrations.seating.gate).
@@ -208,9 +206,6 @@ def event_update(
         # The seat counters and shards are read only to propose the new slices: every shard's slice is written
         # under "taken <= slice" and the event under "counters as read", so a stale read fails, never oversells.
         counters = _counters(event_id)
-        if counters is not None and not counters.seat_shards:
-            event_upgrade(event_id=event_id)  # an event of an older shape: brought to the current one first
-            counters = _counters(event_id)
         transaction = LabelledTransaction()
         # Built afresh per attempt: PynamoDB appends its version action to the list it is given.
         actions = [
@@ -229,18 +224,15 @@ def event_update(
             actions.append(Event.offer_hours.set(offer_hours) if offer_hours else Event.offer_hours.remove())
         # A cancelled event is not edited: a re-slice would write shards without the cancellation's mark.
         condition = Event.pk.exists() & Event.cancelled_at.does_not_exist()
-        if counters is not None and counters.seat_shards:
+        if counters is not None:
             count = int(counters.seat_shards)
-            sliced = int(counters.capacity if counters.sliced is None else counters.sliced)
+            sliced = int(counters.sliced)
             try:
                 gate = gate_get(event_id=event_id)
-                if gate is None:
-                    event_upgrade(event_id=event_id)  # an event from before the gate item
-                    gate = gate_get(event_id=event_id)
             except GateBusy:
-                gate = None
-            if gate is None:
-                raise busy_error("This event's seats are changing right now; nothing was saved. Try again.")
+                raise busy_error("This event's seats are changing right now; nothing was saved. Try again.") from None
+            if gate is None:  # the gate is born with the event: it is being deleted (a lab scratch event)
+                raise RegistrationError("not_found", f"There is no event with id {event_id!r}.")
             shards_read = shards.shards_get(event_id=event_id, count=count)
             waiting = sum(int(shard.waiting or 0) for shard in shards_read)
             # A raise while people wait stays unsliced: waitlist_promote hands it to them before any newcomer.
@@ -249,12 +241,9 @@ def event_update(
             target = capacity if not waiting else min(sliced, capacity)
             sizes = planned_sizes(target=target, count=count, shards_read=shards_read)
             add_reslice(transaction, event_id=event_id, shards_read=shards_read, sizes=sizes, starts_at=starts_at,
-                        reopen=not waiting, raised=bool(waiting) and capacity > target, layout=counters.layout,
-                        gate=gate)
+                        reopen=not waiting, raised=bool(waiting) and capacity > target, gate=gate)
             actions += [Event.sliced.set(target), Event.seat_shards.set(len(sizes))]
-            # Nobody waits from before the lanes: ``waiting`` counts the lanes (services/upgrade.py).
-            condition &= (nobody_before_lanes() & (Event.sliced == sliced)
-                          & (Event.seat_shards == count) & layout_as_read(Event.layout, counters.layout))
+            condition &= (Event.sliced == sliced) & (Event.seat_shards == count)
         # PynamoDB adds "version = :expected" and "ADD version 1": the check and the change are one write.
         transaction.update(EVENT, Event(*Event.key_for(event_id), version=expected_version), actions=actions,
                            condition=condition, return_old_on_failure=True)
@@ -282,8 +271,6 @@ def event_update(
                         f"(version {expected_version} → {current.version}). Nothing of yours was saved.",
                         current=event_to_dict(current), expected_version=expected_version,
                     ) from None
-                if upgrade_if_refused(cancelled, EVENT, event_id=event_id, layout=False):
-                    continue  # people waited from before the lanes: they are in the lanes now
             # A slice below its shard's taken seats, or the counters moved since the read. The images say how
             # many seats the refused shards hold; a read explains the rest: too few seats, or try again.
             taken = shards.event_seats(event_id)

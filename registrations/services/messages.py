@@ -252,10 +252,8 @@ def _partitions(audience: str, event_id: str) -> list[str]:
     """Where an audience's recipients are listed, in the fixed order the cursor walks them."""
     if audience == CHECKED_IN:
         return [Event.pk_for(event_id)]
-    # The attendee index (registrations.attendees), every bucket, then the one partition of events not yet moved
-    # to the current layout (empty for the others: one short Query).
-    return ([Registration.attendees_pk_for(event_id, bucket) for bucket in range(REGISTRATION_BUCKETS)]
-            + [Registration.legacy_attendees_pk_for(event_id)])
+    # The attendee index (registrations.attendees), every bucket.
+    return [Registration.attendees_pk_for(event_id, bucket) for bucket in range(REGISTRATION_BUCKETS)]
 
 
 def _page(message: EventMessage) -> tuple[list[Recipient], dict | None]:
@@ -389,25 +387,3 @@ def _called_off(event_id: str) -> bool:
     except Event.DoesNotExist:
         return True
     return event.is_cancelled
-
-
-# --- the list's keys for messages written before it was ordered ----------------------------------------------
-
-def messages_index(*, event_id: str) -> int:
-    """Put each of the event's messages that lacks its place in the newest-first list (``EventMessage.listing``)
-    there, by one conditional UpdateItem each (``attribute_not_exists``, so two runs change nothing twice).
-    Run by ``manage.py upgrade_messages``; returns how many it placed."""
-    placed = 0
-    for message in EventMessage.query(EventMessage.pk_for(event_id), EventMessage.sk.startswith(EventMessage.SK_PREFIX),
-                                      filter_condition=EventMessage.gsi1pk.does_not_exist(), consistent_read=True):
-        fields = EventMessage.index_fields(event_id, message.message_id, message.created_at)
-        try:
-            message.update(actions=[EventMessage.gsi1pk.set(fields["gsi1pk"]),
-                                    EventMessage.gsi1sk.set(fields["gsi1sk"])],
-                           condition=EventMessage.gsi1pk.does_not_exist())
-        except UpdateError as error:
-            if not is_conditional_check_failed(error):
-                raise
-            continue  # placed by another run meanwhile
-        placed += 1
-    return placed

@@ -26,14 +26,7 @@ from registrations.models import (
 from registrations.seating import positions, shards
 from registrations.seating.gate import CLOSED, RAISED, add_gate, lane_open
 from registrations.seating.shards import add_reslice, planned_sizes
-from registrations.services.common import EVENT_SEATS, QUEUE, SEAT, busy_error, conflict_backoff, layout_as_read
-from registrations.services.upgrade import (
-    event_upgrade,
-    no_older_shape,
-    upgrade_if_legacy,
-    upgrade_if_old_shape,
-    upgrade_if_refused,
-)
+from registrations.services.common import EVENT_SEATS, QUEUE, SEAT, busy_error, conflict_backoff
 from tems.clock import utcnow
 from tems.outbox import outbox_message
 from tems.transactions import LabelledTransaction, TransactionCancelled
@@ -107,7 +100,8 @@ class SeatWrites:
                                return_old_on_failure=True)
         elif self.event_condition is not None:
             transaction.condition_check(EVENT_SEATS, EventSeats, *EventSeats.key_for(self.event_id),
-                                        condition=self.event_condition, return_old_on_failure=True)
+                                        condition=_both(EventSeats.pk.exists(), self.event_condition),
+                                        return_old_on_failure=True)
 
 
 def _both(first: Any, second: Any) -> Any:
@@ -120,7 +114,7 @@ def add_promotion(transaction: LabelledTransaction, head: WaitlistEntry, *, now:
                   suffix: str = "") -> None:
     """Move the waitlist head to confirmed, holding a seat of ``shard``: its claim, both registration items and its
     entry, in ``transaction``. The entry is the registration's event-side copy: the promotion writes the
-    confirmed copy from it (the caller read it through ``upgrade.upgrade_if_old_shape``)."""
+    confirmed copy from it."""
     # No condition of its own: the entry's delete below (still this registration's) is what admits it once.
     # The seat's shard, so the promoted registration's cancel frees the shard it holds a seat in.
     transaction.save(HEAD_EVENT_REGISTRATION + suffix, Registration(
@@ -249,15 +243,13 @@ class PromotionRounds:
         self.event_id = event_id
 
     def commit(self, transaction: LabelledTransaction) -> bool:
-        """Send the round's transaction: True if it committed; False, after its pause or count, if not (an event
-        whose item showed an older shape is upgraded first)."""
+        """Send the round's transaction: True if it committed; False, after its pause or count, if not."""
         try:
             transaction.commit()
         except TransactionCancelled as cancelled:
             if cancelled.only_conflicts:
                 self.conflicts.pause()
             else:
-                upgrade_if_refused(cancelled, EVENT_SEATS, event_id=self.event_id, layout=False)
                 self.stale()  # the counters or the queue moved since the read: look again
             return False
         return True
@@ -295,11 +287,9 @@ def waitlist_promote(*, event_id: str, now: datetime | None = None,
             # A cancelled event promotes nobody: its writes below are conditioned on it not being cancelled, so
             # this read only spares rounds that would be refused.
             return promoted
-        if not seats.seat_shards or gate is None:
-            event_upgrade(event_id=event_id)  # an event of an older shape: brought to the current one first
-            rounds.stale()
-            continue
-        capacity, sliced = int(seats.capacity), int(seats.capacity if seats.sliced is None else seats.sliced)
+        if gate is None:
+            return promoted  # the gate is born with the event: it is being deleted (a lab scratch event)
+        capacity, sliced = int(seats.capacity), int(seats.sliced)
         count = int(seats.seat_shards)
         waiting = sum(int(lane.waiting or 0) for lane in lanes)
         unsliced = capacity - sliced
@@ -326,19 +316,12 @@ def waitlist_promote(*, event_id: str, now: datetime | None = None,
             continue
         if unsliced <= 0 and (waiting or count >= shards.shard_count(capacity)):
             return promoted
-        if waiting and upgrade_if_legacy(event_id=event_id, layout=seats.layout):
-            continue  # the heads' items are moved into the current layout first (services/upgrade.py)
-        # The layout as read: promoted heads are written under the current keys, and new shards take it on.
         unchanged = ((EventSeats.capacity == capacity) & (EventSeats.sliced == sliced)
-                     & (EventSeats.seat_shards == count) & layout_as_read(EventSeats.layout, seats.layout)
-                     & no_older_shape() & EventSeats.cancelled_at.does_not_exist())
+                     & (EventSeats.seat_shards == count) & EventSeats.cancelled_at.does_not_exist())
         transaction = LabelledTransaction()
         writes = SeatWrites(event_id)
         heads = (selectors.waitlist_heads(event_id=event_id, limit=min(unsliced, PROMOTION_BATCH),
                                           lanes=(seats, lanes)) if waiting and unsliced > 0 else [])
-        if upgrade_if_old_shape(event_id=event_id, items=heads):
-            rounds.stale()
-            continue
         if heads:
             # In offer mode the raised seats are offered like freed ones: held for the head, not given.
             offer_ends_at = offer_end_for(seats, now=now)
@@ -358,7 +341,7 @@ def waitlist_promote(*, event_id: str, now: datetime | None = None,
             # under the condition that nobody joined the waiting list since; the gate opens again with them.
             sizes = planned_sizes(target=capacity, count=count, shards_read=lanes)
             add_reslice(transaction, event_id=event_id, shards_read=lanes, sizes=sizes, starts_at=seats.starts_at,
-                        reopen=True, layout=seats.layout, gate=gate)
+                        reopen=True, gate=gate)
             transaction.update(
                 EVENT_SEATS, EventSeats(*EventSeats.key_for(event_id)),
                 actions=[EventSeats.sliced.set(capacity), EventSeats.seat_shards.set(len(sizes))],

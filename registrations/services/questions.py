@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from registrations.errors import RegistrationError
-from registrations.models import EventQuestions, EventSeats, SeatGate, SeatShard
+from registrations.models import EventQuestions, SeatGate, SeatShard
 from registrations.questions import (
     Question,
     QuestionSet,
@@ -28,7 +28,6 @@ from registrations.questions import (
     questions_to_json,
 )
 from registrations.services.common import WRITE_POLICY, busy_error
-from registrations.services.upgrade import event_upgrade
 from tems.clock import utcnow
 from tems.merge import MERGE_ATTEMPTS, Merge, three_way_merge
 from tems.transactions import LabelledTransaction, TransactionCancelled
@@ -61,13 +60,8 @@ def questions_update(*, event_id: str, expected_version: int, questions: Iterabl
     for _ in range(EDIT_ROUNDS):
         try:
             gate = SeatGate.get(*SeatGate.key_for(event_id), consistent_read=True)
-        except SeatGate.DoesNotExist:
-            try:
-                EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
-            except EventSeats.DoesNotExist:
-                raise RegistrationError("not_found", f"There is no event with id {event_id!r}.") from None
-            event_upgrade(event_id=event_id)  # an event of an older shape has no gate yet: give it one
-            continue
+        except SeatGate.DoesNotExist:  # the gate is born with the event
+            raise RegistrationError("not_found", f"There is no event with id {event_id!r}.") from None
         count = int(gate.shards)
 
         def attempt(count: int = count) -> None:

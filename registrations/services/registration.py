@@ -23,7 +23,6 @@ from pynamodb.exceptions import PynamoDBException
 from registrations import attendees, questions, selectors
 from registrations.models import (
     CONFIRMED,
-    CURRENT_LAYOUT,
     WAITLISTED,
     Registration,
     RegistrationClaim,
@@ -54,7 +53,6 @@ from registrations.services.common import (
 )
 from registrations.services.outcome import RegistrationOutcome, new_registration_id
 from registrations.services.promotion import waitlist_promote_best_effort
-from registrations.services.upgrade import event_upgrade
 from tems.clock import utcnow
 from tems.idempotency import StoredResponse, add_completed_record
 from tems.outbox import outbox_message
@@ -106,7 +104,7 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
                               created_at=now or clock(), idempotency_key=idempotency_key, fingerprint=fingerprint,
                               user_name=user_name, answers=answers, questions_version=questions_version)
     route = Router(event_id=event_id, user_id=user_id, created_at=attempt.created_at, clock=clock,
-                   upgrade=lambda e: event_upgrade(event_id=e), heal=waitlist_promote_best_effort)
+                   heal=waitlist_promote_best_effort)
     conflicts = conflict_backoff(sleep)
     route.start()
     for _ in range(MAX_ROUNDS):
@@ -184,7 +182,7 @@ def _base_transaction(attempt: NewRegistration, *, status: str, position: int | 
     )
     transaction.save(USER_REGISTRATION,
                      Registration(*Registration.user_key_for(attempt.user_id, attempt.registration_id), **fields,
-                                  **answers, layout=CURRENT_LAYOUT))
+                                  **answers))
     index = attendees.index_fields(event_id=attempt.event_id, name=attempt.user_name or attempt.user_id,
                                    registration_id=attempt.registration_id)
     if status == WAITLISTED:

@@ -464,9 +464,8 @@ def _event_items(event_id: str) -> list[dict[str, Any]]:
 
 
 def _event_registrations(event_id: str) -> list[dict[str, Any]]:
-    """The event-side registration copies, wherever the event's layout keeps them, as plain dicts."""
-    return [{"user_id": r.user_id, "status": r.status} for r in selectors.event_registrations(
-        event_id=event_id, include_legacy=True)]
+    """The event-side registration copies, as plain dicts."""
+    return [{"user_id": r.user_id, "status": r.status} for r in selectors.event_registrations(event_id=event_id)]
 
 
 def _claims(event_id: str, users: set[str]) -> list[RegistrationClaim]:

@@ -228,7 +228,7 @@ def _first_registration_items(*, event_id: str, user_id: str, user_name: str) ->
     )
     # The shard the service tries first (the student's home shard), as its first round would.
     shard = Router(event_id=event_id, user_id=user_id, created_at=attempt.created_at, clock=utcnow,
-                   upgrade=lambda _: None, heal=lambda _: None).next_shard()
+                   heal=lambda _: None).next_shard()
     transaction, _ = confirm_transaction(attempt, shard)
     return transaction.sent_order, transaction.transact_items()
 

@@ -19,15 +19,18 @@ from django.test import Client
 from registrations import attendees
 from registrations.models import (
     CONFIRMED,
-    CURRENT_LAYOUT,
     WAITLISTED,
     Event,
     Registration,
     RegistrationClaim,
+    SeatGate,
+    SeatShard,
     WaitlistDepartures,
     WaitlistEntry,
+    WaitlistQueue,
 )
 from registrations.seating import positions
+from registrations.seating.gate import CLOSED
 from tems.identity import user_key
 
 STARTS = datetime(2030, 1, 1, 9, 0, tzinfo=UTC)
@@ -44,11 +47,31 @@ def _client(*, staff: bool = False) -> tuple[Client, str]:
     return client, user_key(user)
 
 
-def _event(event_id: str, *, capacity: int, registered: int = 0, waiting: int = 0, seq: int = 0) -> Event:
-    return Event(*Event.key_for(event_id), event_id=event_id, title=f"Bench {event_id}", starts_at=STARTS,
-                 capacity=capacity, registered_count=registered, waitlist_count=waiting, waitlist_seq=seq,
-                 gsi1pk=Event.COLLECTION, gsi1sk=Event.listing_key(STARTS, event_id), version=1,
-                 layout=CURRENT_LAYOUT)
+def _event(event_id: str, *, capacity: int, registered: int = 0, waiting: int = 0, seq: int = 0) -> list:
+    """An event as ``event_create`` makes it, with one seat shard (``registered`` seats taken) whose lane holds
+    ``waiting`` entries, its gate and its queue (``seq`` tickets handed out, all in the lane's installed block)."""
+    closed = CLOSED if waiting else 0
+    claims = {"claim_last": {"0": seq}, "claim_size": {"0": seq}, "claim_from": {"0": 0}, "claim_at": {"0": 0}} \
+        if seq else {"claim_last": {}, "claim_size": {}, "claim_from": {}, "claim_at": {}}
+    return [
+        Event(*Event.key_for(event_id), event_id=event_id, title=f"Bench {event_id}", starts_at=STARTS,
+              capacity=capacity, seat_shards=1, sliced=capacity, gsi1pk=Event.COLLECTION,
+              gsi1sk=Event.listing_key(STARTS, event_id), version=1),
+        SeatShard(*SeatShard.key_for(event_id, 0), event_id=event_id, shard=0, shards=1, capacity=capacity,
+                  taken=registered, starts_at=STARTS, gate=closed, opened=0, waiting=waiting,
+                  **({"lane_next": seq + 1, "lane_end": seq + 1, "lane_size": seq, "lane_at": STARTS} if seq else {})),
+        SeatGate(*SeatGate.key_for(event_id), event_id=event_id, state=closed, epoch=0, opened=0, shards=1),
+        WaitlistQueue(*WaitlistQueue.key_for(event_id), event_id=event_id, seq=seq, left=0, **claims),
+    ]
+
+
+def _entry(event_id: str, ticket: int, **fields) -> WaitlistEntry:
+    """A waiting registration's entry in lane 0, carrying the registration (its event-side copy)."""
+    name = fields.get("user_name") or fields["user_id"]
+    return WaitlistEntry(*WaitlistEntry.key_for(event_id, ticket, 0), event_id=event_id, ticket=ticket, lane=0,
+                         status=WAITLISTED, **attendees.index_fields(event_id=event_id, name=name,
+                                                                    registration_id=fields["registration_id"]),
+                         **fields)
 
 
 def _registration_id(n: int) -> str:
@@ -89,15 +112,15 @@ def _seed_waitlist(n: int, me: str) -> tuple[str, int]:
     gone_set = set(gone)
     live = [t for t in range(1, last + 1) if t not in gone_set]
     assert len(live) == n and live[-1] == last
-    items: list = [_event(event_id, capacity=0, waiting=n, seq=last)]
+    items: list = _event(event_id, capacity=0, waiting=n, seq=last)
     for ticket in live:
         user = me if ticket == last else f"waiting-{ticket}"
         registration_id = _registration_id(ticket)
-        items.append(WaitlistEntry(*WaitlistEntry.legacy_key_for(event_id, ticket), registration_id=registration_id,
-                                   event_id=event_id, user_id=user, ticket=ticket))
+        items.append(_entry(event_id, ticket, registration_id=registration_id, user_id=user,
+                            created_at=STARTS - timedelta(days=1)))
         if ticket == last:
             items.append(Registration(*Registration.user_key_for(me, registration_id), registration_id=registration_id,
-                                      event_id=event_id, user_id=me, status=WAITLISTED, ticket=ticket,
+                                      event_id=event_id, user_id=me, status=WAITLISTED, ticket=ticket, lane=0,
                                       created_at=STARTS - timedelta(days=1)))
     nodes: dict[tuple[int, int], Counter] = {}
     for (level, block, digit), amount in positions.departure_nodes(gone).items():
@@ -116,11 +139,12 @@ def my_registrations(n: int) -> Callable[[], object]:
     for k in range(n):
         event_id = f"b{k:011d}"
         waitlisted = k % 4 == 0
-        items.append(_event(event_id, capacity=1, registered=1, waiting=1 if waitlisted else 0,
-                            seq=1 if waitlisted else 0))
+        items += _event(event_id, capacity=1, registered=1, waiting=1 if waitlisted else 0,
+                        seq=1 if waitlisted else 0)
         registration_id = _registration_id(k)
         fields = {"registration_id": registration_id, "event_id": event_id, "user_id": me,
                   "status": WAITLISTED if waitlisted else CONFIRMED, "ticket": 1 if waitlisted else None,
+                  "lane": 0 if waitlisted else None, "shard": None if waitlisted else 0,
                   "created_at": STARTS - timedelta(days=1)}
         items.append(Registration(*Registration.user_key_for(me, registration_id), **fields))
     _save_all(items)
@@ -132,7 +156,7 @@ def attendee_list(n: int) -> Callable[[], object]:
     client, _ = _client(staff=True)
     event_id = uuid.uuid4().hex[:12]
     waiting = n // 4
-    items: list = [_event(event_id, capacity=n - waiting, registered=n - waiting, waiting=waiting, seq=waiting)]
+    items: list = _event(event_id, capacity=n - waiting, registered=n - waiting, waiting=waiting, seq=waiting)
     ticket = 0
     for k in range(n):
         user = f"student-{k:06d}"
@@ -140,16 +164,21 @@ def attendee_list(n: int) -> Callable[[], object]:
         waitlisted = k % 4 == 0 and ticket < waiting
         if waitlisted:
             ticket += 1
-        fields = {"registration_id": registration_id, "event_id": event_id, "user_id": user, "user_name": user,
-                  "status": WAITLISTED if waitlisted else CONFIRMED, "ticket": ticket if waitlisted else None,
-                  "created_at": STARTS - timedelta(days=1)}
-        items.append(Registration(*Registration.event_key_for(event_id, registration_id), **fields,
-                                  **attendees.index_fields(event_id=event_id, name=user,
-                                                           registration_id=registration_id)))
-        items.append(RegistrationClaim(*RegistrationClaim.key_for(event_id, user), **fields))
+        created_at = STARTS - timedelta(days=1)
         if waitlisted:
-            items.append(WaitlistEntry(*WaitlistEntry.legacy_key_for(event_id, ticket), registration_id=registration_id,
-                                       event_id=event_id, user_id=user, ticket=ticket))
+            items.append(_entry(event_id, ticket, registration_id=registration_id, user_id=user, user_name=user,
+                                created_at=created_at))
+            fields = {"status": WAITLISTED, "ticket": ticket, "lane": 0}
+        else:
+            fields = {"status": CONFIRMED, "shard": 0}
+            items.append(Registration(*Registration.event_key_for(event_id, registration_id), **fields,
+                                      registration_id=registration_id, event_id=event_id, user_id=user,
+                                      user_name=user, created_at=created_at,
+                                      **attendees.index_fields(event_id=event_id, name=user,
+                                                               registration_id=registration_id)))
+        items.append(RegistrationClaim(*RegistrationClaim.key_for(event_id, user), registration_id=registration_id,
+                                       event_id=event_id, user_id=user, user_name=user, created_at=created_at,
+                                       **fields))
     _save_all(items)
     return lambda: client.get(f"/api/events/{event_id}/attendees?limit={PAGE}")
 

@@ -9,7 +9,7 @@ import io
 import pytest
 
 from registrations import attendees, selectors
-from registrations.models import LEGACY_LAYOUT, REGISTRATION_BUCKETS, Registration
+from registrations.models import REGISTRATION_BUCKETS, Registration
 from tems.metering import metered
 from tests.helpers import assert_problem
 from tests.registrations.helpers import make_event, register
@@ -119,16 +119,6 @@ def test_csv_is_streamed_page_by_page_and_safe(moto_ddb, staff_client, monkeypat
     assert meter.requests["Query"] == 3 * REGISTRATION_BUCKETS  # five attendees, two a page
 
 
-def test_backfill_lists_registrations_written_before_the_index(event, staff_client):
-    for registration in selectors.event_registrations(event_id=event.event_id):
-        registration.update(actions=[Registration.gsi1pk.remove(), Registration.gsi1sk.remove()])
-    assert api(staff_client, event.event_id).json()["attendees"] == []
-    assert attendees.backfill_index(event_id=event.event_id) == 4
-    assert attendees.backfill_index(event_id=event.event_id) == 0
-    assert [a["user"] for a in api(staff_client, event.event_id).json()["attendees"]] == [
-        "alfred", "Alice", "bob", "carol"]
-
-
 # --- one page merged over the buckets (DynamoDB Local: the key conditions as DynamoDB evaluates them) ----------
 
 CROWD = [f"{first}{n}" for first in ("Ann", "bea", "Cal", "dee", "Eli") for n in range(8)]  # 40 names
@@ -223,16 +213,3 @@ def test_hostile_cursors_are_refused_with_a_clear_error(crowd, staff_client):
             attendees.attendee_page(event_id=event_id, search=search, cursor=cursor)
         assert refused.value.code == "invalid" and "cursor" in refused.value.detail, what
     assert_problem(api(staff_client, event_id, "?cursor=" + hostile["outside the search"]), 400)
-
-
-def test_a_cursor_from_before_the_upgrade_goes_on_after_it(ddb):
-    from registrations.services.upgrade import layout_upgrade
-    from tests.registrations.helpers import into_legacy_layout
-
-    event = seed_attendees()
-    into_legacy_layout(event.event_id)
-    first = attendees.attendee_page(event_id=event.event_id, limit=2, layout=LEGACY_LAYOUT)
-    assert [row["user"] for row in first.items] == ["alfred", "Alice"]
-    layout_upgrade(event_id=event.event_id)
-    rest = attendees.attendee_page(event_id=event.event_id, limit=5, cursor=first.next_cursor)
-    assert [row["user"] for row in rest.items] == ["bob", "carol"]

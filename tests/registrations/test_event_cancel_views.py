@@ -6,7 +6,6 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from django.core.management import call_command
 from icalendar import Calendar
 
 from registrations import selectors
@@ -166,20 +165,6 @@ def test_an_event_with_more_than_a_page_of_messages_lists_the_newest_first_and_p
     page = staff_client.get(f"/events/{event.event_id}/messages/").content.decode()
     assert "Note 24" in page and "Note 04" not in page and "Older messages" in page
     assert staff_client.get(f"/api/events/{event.event_id}/messages?cursor=forged").status_code == 400
-
-
-def test_messages_written_before_the_list_was_ordered_are_placed_in_it_once(ddb):
-    event = make_event(capacity=3, starts_at=utcnow() + timedelta(days=3))
-    for subject in ("Old one", "Old two"):
-        messages.message_send_once(event_id=event.event_id, user_id="staff-key", created_by="staffer",
-                                   idempotency_key=str(uuid.uuid4()), fingerprint=subject, audience="confirmed",
-                                   subject=subject, body="x")
-    for message in EventMessage.query(EventMessage.pk_for(event.event_id)):
-        message.update(actions=[EventMessage.gsi1pk.remove(), EventMessage.gsi1sk.remove()])  # as written before
-    assert selectors.message_list(event_id=event.event_id).items == []
-    call_command("upgrade_messages", "--event", event.event_id)
-    assert [m.subject for m in selectors.message_list(event_id=event.event_id)] == ["Old two", "Old one"]
-    assert messages.messages_index(event_id=event.event_id) == 0  # a second run places nothing
 
 
 def test_my_registrations_say_the_event_is_cancelled_and_offer_no_cancel(event, student, student_client,

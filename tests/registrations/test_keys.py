@@ -12,18 +12,13 @@ from registrations.models import REGISTRATION_BUCKETS, Event, Registration, Regi
 def test_the_two_copies_of_a_registration_are_told_apart_by_model_helpers():
     event_pk, _ = Registration.event_key_for("e1", "r1")
     user_pk, _ = Registration.user_key_for("u1", "r1")
-    legacy_pk, _ = Registration.legacy_event_key_for("e1", "r1")
     assert event_pk == Registration.event_pk_for("e1", Registration.bucket_for("r1")) != Event.pk_for("e1")
-    assert legacy_pk == Event.pk_for("e1")
-    for pk in (event_pk, legacy_pk):
-        assert Registration.is_event_side(pk) and not Registration.is_user_side(pk)
-    assert Registration.is_legacy_event_side(legacy_pk) and not Registration.is_legacy_event_side(event_pk)
+    assert Registration.is_event_side(event_pk) and not Registration.is_user_side(event_pk)
     assert Registration.is_user_side(user_pk) and not Registration.is_event_side(user_pk)
 
 
 def test_the_claim_lives_with_the_student_and_names_the_event():
     assert RegistrationClaim.key_for("e1", "u1") == ("USER#u1", "REGCLAIM#e1")
-    assert RegistrationClaim.legacy_key_for("e1", "u1") == ("EVENT#e1", "REGCLAIM#u1")
     # In the student's partition, beside (and never among) the student's registrations.
     assert RegistrationClaim.key_for("e1", "u1")[0] == Registration.user_key_for("u1", "r1")[0]
     assert not RegistrationClaim.key_for("e1", "u1")[1].startswith(Registration.SK_PREFIX)
@@ -41,7 +36,6 @@ def test_an_event_side_copy_and_its_index_entry_share_a_stable_bucket():
                                                                      f"REGISTRATION#{registration_id}")
         assert Registration.attendee_index_key_for("e1", "Ann", registration_id) == (
             f"ATTENDEES#e1#{bucket}", f"ann#{registration_id}")
-    assert Registration.legacy_attendees_pk_for("e1") == "ATTENDEES#e1"
 
 
 def test_invariants_spell_no_key_prefix():

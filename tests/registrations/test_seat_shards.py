@@ -4,24 +4,19 @@ deliberately broken variant it must catch."""
 from __future__ import annotations
 
 import dataclasses
-import io
 import json
 import random
 from collections import Counter
 from datetime import timedelta
 
 import pytest
-from django.core.management import call_command
 
 from registrations import selectors, services
 from registrations.errors import RegistrationError
 from registrations.models import (
     CONFIRMED,
-    LEGACY_LAYOUT,
     WAITLISTED,
     EventSeats,
-    Registration,
-    RegistrationClaim,
     SeatGate,
     SeatShard,
 )
@@ -31,7 +26,6 @@ from registrations.seating.hints import hints
 from registrations.services import cancel as cancel_service
 from registrations.services import promotion as promotion_service
 from registrations.services import registration as registration_service
-from registrations.services import upgrade as upgrade_service
 from tems.clock import utcnow
 from tems.metering import metered
 from tems.transactions import Reason, TransactionCancelled
@@ -39,7 +33,6 @@ from tests.helpers import assert_invariants_clean, broken_invariants
 from tests.race import race
 from tests.registrations.helpers import (
     STARTS,
-    into_legacy_layout,
     make_event,
     new_key,
     register,
@@ -456,12 +449,11 @@ def test_a_full_event_at_the_most_shards_closes_its_gate_with_an_old_block_to_re
 
 
 def route_of(event_id: str, user_id: str) -> router.Router:
-    """A registration's router on its own, as ``registration_create`` makes one (nothing to upgrade or heal)."""
+    """A registration's router on its own, as ``registration_create`` makes one (nothing to heal)."""
     def unexpected(event_id: str) -> None:
-        raise AssertionError(f"event {event_id} needed no upgrade or promotion here")
+        raise AssertionError(f"event {event_id} needed no promotion here")
 
-    return router.Router(event_id=event_id, user_id=user_id, created_at=utcnow(), clock=utcnow,
-                         upgrade=unexpected, heal=unexpected)
+    return router.Router(event_id=event_id, user_id=user_id, created_at=utcnow(), clock=utcnow, heal=unexpected)
 
 
 def cancel_of(event_id: str, user_id: str):
@@ -633,48 +625,6 @@ def test_lowering_capacity_reslices_but_never_below_the_seats_taken(ddb):
     assert_invariants_clean()
 
 
-def test_an_event_from_before_the_shards_is_moved_into_them(ddb):
-    event = make_event(capacity=5)
-    for n in range(3):
-        register(event.event_id, f"old{n}")
-    # As stored before the shards (and so before the registration layout too): claims and copies in the event's
-    # partition, the seats on the event's own item, no shard items.
-    into_legacy_layout(event.event_id)
-    for shard in shards_of(event.event_id):
-        shard.delete()
-    SeatGate(*SeatGate.key_for(event.event_id)).delete()
-    EventSeats(*EventSeats.key_for(event.event_id)).update(actions=[
-        EventSeats.registered_count.set(3), EventSeats.seat_shards.remove(), EventSeats.sliced.remove()])
-    for n in range(3):
-        claim = selectors.claim_get(event_id=event.event_id, user_id=f"old{n}", layout=LEGACY_LAYOUT)
-        for item in (RegistrationClaim(*RegistrationClaim.legacy_key_for(event.event_id, f"old{n}")),
-                     Registration(*Registration.user_key_for(f"old{n}", claim.registration_id)),
-                     Registration(*Registration.legacy_event_key_for(event.event_id, claim.registration_id))):
-            item.update(actions=[type(item).shard.remove()])
-    out = io.StringIO()
-    call_command("shard_seats", "--event", event.event_id, stdout=out)
-    assert "moved into seat shards" in out.getvalue()
-    assert not upgrade_service.shard_event(event_id=event.event_id)  # twice: nothing more to do
-    assert sum(int(s.taken) for s in shards_of(event.event_id)) == 3
-    # The seats are in shards; the registrations do not name theirs yet, and the invariants say so.
-    assert set(broken_invariants()) == {"every event is in the current shape"}
-    # The first registration upgrades the event (its seat is refused for the legacy layout first): the claims
-    # leave the event's partition and each old registration is given the shard its seat is counted on, so the
-    # old students stay registered once.
-    outcomes = [register(event.event_id, f"new{n}").data["status"] for n in range(3)]
-    assert outcomes == [CONFIRMED, CONFIRMED, WAITLISTED]
-    assert register(event.event_id, "old0").response.status == 200  # already registered, not a second seat
-    assert_invariants_clean()
-    # Its cancel frees the shard it was given, and the seat goes to the head of the queue.
-    held = int(selectors.claim_get(event_id=event.event_id, user_id="old1").shard)
-    taken = {int(s.shard): int(s.taken) for s in shards_of(event.event_id)}
-    cancel_of(event.event_id, "old1")()
-    assert {int(s.shard): int(s.taken) for s in shards_of(event.event_id)} == taken
-    assert int(selectors.claim_get(event_id=event.event_id, user_id="new2").shard) == held
-    assert selectors.claim_get(event_id=event.event_id, user_id="new2").status == CONFIRMED
-    assert_invariants_clean()
-
-
 # --- measured: where a burst's writes land ------------------------------------------------------------------
 
 
@@ -724,7 +674,7 @@ def test_a_burst_spreads_its_seat_writes_over_the_shards_and_leaves_the_event_al
     # No waitlist join committed (a student whose home shard filled tried one, and its checks sent them to a shard
     # with room), and the claims and event-side copies live elsewhere: the event's partition was only in those
     # refused joins (their check of METADATA), never a registration.
-    assert EventSeats.get(*EventSeats.key_for(event.event_id)).waitlist_seq == 0
+    assert int(tickets.queue_read(event.event_id).seq) == 0
     assert writes_per_partition["EVENT REGCLAIM"] == writes_per_partition["EVENT REGISTRATION"] == 0
     assert writes_per_partition["EVENT"] == writes_per_partition["EVENT METADATA"] <= sent - 96
     assert len(bucket_writes) >= 12
@@ -786,12 +736,10 @@ def test_a_reslice_from_a_stale_read_is_refused_by_the_shards_condition(ddb, mon
 def test_a_reslice_without_the_taken_condition_is_caught(ddb, monkeypatch):
     from registrations.services import events as events_module
 
-    def unconditional(transaction, *, event_id, shards_read, sizes, starts_at, layout, gate, reopen=False,
-                      raised=False):
+    def unconditional(transaction, *, event_id, shards_read, sizes, starts_at, gate, reopen=False, raised=False):
         for shard, size in enumerate(sizes):
             transaction.update(f"shard_{shard}", SeatShard(*SeatShard.key_for(event_id, shard)), actions=[
-                SeatShard.capacity.set(size), SeatShard.shards.set(len(sizes)), SeatShard.starts_at.set(starts_at),
-                SeatShard.layout.set(layout)])
+                SeatShard.capacity.set(size), SeatShard.shards.set(len(sizes)), SeatShard.starts_at.set(starts_at)])
 
     monkeypatch.setattr(events_module, "add_reslice", unconditional)
     lower_while_seats_are_taken(monkeypatch)

@@ -6,7 +6,6 @@ promotions run on DynamoDB Local and are compared with a brute-force count of th
 
 from __future__ import annotations
 
-import io
 import json
 import random
 from collections.abc import Callable
@@ -14,10 +13,9 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.core.management import call_command
 
 from registrations import selectors, services
-from registrations.models import CONFIRMED, WAITLISTED, Event, SeatShard, WaitlistQueue
+from registrations.models import CONFIRMED, WAITLISTED, SeatShard, WaitlistQueue
 from registrations.seating import positions, router, shards, tickets
 from registrations.seating.hints import hints
 from tems.clock import utcnow
@@ -146,24 +144,6 @@ def test_a_counter_moved_outside_the_transaction_is_caught(ddb, monkeypatch):
     monkeypatch.setattr(positions, "record_departures", counted_outside)
     with pytest.raises(AssertionError, match="positions drifted from the entries"):
         run_scenario(seed=10)
-
-
-def test_backfill_rebuilds_the_departures_made_before_the_tree(ddb):
-    event = make_event(capacity=0)
-    for n in range(6):
-        register(event.event_id, f"w{n}")
-    for user in ("w1", "w3"):
-        cancel(event.event_id, user)()
-    # As on an event from before the tree: the entries are gone but nothing was counted.
-    for node in positions.WaitlistDepartures.query(Event.pk_for(event.event_id),
-                                                  positions.WaitlistDepartures.sk.startswith("WAITLEFT#")):
-        node.delete()
-    with pytest.raises(AssertionError):
-        assert_positions_exact(event.event_id)
-    call_command("registrations_backfill", "--event", event.event_id, stdout=io.StringIO())
-    assert_positions_exact(event.event_id)
-    call_command("registrations_backfill", "--event", event.event_id, stdout=io.StringIO())  # twice: the same
-    assert_positions_exact(event.event_id)
 
 
 # --- the queue item: blocks claimed by a single write, installed by the lane's join -----------------------

@@ -1,7 +1,5 @@
-"""A waitlisted registration's event-side copy is its waitlist entry (issue 13: a join is six items, not seven,
-2 write units fewer on the table at the end of a burst), and registrations that joined before entries carried
-them are an older shape: reported by the invariants, and brought to the current one by the first cancel that
-meets them."""
+"""A waitlisted registration's event-side copy is its waitlist entry (a join is six items, not seven, 2 write
+units fewer on the table at the end of a burst)."""
 
 from __future__ import annotations
 
@@ -12,7 +10,7 @@ from registrations.models import CONFIRMED, WAITLISTED, Registration
 from registrations.services.common import EVENT_REGISTRATION, WAITLIST_ENTRY
 from tems.transactions import LabelledTransaction
 from tests.helpers import assert_invariants_clean, broken_invariants
-from tests.registrations.helpers import as_before_entries_carried_it, make_event, register
+from tests.registrations.helpers import make_event, register
 
 
 @pytest.fixture
@@ -51,7 +49,7 @@ def test_a_join_writes_six_items_and_its_entry_is_the_event_side_copy(ddb, commi
     assert len(join) == 6 and WAITLIST_ENTRY in join and EVENT_REGISTRATION not in join, join
     assert event_copy(event.event_id, joined["registration_id"]) is None
     (entry,) = selectors.waitlist_entries(event_id=event.event_id)
-    assert entry.carries_registration and (entry.user_name, entry.status) == ("Bob", WAITLISTED)
+    assert (entry.user_name, entry.status) == ("Bob", WAITLISTED)
     assert listed(event.event_id) == [("Ann", CONFIRMED, None), ("Bob", WAITLISTED, 1)]
     assert {(r.registration_id, r.status) for r in selectors.event_registrations(event_id=event.event_id)} == {
         (ann["registration_id"], CONFIRMED), (joined["registration_id"], WAITLISTED)}
@@ -84,34 +82,6 @@ def test_a_waitlisted_cancel_removes_the_entry_that_was_its_copy(ddb):
     services.registration_cancel(user_id="bob", registration_id=bob["registration_id"])
     assert listed(event.event_id) == [("Ann", CONFIRMED, None)]
     assert selectors.waitlist_entries(event_id=event.event_id) == []
-    assert_invariants_clean()
-
-
-def test_registrations_that_waited_before_entries_carried_them_are_upgraded_by_the_first_cancel(ddb, committed):
-    """Bare entries are an older shape: the invariants say "not upgraded", and the first cancel that meets one
-    brings the event to the current shape (``event_upgrade``) before its own transaction."""
-    event = make_event(capacity=1)
-    ann = register(event.event_id, "ann", user_name="Ann").data
-    bob = register(event.event_id, "bob", user_name="Bob").data
-    cid = register(event.event_id, "cid", user_name="Cid").data
-    for entry in selectors.waitlist_entries(event_id=event.event_id):
-        as_before_entries_carried_it(entry)
-    assert not any(entry.carries_registration for entry in selectors.waitlist_entries(event_id=event.event_id))
-    assert set(broken_invariants()) == {"every event is in the current shape"}  # not counted as valid
-    assert listed(event.event_id) == [("Ann", CONFIRMED, None), ("Bob", WAITLISTED, 1), ("Cid", WAITLISTED, 2)]
-
-    committed.clear()
-    services.registration_cancel(user_id="ann", registration_id=ann["registration_id"])
-    # Two entries made their registration's copy, then the cancel itself, which promoted Bob from his entry.
-    assert len(committed) == 3
-    assert [set(labels) for labels in committed[:2]] == [{WAITLIST_ENTRY, EVENT_REGISTRATION, "user_registration"}] * 2
-    assert all(entry.carries_registration for entry in selectors.waitlist_entries(event_id=event.event_id))
-    promoted = event_copy(event.event_id, bob["registration_id"])
-    assert (promoted.status, promoted.promoted_at is not None) == (CONFIRMED, True)
-    assert event_copy(event.event_id, cid["registration_id"]) is None  # the entry is Cid's copy now
-    assert listed(event.event_id) == [("Bob", CONFIRMED, None), ("Cid", WAITLISTED, 1)]
-    services.registration_cancel(user_id="cid", registration_id=cid["registration_id"])
-    assert listed(event.event_id) == [("Bob", CONFIRMED, None)]
     assert_invariants_clean()
 
 

@@ -12,12 +12,13 @@ from django.core.management.base import CommandError
 from inventory import services as inventory_services
 from registrations.models import (
     CONFIRMED,
-    CURRENT_LAYOUT,
     WAITLISTED,
     Event,
     Registration,
     RegistrationClaim,
+    SeatGate,
     SeatShard,
+    WaitlistQueue,
 )
 from tems.invariants import check_all, check_items
 from tests.helpers import assert_invariants_clean
@@ -78,12 +79,19 @@ def test_command_rejects_nonsense_segments(ddb):
 
 
 def _synthetic(events: int, per_event: int):
-    """A stream of consistent registration items, produced one at a time as a scan would."""
+    """A stream of consistent registration items, produced one at a time as a scan would: each event with its one
+    seat shard (every seat taken), its gate and its queue."""
     for e in range(events):
         event_id = f"e{e}"
         yield {"PK": Event.pk_for(event_id), "SK": Event.METADATA, "entity": "Event", "event_id": event_id,
-               "capacity": per_event, "registered_count": per_event, "waitlist_count": 0, "waitlist_seq": 0,
-               "layout": CURRENT_LAYOUT}
+               "capacity": per_event, "seat_shards": 1, "sliced": per_event}
+        shard = SeatShard.key_for(event_id, 0)
+        yield {"PK": shard[0], "SK": shard[1], "entity": "SeatShard", "event_id": event_id, "shard": 0, "shards": 1,
+               "capacity": per_event, "taken": per_event, "gate": 1}
+        gate = SeatGate.key_for(event_id)
+        yield {"PK": gate[0], "SK": gate[1], "entity": "SeatGate", "event_id": event_id, "state": 1, "shards": 1}
+        queue = WaitlistQueue.key_for(event_id)
+        yield {"PK": queue[0], "SK": queue[1], "entity": "WaitlistQueue", "event_id": event_id, "seq": 0}
         for r in range(per_event):
             registration = {"event_id": event_id, "user_id": f"u{r}", "registration_id": f"r{e}-{r}",
                             "status": CONFIRMED, "shard": 0}
@@ -92,30 +100,29 @@ def _synthetic(events: int, per_event: int):
                     "user": Registration.user_key_for(f"u{r}", f"r{e}-{r}")}
             yield {"PK": keys["claim"][0], "SK": keys["claim"][1], "entity": "RegistrationClaim", **registration}
             yield {"PK": keys["event"][0], "SK": keys["event"][1], "entity": "Registration", **registration}
-            yield {"PK": keys["user"][0], "SK": keys["user"][1], "entity": "Registration", **registration,
-                   "layout": CURRENT_LAYOUT}
+            yield {"PK": keys["user"][0], "SK": keys["user"][1], "entity": "Registration", **registration}
 
 
 def _peak_bytes(events: int, per_event: int) -> int:
     tracemalloc.start()
     try:
         report = check_items(_synthetic(events, per_event))
-        assert not any(report.results.values()) and report.items == events * (1 + 3 * per_event)
+        assert not any(report.results.values()), report.results
+        assert report.items == events * (4 + 3 * per_event)
         return tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
 
 
 def test_memory_does_not_grow_with_the_number_of_items():
-    small = _peak_bytes(10, 100)      # 3,010 items
-    large = _peak_bytes(10, 5_000)    # 150,010 items: fifty times as many, same ten events
+    small = _peak_bytes(10, 100)      # 3,040 items
+    large = _peak_bytes(10, 5_000)    # 150,040 items: fifty times as many, same ten events
     assert large < small * 1.5 + 200_000, (small, large)
 
 
 def test_the_stream_still_catches_a_waitlisted_registration_without_its_entry():
     items = list(_synthetic(1, 3))
-    items[0]["waitlist_count"] = 1
-    items[0]["registered_count"] = 2
+    items[1]["taken"], items[1]["waiting"] = 2, 1  # the shard: two seats taken, one waiting in its lane
     for item in items[-3:]:
         item["status"] = WAITLISTED
     [item for item in items if item["SK"].startswith(Registration.SK_PREFIX)][-1]["ticket"] = 1

@@ -6,6 +6,7 @@ Read from the source with ``ast``, so a lazy import inside a function counts as 
 
 import ast
 import itertools
+import re
 from pathlib import Path
 
 import pytest
@@ -121,3 +122,36 @@ def test_no_test_only_module_under_tems():
               if path.stem not in ENTRY_POINTS and path.parent.name not in ENTRY_FOLDERS
               and module_name(path) not in used]
     assert unused == []
+
+
+# The data has one shape: nothing converts older ones, and no request path branches on one (docs/ARCHITECTURE.md,
+# "Changing the data's shape"). These words name such code; the tests may say them, the app may not.
+FENCE_WORDS = re.compile(r"legacy|older shape|upgrade_if|LEGACY_LAYOUT|CURRENT_LAYOUT", re.IGNORECASE)
+# Not the project's source: installed packages, tools' caches and build output.
+NOT_SOURCE = {".venv", "node_modules", ".git", ".ruff_cache", "__pycache__", "tests"}
+
+
+def fence_words(root: Path) -> list[str]:
+    """Every ``path:line`` under ``root`` (outside the tests and what is not the project's source) whose Python
+    source names an older data shape."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        relative = path.relative_to(root)
+        if NOT_SOURCE & set(relative.parts[:-1]) or any(part.endswith(".egg-info") for part in relative.parts):
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), start=1):
+            if FENCE_WORDS.search(line):
+                found.append(f"{relative}:{number}")
+    return found
+
+
+def test_no_code_knows_an_older_data_shape():
+    assert fence_words(ROOT) == []
+
+
+def test_the_fence_word_finder_finds_one(tmp_path):
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "services.py").write_text("x = 1\nif layout == LEGACY_LAYOUT:\n    upgrade()\n")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_it.py").write_text("# an upgrade_if_old_shape test may name it\n")
+    assert fence_words(tmp_path) == ["app/services.py:2"]

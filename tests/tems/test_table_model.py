@@ -16,12 +16,9 @@ from tems.idempotency import IdempotencyRecord
 
 # The attribute names each model writes (DynamoDB names), as they were before the base model existed, plus the
 # ones added since on purpose: EventSeats.starts_at (registration closes at the start), Registration.GSI1PK/SK
-# (the attendee index), ``layout`` on the event, its views, its seat shards and the user-side registration (where
-# the event's registrations live, docs/registrations.md), and the waiting list's lanes: ``waitlist_left`` on the
-# event, the lane and gate attributes on a seat shard, ``lane`` on an entry and its registration's items; the
-# waiting list's queue item, where the lanes claim their blocks of tickets since; ``giving_shards`` on the event's
-# seat view, only while the upgrade gives registrations confirmed before the shards their shard; the privacy
-# features' erasure and answer retention items;
+# (the attendee index), and the waiting list's lanes: the lane and gate attributes on a seat shard, ``lane`` on an
+# entry and its registration's items; the waiting list's queue item, where the lanes claim their blocks of
+# tickets; the privacy features' erasure and answer retention items;
 # ``cancelled_at`` on the event, its views and its seat shards (the event's cancellation, which every write that
 # admits someone checks).
 # Waitlist offers: the event's ``offer_hours``, an offered registration's ``offer_ends_at``, the Offer item.
@@ -34,18 +31,18 @@ ITEM_SHAPES = {
     "Event": {
         "GSI1PK", "GSI1SK", "PK", "SK", "capacity", "checked_in_count", "created_at", "created_by", "description",
         "entity", "event_id", "expires_at", "location", "registered_count", "seat_shards", "sliced", "starts_at",
-        "title", "updated_at", "updated_by", "version", "waitlist_count", "waitlist_seq", "layout", "waitlist_left",
-        "reminder_hours", "cancelled_at", "cancelled_by", "offer_hours",
+        "title", "updated_at", "updated_by", "version", "waitlist_count", "reminder_hours", "cancelled_at",
+        "cancelled_by", "offer_hours",
     },
     "Erasure": {"GSI1PK", "GSI1SK", "PK", "SK", "account_id", "done_at", "entity", "requested_at", "user_id"},
-    "EventCheckins": {"PK", "SK", "checked_in_count", "registered_count", "seat_shards", "layout", "cancelled_at"},
+    "EventCheckins": {"PK", "SK", "checked_in_count", "registered_count", "seat_shards", "cancelled_at"},
     "EventRetention": {
         "GSI1PK", "GSI1SK", "PK", "SK", "days", "done_at", "due_at", "entity", "event_id", "last_key", "partition",
         "updated_at", "updated_by", "version"
     },
     "EventSeats": {
         "PK", "SK", "capacity", "registered_count", "seat_shards", "sliced", "starts_at", "waitlist_count",
-        "waitlist_seq", "layout", "waitlist_left", "giving_shards", "cancelled_at", "offer_hours"
+        "cancelled_at", "offer_hours"
     },
     "IdempotencyRecord": {
         "PK", "SK", "attempt_id", "created_at", "entity", "expires_at", "fingerprint", "key", "lease_expires_at",
@@ -72,14 +69,14 @@ ITEM_SHAPES = {
     },
     "Registration": {
         "GSI1PK", "GSI1SK", "PK", "SK", "created_at", "entity", "event_id", "promoted_at", "registration_id",
-        "shard", "status", "ticket", "user_id", "user_name", "layout", "lane", "offer_ends_at", "answers"
+        "shard", "status", "ticket", "user_id", "user_name", "lane", "offer_ends_at", "answers"
     },
     "RegistrationClaim": {
         "PK", "SK", "created_at", "entity", "event_id", "registration_id", "shard", "status", "ticket", "user_id",
         "user_name", "lane"
     },
     "SeatShard": {
-        "PK", "SK", "capacity", "entity", "event_id", "shard", "shards", "starts_at", "taken", "layout", "gate",
+        "PK", "SK", "capacity", "entity", "event_id", "shard", "shards", "starts_at", "taken", "gate",
         "opened", "lane_next", "lane_end", "lane_at", "lane_left", "lane_size", "waiting", "cancelled_at", "questions"
     },
     "SeatGate": {"PK", "SK", "entity", "event_id", "state", "epoch", "opened", "shards"},
