@@ -5,8 +5,8 @@ from django.http import HttpRequest, HttpResponse
 from registrations import attendees, questions, selectors, services
 from registrations.errors import RegistrationError
 from registrations.forms import EventForm, MessageForm
+from registrations.metrics import count_registration
 from registrations.services import messages
-from registrations.telemetry import count_registration
 from tems.api import api_view, json_response, parse_form, parse_json_object
 from tems.idempotency import key_from_request, request_fingerprint
 from tems.idempotency.record import replay_if_stored

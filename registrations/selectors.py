@@ -30,7 +30,7 @@ from registrations.models import (
 )
 from registrations.seating import positions, shards
 from registrations.seating.hints import hints
-from registrations.tickets import ticket_url
+from registrations.ticket_tokens import ticket_url
 from tems.clock import utcnow
 from tems.dynamo import batch_get_models
 from tems.ids import id_path

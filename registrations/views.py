@@ -24,10 +24,10 @@ from registrations.calendar import registration_ics
 from registrations.checkins import selectors as checkin_selectors
 from registrations.errors import RegistrationError
 from registrations.forms import EventEditForm, EventForm
+from registrations.metrics import count_registration
 from registrations.models import OFFERED, WAITLISTED
 from registrations.offer_links import offer_link_read
 from registrations.statuses import card_statuses
-from registrations.telemetry import count_registration
 from tems.clock import utcnow
 from tems.decorators import staff_required
 from tems.errors import DomainError

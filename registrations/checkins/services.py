@@ -45,7 +45,7 @@ from registrations.services.common import (
     stored_answer,
 )
 from registrations.services.upgrade import upgrade_if_refused_for_layout
-from registrations.tickets import Ticket, ticket_read
+from registrations.ticket_tokens import Ticket, ticket_read
 from tems import telemetry
 from tems.clock import utcnow
 from tems.idempotency import RECORD_LABEL, StoredResponse, add_completed_record

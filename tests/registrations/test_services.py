@@ -9,7 +9,7 @@ from registrations import selectors, services
 from registrations.errors import RegistrationError
 from registrations.models import Registration, SeatShard, WaitlistQueue
 from registrations.services.common import WAITLIST_ENTRY
-from registrations.tickets import ticket_url
+from registrations.ticket_tokens import ticket_url
 from tems.idempotency import IdempotencyRecord
 from tems.metering import metered
 from tems.outbox import OutboxMessage

@@ -59,7 +59,7 @@ def test_no_app_reaches_the_lab_or_its_broken_techniques(app):
 
 
 def test_the_read_layer_stands_below_the_door():
-    for module in ("registrations/selectors.py", "registrations/tickets.py", "registrations/models.py"):
+    for module in ("registrations/selectors.py", "registrations/ticket_tokens.py", "registrations/models.py"):
         assert imports_of(ROOT / module, ("registrations.checkins",)) == [], module
 
 

@@ -8,7 +8,7 @@ from registrations.checkins import services as checkins
 from registrations.models import Registration
 from registrations.privacy.selectors import personal_data_export
 from registrations.services import messages
-from registrations.tickets import ticket_token
+from registrations.ticket_tokens import ticket_token
 from tems import accounts
 from tems.dynamo import boto3_client, current_config
 from tems.identity import user_key
