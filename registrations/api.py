@@ -3,7 +3,7 @@ caller's own, cancel one."""
 
 from django.http import HttpRequest, HttpResponse
 
-from registrations import questions, selectors, services
+from registrations import questions, selectors, serializers, services
 from registrations.errors import RegistrationError
 from registrations.metrics import count_registration
 from tems.api import api_view, json_response, parse_json_object
@@ -79,7 +79,7 @@ def my_registrations(request: HttpRequest) -> HttpResponse:
     """The caller's registrations, a page at a time: ``{"registrations": [...], "next": url | null}``."""
     page = selectors.registration_page(user_id=user_key(request.user), **page_args(request))
     # A read draws each ticket's QR code inline (cached per ticket); a registration's own answer only links it.
-    return json_response({"registrations": [selectors.with_qr_svg(row) for row in page.items],
+    return json_response({"registrations": [serializers.with_qr_svg(row) for row in page.items],
                           "next": next_page_url(request, page)})
 
 

@@ -17,7 +17,7 @@ from django.utils.http import quote_etag
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from registrations import questions, selectors, services
+from registrations import questions, selectors, serializers, services
 from registrations.calendar import registration_ics
 from registrations.errors import RegistrationError
 from registrations.metrics import count_registration
@@ -72,7 +72,7 @@ def _registration_now(request: HttpRequest, event) -> dict | None:
     shown = selectors.registration_view(registration=claim)
     if claim.status == OFFERED:  # the offer's end is on the offer, one more read only for an offered seat
         offer = selectors.offer_get(user_id=claim.user_id, registration_id=claim.registration_id)
-        shown["offer_ends"] = selectors.offer_ends(ends_at=offer.ends_at, starts_at=event.starts_at)
+        shown["offer_ends"] = serializers.offer_ends(ends_at=offer.ends_at, starts_at=event.starts_at)
     return shown
 
 
@@ -224,7 +224,7 @@ def registration_qr(request: HttpRequest, registration_id: str) -> HttpResponse:
     # The drawing is a function of the ticket URL alone, so the URL's hash is its ETag: a 304 draws nothing.
     etag = quote_etag(hashlib.sha256(ticket.encode()).hexdigest()[:32])
     response = get_conditional_response(request, etag=etag) or HttpResponse(
-        selectors.registration_qr_svg(ticket_url=ticket), content_type=SVG_CONTENT_TYPE)
+        serializers.registration_qr_svg(ticket_url=ticket), content_type=SVG_CONTENT_TYPE)
     response["ETag"] = etag
     # private: the image is one student's ticket, never for a shared cache.
     patch_cache_control(response, private=True, max_age=QR_MAX_AGE_SECONDS)

@@ -2,7 +2,7 @@
 
 from django.http import HttpRequest, HttpResponse
 
-from registrations import selectors, services
+from registrations import selectors, serializers, services
 from registrations.errors import RegistrationError
 from registrations.forms import EventForm
 from tems.api import api_view, json_response, parse_form
@@ -17,7 +17,7 @@ def events(request: HttpRequest) -> HttpResponse:
         return _event_create(request)
     # Upcoming events, soonest first; ``?past=1`` for past events, most recent first. ``?cursor=`` pages on.
     page = selectors.event_page(past=request.GET.get("past") == "1", **page_args(request))
-    return json_response({"events": [selectors.event_to_dict(e) for e in page],
+    return json_response({"events": [serializers.event_to_dict(e) for e in page],
                           "next": next_page_url(request, page)})
 
 
@@ -36,5 +36,5 @@ def _event_create(request: HttpRequest) -> HttpResponse:
 
 @api_view("GET")
 def event_detail(request: HttpRequest, event_id: str) -> HttpResponse:
-    return json_response(selectors.event_to_dict(selectors.event_get(event_id=event_id)))
+    return json_response(serializers.event_to_dict(selectors.event_get(event_id=event_id)))
 

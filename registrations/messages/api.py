@@ -2,7 +2,7 @@
 
 from django.http import HttpRequest, HttpResponse
 
-from registrations import selectors
+from registrations import selectors, serializers
 from registrations.errors import RegistrationError
 from registrations.forms import MessageForm
 from registrations.services import messages
@@ -20,7 +20,7 @@ def event_messages(request: HttpRequest, event_id: str) -> HttpResponse:
     if request.method == "GET":
         selectors.event_get(event_id=event_id, consistent=False, with_seats=False)  # 404 for an unknown event
         page = selectors.message_list(event_id=event_id, **page_args(request))
-        return json_response({"messages": [messages.message_to_dict(m) for m in page],
+        return json_response({"messages": [serializers.message_to_dict(m) for m in page],
                               "next": next_page_url(request, page)})
     form = parse_form(request, MessageForm, RegistrationError)
     outcome = messages.message_send_once(
@@ -33,5 +33,5 @@ def event_messages(request: HttpRequest, event_id: str) -> HttpResponse:
 @api_view("GET", staff=True)
 def message_detail(request: HttpRequest, event_id: str, message_id: str) -> HttpResponse:
     """Staff: a message's progress: how many mails its fan-out queued so far, and whether it is done."""
-    return json_response(messages.message_to_dict(selectors.message_get(event_id=event_id, message_id=message_id)))
+    return json_response(serializers.message_to_dict(selectors.message_get(event_id=event_id, message_id=message_id)))
 

@@ -11,7 +11,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
-from registrations import selectors, services
+from registrations import selectors, serializers, services
 from registrations.errors import RegistrationError
 from registrations.models import OFFERED
 from registrations.offers.forms import offer_buttons
@@ -80,7 +80,7 @@ def offer_page(request: HttpRequest, token: str) -> HttpResponse:
             return render(request, OFFER_PAGE, {"notice": ("error", error.detail), "token": token}, status=503)
         return render(request, OFFER_PAGE, {"notice": ("error", error.detail)}, status=404)
     event = event_or_404(offer.event_id)
-    ends = selectors.offer_ends(ends_at=offer.ends_at, starts_at=event.starts_at)
+    ends = serializers.offer_ends(ends_at=offer.ends_at, starts_at=event.starts_at)
     is_open = offer.state == OFFERED and ends > utcnow()
     return render(request, OFFER_PAGE, {"offer": offer, "event": event, "is_open": is_open, "notice": notice,
                                         "ends": ends,
