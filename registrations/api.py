@@ -5,7 +5,7 @@ from django.http import HttpRequest, HttpResponse
 
 from registrations import questions, selectors, serializers, services
 from registrations.errors import RegistrationError
-from registrations.metrics import count_registration
+from registrations.registration_metrics import count_registration
 from tems.api import api_view, json_response, parse_json_object
 from tems.idempotency import key_from_request, request_fingerprint
 from tems.idempotency.record import replay_if_stored

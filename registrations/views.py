@@ -20,9 +20,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from registrations import questions, selectors, serializers, services
 from registrations.calendar import registration_ics
 from registrations.errors import RegistrationError
-from registrations.metrics import count_registration
 from registrations.models import OFFERED, WAITLISTED
 from registrations.offers.forms import offer_buttons
+from registrations.registration_metrics import count_registration
 from tems.clock import utcnow
 from tems.errors import DomainError
 from tems.http import after_save
