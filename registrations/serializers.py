@@ -19,6 +19,7 @@ from boto3.dynamodb.types import Binary
 from django.urls import reverse
 
 from registrations.models import OFFERED, Event, EventMessage, Registration, RegistrationClaim
+from registrations.questions import answers_of
 from registrations.ticket_tokens import ticket_url
 from tems.identity import user_for_key
 from tems.ids import id_path
@@ -152,6 +153,18 @@ def offer_fields(registration: Registration, *, starts_at: datetime | None) -> d
         "accept_url": id_path("registrations:api_offer_accept", offer_id=offer_id),
         "decline_url": id_path("registrations:api_offer_decline", offer_id=offer_id),
     }}
+
+
+def attendee_to_dict(registration: Registration, position: int | None) -> dict[str, Any]:
+    """A row of the staff's attendee list (``position`` for the waitlisted) and of its CSV."""
+    return {
+        "registration_id": registration.registration_id,
+        "user": registration.user_name or registration.user_id,
+        "status": registration.status,
+        "position": position,
+        "registered_at": registration.created_at.isoformat(),
+        "answers": answers_of(registration.answers),
+    }
 
 
 def checkin_to_dict(*, registration_id: str, user_id: str, status: str, checked_in_at: datetime,

@@ -4,7 +4,7 @@ from django.http import HttpRequest, HttpResponse
 
 from registrations import selectors, serializers, services
 from registrations.errors import RegistrationError
-from registrations.forms import EventForm
+from registrations.events.forms import EventForm
 from tems.api import api_view, json_response, parse_form
 from tems.idempotency import key_from_request, request_fingerprint
 from tems.identity import user_key

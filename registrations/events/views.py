@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from registrations import edits, selectors, services
 from registrations.checkins import selectors as checkin_selectors
 from registrations.errors import RegistrationError
-from registrations.forms import EventEditForm, EventForm
+from registrations.events.forms import EventEditForm, EventForm
 from registrations.statuses import card_statuses
 from registrations.views import event_or_404, panel_context
 from tems.decorators import staff_required

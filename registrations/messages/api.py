@@ -4,7 +4,7 @@ from django.http import HttpRequest, HttpResponse
 
 from registrations import selectors, serializers
 from registrations.errors import RegistrationError
-from registrations.forms import MessageForm
+from registrations.messages.forms import MessageForm
 from registrations.services import messages
 from tems.api import api_view, json_response, parse_form
 from tems.idempotency import key_from_request, request_fingerprint

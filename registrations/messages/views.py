@@ -16,7 +16,7 @@ from django.views.decorators.http import require_http_methods
 from registrations import selectors
 from registrations.checkins import selectors as checkin_selectors
 from registrations.errors import RegistrationError
-from registrations.forms import MessageForm
+from registrations.messages.forms import MessageForm
 from registrations.services.messages import (
     AUDIENCE_LABELS,
     AUDIENCES,
