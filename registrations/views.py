@@ -21,7 +21,6 @@ from registrations import questions, selectors, serializers, services
 from registrations.calendar import registration_ics
 from registrations.errors import RegistrationError
 from registrations.models import OFFERED, WAITLISTED
-from registrations.offers.forms import offer_buttons
 from registrations.registration_metrics import count_registration
 from tems.clock import utcnow
 from tems.errors import DomainError
@@ -46,9 +45,16 @@ ROW = "registrations/my_registrations.html#registration-row"
 ROWS = "registrations/my_registrations.html#registration-rows"
 
 
+def offer_buttons() -> list[tuple[str, str, str, str, str]]:
+    """An offer's Accept and Decline, on the event page, in My registrations and on the page a mail's link opens:
+    (action, label, busy words, a fresh key each, class): two taps, two keys."""
+    return [("accept", "Accept the seat", "Accepting…", str(uuid.uuid4()), "button primary"),
+            ("decline", "Decline", "Declining…", str(uuid.uuid4()), "button danger")]
+
+
 def panel_context(request: HttpRequest, event, *, registration: dict | None = None,
-                   notice: tuple[str, str] | None = None, lookup: bool = True, given: dict | None = None,
-                   errors: dict | None = None) -> dict:
+                  notice: tuple[str, str] | None = None, lookup: bool = True, given: dict | None = None,
+                  errors: dict | None = None) -> dict:
     if registration is None and lookup:
         registration = _registration_now(request, event)
     context = {"event": event, "registration": registration, "fresh_key": str(uuid.uuid4()), "notice": notice,
@@ -156,7 +162,7 @@ def _answer_again(request: HttpRequest, event_id: str, error: RegistrationError,
     was written (a required question left out, or the questions changed since the form was shown)."""
     event = event_or_404(event_id)
     context = panel_context(request, event, registration=None, lookup=False, given=given,
-                             errors=error.errors, notice=("error", error.detail))
+                            errors=error.errors, notice=("error", error.detail))
     if request.htmx:
         return render(request, PANEL, context)
     return render(request, "registrations/event_detail.html", context, status=400)

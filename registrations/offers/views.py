@@ -14,9 +14,8 @@ from django.views.decorators.http import require_http_methods, require_POST
 from registrations import selectors, serializers, services
 from registrations.errors import RegistrationError
 from registrations.models import OFFERED
-from registrations.offers.forms import offer_buttons
 from registrations.offers.links import offer_link_read
-from registrations.views import PANEL, event_or_404, page_errors, panel_context
+from registrations.views import PANEL, event_or_404, offer_buttons, page_errors, panel_context
 from tems.clock import utcnow
 from tems.errors import DomainError
 from tems.idempotency import REPLAYED_HEADER, fingerprint, key_from_request, request_payload
@@ -56,7 +55,7 @@ def offer_respond(request: HttpRequest, registration_id: str) -> HttpResponse:
     if request.htmx and request.POST.get("from") == "event":
         event = event_or_404(offer.event_id)
         response = render(request, PANEL, {**panel_context(request, event, notice=(level, notice)),
-                                           "seats_oob": True})
+                                          "seats_oob": True})
         if replayed:
             response[REPLAYED_HEADER] = "true"
         return response
