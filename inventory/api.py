@@ -4,7 +4,7 @@ import re
 
 from django.http import HttpRequest, HttpResponse
 
-from inventory import edits, selectors, services
+from inventory import edits, selectors, serializers, services
 from inventory.errors import InventoryError
 from inventory.forms import ItemCreateForm, ItemFieldsForm
 from inventory.models import TRACKED_FIELDS, InventoryItem
@@ -26,10 +26,10 @@ def items(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         form = parse_form(request, ItemCreateForm, InventoryError)
         item = services.item_create(**form.cleaned_data, actor=request.user.get_username())
-        response = json_response(selectors.item_to_dict(item), status=201)
+        response = json_response(serializers.item_to_dict(item), status=201)
         response["Location"] = f"/api/inventory/{item.sku}"
         return _with_etag(response, item)
-    return json_response({"items": [selectors.item_to_dict(item) for item in selectors.item_list()]})
+    return json_response({"items": [serializers.item_to_dict(item) for item in selectors.item_list()]})
 
 
 @api_view("GET", "PUT", "PATCH", staff=True)
@@ -39,7 +39,7 @@ def item_detail(request: HttpRequest, sku: str) -> HttpResponse:
     if request.method == "PATCH":
         return _item_patch(request, sku)
     item = selectors.item_get(sku=sku)
-    return _with_etag(json_response(selectors.item_to_dict(item)), item)
+    return _with_etag(json_response(serializers.item_to_dict(item)), item)
 
 
 def _item_update(request: HttpRequest, sku: str) -> HttpResponse:
@@ -47,7 +47,7 @@ def _item_update(request: HttpRequest, sku: str) -> HttpResponse:
     form = parse_form(request, ItemFieldsForm, InventoryError)
     item = services.item_update(sku=sku, expected_version=version, actor=request.user.get_username(),
                                 **form.cleaned_data)
-    return _with_etag(json_response(selectors.item_to_dict(item)), item)
+    return _with_etag(json_response(serializers.item_to_dict(item)), item)
 
 
 def _item_patch(request: HttpRequest, sku: str) -> HttpResponse:
@@ -71,7 +71,7 @@ def _item_patch(request: HttpRequest, sku: str) -> HttpResponse:
             f"{name}: {' '.join(problems)}" for name, problems in errors.items()), errors=errors)
     changes = {name: form.cleaned_data[name] for name in body}
     outcome = edits.item_patch(sku=sku, if_match=version, changes=changes, actor=request.user.get_username())
-    return _with_etag(json_response(selectors.item_to_dict(outcome.item)), outcome.item)
+    return _with_etag(json_response(serializers.item_to_dict(outcome.item)), outcome.item)
 
 
 def _if_match(request: HttpRequest) -> int:
@@ -107,5 +107,5 @@ def history(request: HttpRequest, sku: str) -> HttpResponse:
     item = selectors.item_get(sku=sku)
     page = selectors.item_history_page(sku=sku, **page_args(request))
     return json_response({"sku": item.sku, "version": int(item.version),
-                          "changes": [selectors.change_to_dict(change) for change in page],
+                          "changes": [serializers.change_to_dict(change) for change in page],
                           "next": next_page_url(request, page)})

@@ -1,6 +1,6 @@
 """The lab's machinery: fire many taps at once and measure them, then delete what a run left behind.
 
-The races (``lab.registration``, ``lab.inventory``) call the same service code the real views use;
+The races (``lab.registration_race``, ``lab.lost_update_race``) call the same service code the real views use;
 this module only supplies the concurrency, the metering and the clean-up.
 """
 

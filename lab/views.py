@@ -15,8 +15,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from lab import inventory as inventory_lab
-from lab import registration as registration_lab
+from lab import lost_update_race as inventory_lab
+from lab import registration_race as registration_lab
 from lab.chart import bar_chart_svg
 from lab.forms import LostUpdateForm, RegistrationRaceForm
 from lab.models import lab_run_save, lab_runs_recent, lab_slot

@@ -24,7 +24,7 @@ def sequence_of(event: Event) -> int:
 
 
 def registration_ics(*, event: Event, registration: dict, stamp) -> bytes:
-    """The .ics of ``registration`` (as ``registration_to_dict`` gives it) for ``event``.
+    """The .ics of ``registration`` (as ``serializers.registration_to_dict`` gives it) for ``event``.
 
     The UID is the registration's, so importing the file twice updates one calendar entry instead of adding two;
     SEQUENCE (``sequence_of``) tells the calendar which file is newer, so a cancelled event's file

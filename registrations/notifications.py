@@ -17,8 +17,8 @@ from django.utils.timezone import localtime
 from registrations import selectors
 from registrations.errors import RegistrationError
 from registrations.models import CONFIRMED, EventMessage
-from registrations.offer_links import offer_url
-from registrations.tickets import ticket_url
+from registrations.offers.links import offer_url
+from registrations.ticket_tokens import ticket_url
 from tems.accounts import notification_recipient
 from tems.identity import user_for_key
 from tems.outbox import OutboxMessage, mail_headers

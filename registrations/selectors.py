@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import functools
-import io
 import itertools
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
-import segno
-
 from registrations.errors import RegistrationError
 from registrations.models import (
     CANCELLED,
-    OFFERED,
     REGISTRATION_BUCKETS,
     WAITLISTED,
     Event,
@@ -29,10 +24,10 @@ from registrations.models import (
 )
 from registrations.seating import positions, shards
 from registrations.seating.hints import hints
-from registrations.tickets import ticket_url
+from registrations.serializers import my_registration_to_dict, stored_registration_to_dict
+from registrations.ticket_tokens import ticket_url
 from tems.clock import utcnow
 from tems.dynamo import batch_get_models
-from tems.ids import id_path
 from tems.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page, decode_cursor, query_page
 
 
@@ -88,78 +83,7 @@ def _attribute_string(value: Any) -> str:
     return value
 
 
-def event_to_dict(event: Event) -> dict:
-    return {
-        "id": event.event_id,
-        "title": event.title,
-        "description": event.description,
-        "location": event.location,
-        "starts_at": event.starts_at.isoformat(),
-        "capacity": int(event.capacity),
-        "registered_count": int(event.registered_count),
-        "waitlist_count": int(event.waitlist_count),
-        "reminder_hours": event.reminder_hours_or_default,
-        "offer_hours": int(event.offer_hours or 0),
-        "version": int(event.version),
-        "cancelled_at": event.cancelled_at.isoformat() if event.cancelled_at else None,
-    }
-
-
 # --- registrations ------------------------------------------------------------------------------------------
-
-# Drawing a QR code is pure Python (segno), costly next to the rest of a request; a ticket's drawing never
-# changes, so each process keeps the last ones it drew.
-QR_CACHE_SIZE = 1024
-
-
-@functools.lru_cache(maxsize=QR_CACHE_SIZE)
-def registration_qr_svg(*, ticket_url: str) -> str:
-    """An SVG QR code of the registration's ticket URL (deterministic: same ticket, same drawing), fit both to
-    be inlined in a page and to be served on its own as ``image/svg+xml``."""
-    code = segno.make(ticket_url, error="m")
-    drawing = io.BytesIO()
-    # svgns: a standalone SVG image without its namespace is not drawn by browsers (segno's svg_inline omits it).
-    code.save(drawing, kind="svg", xmldecl=False, svgns=True, nl=False, scale=4, omitsize=True,
-              title="Ticket QR code", svgclass="qr")
-    return drawing.getvalue().decode()
-
-
-def registration_qr_url(*, registration_id: str) -> str:
-    """Where the owner's browser (or API client) fetches the ticket's QR code, drawn on read and cacheable."""
-    return id_path("registrations:registration_qr", registration_id=registration_id)
-
-
-def registration_to_dict(*, registration_id: str, event_id: str, user_id: str, status: str,
-                         position: int | None, created_at: datetime, user_name: str | None = None,
-                         position_is_bound: bool = False) -> dict[str, Any]:
-    """The API's representation of a registration (also what the idempotency record stores and replays).
-
-    ``user`` shows the display name; the immutable ``user_id`` stays internal (synthetic lab and bench students
-    have no name, and show their id). ``ticket_url`` is signed from the registration's stable facts only, so a
-    replay shows the same ticket. The QR code is not in it: ``qr_url`` draws it on read (the stored answer of a
-    write holds only what must be durable; see docs/registrations.md), and reads add ``qr_svg`` with
-    ``with_qr_svg``.
-
-    ``position_is_bound``: a join's own answer counts its place as of its lane's block, so tickets other lanes
-    have not handed out yet count as people ahead; that number is an upper bound and is named
-    ``position_at_most``. Every read's ``position`` is exact.
-    """
-    return {
-        "registration_id": registration_id,
-        "event_id": event_id,
-        "user": user_name or user_id,
-        "status": status,
-        ("position_at_most" if position_is_bound else "position"): position,
-        "ticket_url": ticket_url(event_id=event_id, registration_id=registration_id, user_id=user_id),
-        "qr_url": registration_qr_url(registration_id=registration_id),
-        "created_at": created_at.isoformat(),
-    }
-
-
-def with_qr_svg(registration: dict[str, Any]) -> dict[str, Any]:
-    """``registration`` (a read's dict) with ``qr_svg``, the ticket's QR code drawn inline, for API reads."""
-    return {**registration, "qr_svg": registration_qr_svg(ticket_url=registration["ticket_url"])}
-
 
 def registration_ticket_url(*, user_id: str, registration_id: str) -> str:
     """The ticket URL of the caller's live registration (one GetItem). RegistrationError('not_found') for anyone
@@ -281,19 +205,11 @@ def waitlist_entries(*, event_id: str) -> list[WaitlistEntry]:
 
 
 def registration_view(*, registration: Registration | RegistrationClaim) -> dict[str, Any]:
-    """``registration_to_dict`` of a stored registration, with its waitlist position as of now."""
+    """``serializers.registration_to_dict`` of a stored registration, with its waitlist position as of now."""
     position = None
     if registration.status == WAITLISTED and registration.ticket is not None:
         position = waitlist_position(event_id=registration.event_id, ticket=int(registration.ticket))
-    return _as_dict(registration, position)
-
-
-def _as_dict(registration: Registration | RegistrationClaim, position: int | None) -> dict[str, Any]:
-    return registration_to_dict(
-        registration_id=registration.registration_id, event_id=registration.event_id,
-        user_id=registration.user_id, status=registration.status, position=position,
-        created_at=registration.created_at, user_name=registration.user_name,
-    )
+    return stored_registration_to_dict(registration, position)
 
 
 def _waiting_tickets(registrations: list[Registration]) -> list[tuple[str, int]]:
@@ -328,35 +244,8 @@ def registration_page(*, user_id: str, cursor: str | None = None,
     rows = []
     shard_counts = {event_id: int(event.seat_shards or 0) for event_id, event in events.items()}
     for registration, position in _with_positions(page.items, shard_counts=shard_counts):
-        event = events.get(registration.event_id)
-        rows.append({
-            **_as_dict(registration, position),
-            "event_title": event.title if event else registration.event_id,
-            "event_starts_at": event.starts_at.isoformat() if event else None,
-            "event_location": event.location if event else "",
-            "event_cancelled": bool(event and event.is_cancelled),
-            **offer_fields(registration, starts_at=event.starts_at if event else None),
-        })
+        rows.append(my_registration_to_dict(registration, position, events.get(registration.event_id)))
     return Page(items=rows, next_cursor=page.next_cursor)
-
-
-def offer_ends(*, ends_at: datetime, starts_at: datetime | None) -> datetime:
-    """When an offer ends, as a person should read it: its window, cut at the event's start (an offer made before
-    the start was moved earlier ends at the new start, as the accept's condition holds)."""
-    return ends_at if starts_at is None else min(ends_at, starts_at)
-
-
-def offer_fields(registration: Registration, *, starts_at: datetime | None) -> dict[str, Any]:
-    """``{"offer": {...}}`` for an offered registration (its end and where to answer), else nothing: the row's
-    shape is unchanged for every other registration."""
-    if registration.status != OFFERED or registration.offer_ends_at is None:
-        return {}
-    offer_id, ends = registration.registration_id, offer_ends(ends_at=registration.offer_ends_at, starts_at=starts_at)
-    return {"offer": {
-        "offer_id": offer_id, "ends_at": ends.isoformat(),
-        "accept_url": id_path("registrations:api_offer_accept", offer_id=offer_id),
-        "decline_url": id_path("registrations:api_offer_decline", offer_id=offer_id),
-    }}
 
 
 def offer_get(*, user_id: str, registration_id: str) -> Offer:

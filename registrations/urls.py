@@ -1,37 +1,49 @@
 from django.urls import path
 
-from registrations import api, event_cancel, messages, question_views, views
+from registrations import api, views
+from registrations.attendees import api as attendee_api
+from registrations.attendees import views as attendee_views
+from registrations.cancellation import api as cancellation_api
+from registrations.cancellation import views as cancellation_views
+from registrations.events import api as event_api
+from registrations.events import views as event_views
+from registrations.messages import api as message_api
+from registrations.messages import views as message_views
+from registrations.offers import api as offer_api
+from registrations.offers import views as offer_views
+from registrations.questions import api as question_api
+from registrations.questions import views as question_views
 
 app_name = "registrations"
 urlpatterns = [
-    path("events/", views.event_list, name="event_list"),
-    path("events/past/", views.event_list_past, name="event_list_past"),
-    path("events/new/", views.event_create, name="event_create"),
-    path("events/<id:event_id>/", views.event_detail, name="event_detail"),
-    path("events/<id:event_id>/edit/", views.event_edit, name="event_edit"),
+    path("events/", event_views.event_list, name="event_list"),
+    path("events/past/", event_views.event_list_past, name="event_list_past"),
+    path("events/new/", event_views.event_create, name="event_create"),
+    path("events/<id:event_id>/", event_views.event_detail, name="event_detail"),
+    path("events/<id:event_id>/edit/", event_views.event_edit, name="event_edit"),
     path("events/<id:event_id>/register/", views.registration_create, name="registration_create"),
-    path("events/<id:event_id>/attendees/", views.attendee_list, name="attendee_list"),
-    path("events/<id:event_id>/messages/", messages.message_page, name="event_messages"),
-    path("events/<id:event_id>/cancel/", event_cancel.event_cancel_page, name="event_cancel"),
+    path("events/<id:event_id>/attendees/", attendee_views.attendee_list, name="attendee_list"),
+    path("events/<id:event_id>/messages/", message_views.message_page, name="event_messages"),
+    path("events/<id:event_id>/cancel/", cancellation_views.event_cancel_page, name="event_cancel"),
     path("events/<id:event_id>/questions/", question_views.event_questions, name="event_questions"),
-    path("events/<id:event_id>/attendees.csv", views.attendee_export, name="attendee_export"),
+    path("events/<id:event_id>/attendees.csv", attendee_views.attendee_export, name="attendee_export"),
     path("me/registrations/", views.my_registrations, name="my_registrations"),
     path("registrations/<id:registration_id>/calendar.ics", views.registration_calendar,
          name="registration_calendar"),
     path("registrations/<id:registration_id>/qr.svg", views.registration_qr, name="registration_qr"),
     path("registrations/<id:registration_id>/cancel/", views.registration_cancel, name="registration_cancel"),
-    path("registrations/<id:registration_id>/offer/", views.offer_respond, name="offer_respond"),
-    path("offers/<str:token>/", views.offer_page, name="offer_page"),
-    path("api/events", api.events, name="api_events"),
-    path("api/events/<id:event_id>", api.event_detail, name="api_event_detail"),
+    path("registrations/<id:registration_id>/offer/", offer_views.offer_respond, name="offer_respond"),
+    path("offers/<str:token>/", offer_views.offer_page, name="offer_page"),
+    path("api/events", event_api.events, name="api_events"),
+    path("api/events/<id:event_id>", event_api.event_detail, name="api_event_detail"),
     path("api/events/<id:event_id>/registrations", api.registration_create, name="api_registration_create"),
-    path("api/events/<id:event_id>/attendees", api.attendee_list, name="api_attendee_list"),
-    path("api/events/<id:event_id>/questions", api.event_questions, name="api_event_questions"),
-    path("api/events/<id:event_id>/messages", api.event_messages, name="api_event_messages"),
-    path("api/events/<id:event_id>/cancel", api.event_cancel, name="api_event_cancel"),
-    path("api/events/<id:event_id>/messages/<id:message_id>", api.message_detail, name="api_message_detail"),
+    path("api/events/<id:event_id>/attendees", attendee_api.attendee_list, name="api_attendee_list"),
+    path("api/events/<id:event_id>/questions", question_api.event_questions, name="api_event_questions"),
+    path("api/events/<id:event_id>/messages", message_api.event_messages, name="api_event_messages"),
+    path("api/events/<id:event_id>/cancel", cancellation_api.event_cancel, name="api_event_cancel"),
+    path("api/events/<id:event_id>/messages/<id:message_id>", message_api.message_detail, name="api_message_detail"),
     path("api/me/registrations", api.my_registrations, name="api_my_registrations"),
     path("api/registrations/<id:registration_id>", api.registration_cancel, name="api_registration_cancel"),
-    path("api/offers/<id:offer_id>/accept", api.offer_accept, name="api_offer_accept"),
-    path("api/offers/<id:offer_id>/decline", api.offer_decline, name="api_offer_decline"),
+    path("api/offers/<id:offer_id>/accept", offer_api.offer_accept, name="api_offer_accept"),
+    path("api/offers/<id:offer_id>/decline", offer_api.offer_decline, name="api_offer_decline"),
 ]

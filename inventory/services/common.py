@@ -9,7 +9,8 @@ from datetime import datetime
 
 from inventory.errors import InventoryError
 from inventory.models import InventoryChange, InventoryItem
-from inventory.selectors import change_to_dict, item_history, item_to_dict
+from inventory.selectors import item_history
+from inventory.serializers import change_to_dict, item_to_dict
 from tems import transactions
 from tems.clock import utcnow
 from tems.idempotency import RECORD_LABEL

@@ -2,31 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any
-
 from registrations.errors import RegistrationError
 from registrations.models import CheckIn, CheckInLogEntry, Event, EventCheckins, Registration, RegistrationClaim
 from registrations.seating import shards
-from tems.identity import user_for_key, user_names_for_keys
-
-
-def checkin_to_dict(*, registration_id: str, user_id: str, status: str, checked_in_at: datetime,
-                    checked_in_by: str, door: str) -> dict[str, Any]:
-    """The API's answer to a scan (also what the scan's idempotency record stores and replays).
-
-    ``user`` is the holder's name for the doorkeeper; the ticket carries only the immutable key, and an account
-    that no longer exists (or a synthetic lab student) shows that key.
-    """
-    holder = user_for_key(user_id)
-    return {
-        "registration_id": registration_id,
-        "user": holder.get_username() if holder else user_id,
-        "status": status,
-        "checked_in_at": checked_in_at.isoformat(),
-        "checked_in_by": checked_in_by,
-        "door": door,
-    }
+from tems.identity import user_names_for_keys
 
 
 def checkin_stats(*, event_id: str) -> dict[str, int]:

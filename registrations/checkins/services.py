@@ -33,6 +33,7 @@ from typing import Any
 from registrations.checkins import selectors
 from registrations.errors import RegistrationError, cancelled_in_image, event_cancelled_error
 from registrations.models import CONFIRMED, CheckIn, CheckInLogEntry, EventCheckins, Registration
+from registrations.serializers import checkin_to_dict
 from registrations.services import RegistrationOutcome
 from registrations.services.common import (
     MAX_CONFLICTS,
@@ -41,7 +42,7 @@ from registrations.services.common import (
     remember_answer,
     stored_answer,
 )
-from registrations.tickets import Ticket, ticket_read
+from registrations.ticket_tokens import Ticket, ticket_read
 from tems import telemetry
 from tems.clock import utcnow
 from tems.idempotency import RECORD_LABEL, StoredResponse, add_completed_record
@@ -156,9 +157,8 @@ def checkin_create(*, event_id: str, ticket_text: str, door: str, staff_id: str,
 
 def _checkin_transaction(scan: _Scan) -> tuple[LabelledTransaction, StoredResponse]:
     ticket = scan.ticket
-    body = selectors.checkin_to_dict(registration_id=ticket.registration_id, user_id=ticket.user_id,
-                                     status=CHECKED_IN, checked_in_at=scan.at, checked_in_by=scan.staff_name,
-                                     door=scan.door)
+    body = checkin_to_dict(registration_id=ticket.registration_id, user_id=ticket.user_id,
+                           status=CHECKED_IN, checked_in_at=scan.at, checked_in_by=scan.staff_name, door=scan.door)
     response = StoredResponse.json(body, status=201)
     transaction = LabelledTransaction()
     add_completed_record(transaction, user_id=scan.staff_id, key=scan.idempotency_key, fingerprint=scan.fingerprint,
@@ -218,7 +218,7 @@ def _replay(raw_item: dict[str, Any], scan: _Scan) -> CheckInOutcome:
 
 def _already_checked_in(first: CheckIn, scan: _Scan, *, sleep: Callable[[float], None]) -> CheckInOutcome:
     """Another scan admitted the ticket first: answer 200 with its details, and remember that under this key."""
-    response = StoredResponse.json(selectors.checkin_to_dict(
+    response = StoredResponse.json(checkin_to_dict(
         registration_id=first.registration_id, user_id=first.user_id, status=ALREADY_CHECKED_IN,
         checked_in_at=first.checked_in_at, checked_in_by=first.checked_in_by, door=first.door,
     ), status=200)

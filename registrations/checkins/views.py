@@ -12,7 +12,7 @@ from django.views.decorators.http import require_GET
 from registrations import selectors as registration_selectors
 from registrations.checkins import selectors
 from registrations.errors import RegistrationError
-from registrations.tickets import ticket_read, ticket_token
+from registrations.ticket_tokens import ticket_read, ticket_token
 from tems.decorators import staff_required
 
 

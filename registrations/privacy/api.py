@@ -4,6 +4,7 @@ from django.contrib.auth import logout
 from django.http import HttpRequest, HttpResponse
 
 from registrations import selectors as registration_selectors
+from registrations import serializers
 from registrations.errors import RegistrationError
 from registrations.privacy import selectors, services
 from registrations.privacy.forms import EraseForm, RetentionForm
@@ -13,7 +14,7 @@ from tems.api import api_view, json_response, parse_form
 
 @api_view("GET")
 def personal_data(request: HttpRequest) -> HttpResponse:
-    """Everything TEMS holds about the caller (registrations.privacy.selectors.personal_data_export)."""
+    """Everything TEMS holds about the caller (registrations.serializers.personal_data_to_dict)."""
     return json_response(export_document(request))
 
 
@@ -32,13 +33,6 @@ def personal_data_erase(request: HttpRequest) -> HttpResponse:
     return json_response({"status": "erased", "cancelled": report.cancelled}, status=200)
 
 
-def _retention_to_dict(event_id: str, retention) -> dict:
-    return {"event_id": event_id, "days": int(retention.days) if retention else None,
-            "due_at": retention.due_at.isoformat() if retention else None,
-            "done_at": retention.done_at.isoformat() if retention and retention.done_at else None,
-            "version": int(retention.version) if retention else None}
-
-
 @api_view("GET", "PUT", staff=True)
 def event_retention(request: HttpRequest, event_id: str) -> HttpResponse:
     """An event's answer retention; PUT ``{"days": n | null, "version": v | null}`` (v: the one read)."""
@@ -47,6 +41,6 @@ def event_retention(request: HttpRequest, event_id: str) -> HttpResponse:
         retention = services.retention_set(event_id=event_id, days=form.cleaned_data["days"],
                                            expected_version=form.cleaned_data["version"],
                                            updated_by=request.user.get_username())
-        return json_response(_retention_to_dict(event_id, retention))
+        return json_response(serializers.retention_to_dict(event_id, retention))
     registration_selectors.event_get(event_id=event_id, with_seats=False)  # 404 for no such event
-    return json_response(_retention_to_dict(event_id, selectors.retention_get(event_id=event_id)))
+    return json_response(serializers.retention_to_dict(event_id, selectors.retention_get(event_id=event_id)))

@@ -10,14 +10,12 @@ messages and reminders the event's fan-out sent them. The read is paged through 
 
 from __future__ import annotations
 
-import base64
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
-from datetime import datetime
-from decimal import Decimal
+from dataclasses import dataclass
 from typing import Any
 
-from boto3.dynamodb.types import Binary, TypeDeserializer
+from boto3.dynamodb.types import TypeDeserializer
 
 from registrations.models import (
     CONFIRMED,
@@ -31,32 +29,14 @@ from registrations.models import (
     WaitlistEntry,
 )
 from registrations.privacy.models import EventRetention
-from tems.clock import utcnow
 from tems.ratelimit import WriteRateCounter
 
-FORMAT = "tems-personal-data/1"
 # A BatchGetItem takes at most 100 keys.
 BATCH_KEYS = 100
 
 _deserializer = TypeDeserializer()
 
 Item = dict[str, Any]
-
-
-def plain(value: Any) -> Any:
-    """A deserialized DynamoDB value as JSON can hold it: numbers as int or float, sets as sorted lists, binary
-    as base64."""
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
-    if isinstance(value, dict):
-        return {key: plain(inner) for key, inner in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(inner) for inner in value]
-    if isinstance(value, (set, frozenset)):
-        return sorted(plain(inner) for inner in value)
-    if isinstance(value, Binary):
-        return base64.b64encode(value.value).decode()
-    return value
 
 
 def item_from_raw(raw: dict[str, Any]) -> Item:
@@ -139,14 +119,20 @@ def event_messages_to(*, event_id: str, registrations: list[Item]) -> list[Item]
             if _addressed_to(item, registrations)]
 
 
-def personal_data_export(*, user_id: str, account: dict[str, Any] | None = None,
-                         now: datetime | None = None) -> dict[str, Any]:
-    """Everything TEMS holds about the person with key ``user_id``, as one JSON-ready document.
+@dataclass(frozen=True)
+class PersonalData:
+    """What TEMS holds about one person, as stored: ``items`` (their own partition, their write-rate counters,
+    each registration's other copies and door log; an item may come twice), ``mails`` (the staff messages and
+    reminders of their events that were sent to them) and ``events`` (the items of those events)."""
 
-    ``items`` groups every stored item by its kind (``entity``), each exported whole; ``mails`` holds the staff
-    messages and reminders sent to the person's events while they were registered; ``events`` what the events
-    were (title, start, place), for reading; ``account`` what Django's database holds (``tems.accounts``).
-    """
+    items: list[Item]
+    mails: list[Item]
+    events: list[Item]
+
+
+def personal_data_read(*, user_id: str) -> PersonalData:
+    """Everything TEMS holds about the person with key ``user_id``, each item read whole
+    (registrations.serializers.personal_data_to_dict makes the export document of it)."""
     own = list(partition_items(Registration.user_pk_for(user_id)))
     own += partition_items(write_rate_pk(user_id))
     registrations = [item for item in own if is_registration(item)]
@@ -160,25 +146,7 @@ def personal_data_export(*, user_id: str, account: dict[str, Any] | None = None,
         door_log += checkin_log_items(event_id=event_id, registration_ids={r["registration_id"] for r in of_event})
         mails += event_messages_to(event_id=event_id, registrations=of_event)
     events = items_by_key(Event.key_for(event_id) for event_id in by_event)
-    grouped: dict[str, list[Item]] = defaultdict(list)
-    seen: set[tuple[str, str]] = set()
-    for item in [*own, *derived, *door_log]:
-        key = (item["PK"], item["SK"])
-        if key not in seen:
-            seen.add(key)
-            grouped[str(item.get("entity", "unknown"))].append(plain(item))
-    return {
-        "format": FORMAT,
-        "exported_at": (now or utcnow()).isoformat(),
-        "user_key": user_id,
-        "account": account or {},
-        "items": dict(sorted(grouped.items())),
-        "mails": [plain({name: mail.get(name) for name in
-                         ("event_id", "message_id", "kind", "audience", "subject", "body", "created_at")})
-                  for mail in mails],
-        "events": [plain({name: event.get(name) for name in ("event_id", "title", "starts_at", "location")})
-                   for event in events],
-    }
+    return PersonalData(items=[*own, *derived, *door_log], mails=mails, events=events)
 
 
 def retention_get(*, event_id: str) -> EventRetention | None:

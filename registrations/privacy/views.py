@@ -15,10 +15,12 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from registrations import selectors as registration_selectors
+from registrations import serializers
 from registrations.errors import RegistrationError
 from registrations.privacy import selectors, services
 from registrations.privacy.forms import EraseForm, RetentionForm
 from tems import accounts
+from tems.clock import utcnow
 from tems.identity import user_key
 
 
@@ -31,8 +33,10 @@ def personal_data(request: HttpRequest) -> HttpResponse:
 
 
 def export_document(request: HttpRequest) -> dict:
-    return selectors.personal_data_export(user_id=user_key(request.user),
-                                          account=accounts.account_data(user=request.user))
+    user_id = user_key(request.user)
+    data = selectors.personal_data_read(user_id=user_id)
+    return serializers.personal_data_to_dict(user_id=user_id, items=data.items, mails=data.mails, events=data.events,
+                                             account=accounts.account_data(user=request.user), exported_at=utcnow())
 
 
 @require_GET

@@ -23,10 +23,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
 
 from registrations.errors import RegistrationError, cancelled_in_image
 from registrations.models import EventCancellation, EventMessage, SeatShard
+from registrations.serializers import cancellation_to_dict
 from registrations.services.common import (
     EVENT,
     IDEMPOTENCY,
@@ -39,7 +39,7 @@ from registrations.services.common import (
     remember_answer,
     stored_answer,
 )
-from registrations.services.messages import MESSAGE, REGISTRANTS, message_api_location
+from registrations.services.messages import MESSAGE, REGISTRANTS
 from tems.clock import utcnow
 from tems.idempotency import StoredResponse, add_completed_record
 from tems.outbox import outbox_message
@@ -49,12 +49,6 @@ from tems.transactions import UNKNOWN_OUTCOME, LabelledTransaction, commit_round
 CANCELLATION_REQUESTED = "EventCancellationRequested"
 # Rounds whose read went stale (an edit re-sliced the shards) before "busy".
 CANCEL_EVENT_MAX_ROUNDS = 8
-
-
-def cancellation_to_dict(*, event_id: str, cancelled_at: datetime, cancelled_by: str) -> dict[str, Any]:
-    message_id = EventMessage.cancellation_id_for(event_id)
-    return {"event_id": event_id, "status": "cancelled", "cancelled_at": cancelled_at.isoformat(),
-            "cancelled_by": cancelled_by, "notice": message_api_location(event_id, message_id)}
 
 
 def event_cancel_once(*, event_id: str, user_id: str, cancelled_by: str, idempotency_key: str, fingerprint: str,

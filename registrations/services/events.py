@@ -14,7 +14,7 @@ from registrations.models import Event, EventSeats, SeatGate, SeatShard, Waitlis
 from registrations.seating import shards
 from registrations.seating.gate import GATE, GateBusy, gate_get, new_gate
 from registrations.seating.shards import add_reslice, planned_sizes
-from registrations.selectors import event_to_dict
+from registrations.serializers import event_to_dict
 from registrations.services.common import (
     EVENT,
     IDEMPOTENCY,

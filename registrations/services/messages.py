@@ -26,9 +26,7 @@ import json
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
-from django.urls import reverse
 from pynamodb.exceptions import UpdateError
 
 from registrations import selectors
@@ -44,6 +42,7 @@ from registrations.models import (
     EventMessage,
     Registration,
 )
+from registrations.serializers import message_api_location, message_to_dict
 from registrations.services.common import IDEMPOTENCY, OUTBOX, WRITE_POLICY, StoredOutcome, busy_error, stored_answer
 from tems.clock import utcnow
 from tems.dynamo import batch_get_models
@@ -89,24 +88,6 @@ CONTINUATION = "continuation"
 class Recipient:
     registration_id: str
     user_id: str
-
-
-def message_api_location(event_id: str, message_id: str) -> str:
-    return reverse("registrations:api_message_detail", kwargs={"event_id": event_id, "message_id": message_id})
-
-
-def message_to_dict(message: EventMessage) -> dict[str, Any]:
-    return {
-        "id": message.message_id,
-        "event_id": message.event_id,
-        "kind": message.kind,
-        "audience": message.audience,
-        "subject": message.subject,
-        "created_at": message.created_at.isoformat(),
-        "created_by": message.created_by,
-        "queued": int(message.queued or 0),
-        "done": message.done_at is not None,
-    }
 
 
 def _checked(*, audience: str, subject: str, body: str) -> tuple[str, str]:

@@ -33,6 +33,7 @@ from registrations.models import (
 from registrations.seating import positions, shards, tickets
 from registrations.seating.gate import CLOSED, GateBusy
 from registrations.seating.router import Join, Router
+from registrations.serializers import registration_to_dict
 from registrations.services.common import (
     CLAIM,
     CROWDED,
@@ -163,7 +164,7 @@ def _base_transaction(attempt: NewRegistration, *, status: str, position: int | 
                       shard: int | None = None, lane: int | None = None) -> tuple[LabelledTransaction, StoredResponse]:
     """The items common to both kinds of new registration, with the response computed up front. The event-side
     copy is a confirmed registration's own item; a waitlisted one's is its waitlist entry, written here too."""
-    body = selectors.registration_to_dict(
+    body = registration_to_dict(
         registration_id=attempt.registration_id, event_id=attempt.event_id, user_id=attempt.user_id,
         status=status, position=position, created_at=attempt.created_at, user_name=attempt.user_name,
         position_is_bound=status == WAITLISTED,

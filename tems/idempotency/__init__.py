@@ -11,11 +11,11 @@ Semantics (IETF httpapi Idempotency-Key draft, plus what Stripe and Powertools d
 
 ``tems.idempotency.record`` holds the record and the pieces a service uses to fold it into its own transaction
 (``add_completed_record``, and ``replay_from_raw`` for a refusal's image), which costs no extra request;
-``tems.idempotency.http`` holds the request's key and fingerprint and ``@idempotent`` for views whose change
+``tems.idempotency.edge`` holds the request's key and fingerprint and ``@idempotent`` for views whose change
 cannot be one transaction. Every public name of both is importable from here.
 """
 
-from tems.idempotency.http import (
+from tems.idempotency.edge import (
     DEFAULT_POLICY,
     FORM_FIELD,
     MAX_KEY_CHARS,

@@ -68,7 +68,7 @@ from boto3.dynamodb.types import TypeDeserializer
 from django.test import override_settings
 
 from lab.techniques.registration import registration_fingerprint
-from registrations import selectors, services
+from registrations import selectors, serializers, services
 from registrations.errors import RegistrationError
 from registrations.models import CONFIRMED, WAITLISTED, Event, RegistrationClaim
 from registrations.seating import positions, router, shards, tickets
@@ -178,7 +178,7 @@ def qr_drawn_once() -> Iterator[None]:
     if os.environ.get("HOT_REAL_QR") == "1":
         yield
         return
-    real = selectors.registration_qr_svg
+    real = serializers.registration_qr_svg
     drawn: list[str] = []
 
     def once(*, ticket_url: str) -> str:
@@ -186,11 +186,11 @@ def qr_drawn_once() -> Iterator[None]:
             drawn.append(real(ticket_url=ticket_url))
         return drawn[0]
 
-    selectors.registration_qr_svg = once
+    serializers.registration_qr_svg = once
     try:
         yield
     finally:
-        selectors.registration_qr_svg = real
+        serializers.registration_qr_svg = real
 
 
 # --- the capacity model, in a process of its own ---------------------------------------------------------------

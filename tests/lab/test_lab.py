@@ -5,8 +5,8 @@ import json
 import pytest
 from django.test import override_settings
 
-from lab.inventory import lost_update_race
-from lab.registration import registration_race, technique_costs
+from lab.lost_update_race import lost_update_race
+from lab.registration_race import registration_race, technique_costs
 from tems.dynamo import boto3_client, current_config
 from tests.helpers import assert_invariants_clean
 

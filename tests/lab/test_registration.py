@@ -5,7 +5,7 @@ import uuid
 import pytest
 from django.test import Client
 
-from lab.registration import LAB_EVENT_COLLECTION, registration_race, tryit_event_id
+from lab.registration_race import LAB_EVENT_COLLECTION, registration_race, tryit_event_id
 from registrations import selectors
 from registrations.models import Event
 from tems.dynamo import boto3_client, current_config
@@ -47,7 +47,7 @@ def test_scratch_events_carry_a_ttl_in_case_the_clean_up_never_runs(lab_client, 
     (tryit,) = lab_events()
     assert tryit.expires_at is not None
     made = []
-    monkeypatch.setattr("lab.registration.scratch_delete", lambda **kwargs: made.extend(lab_events()))
+    monkeypatch.setattr("lab.registration_race.scratch_delete", lambda **kwargs: made.extend(lab_events()))
     registration_race(technique="production", taps=2, same_key=False, latency_ms=0)
     race_events = [event for event in made if event.event_id != tryit.event_id]
     assert race_events and all(event.expires_at is not None for event in race_events)

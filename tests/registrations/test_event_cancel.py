@@ -12,7 +12,7 @@ from registrations.checkins import services as checkin_services
 from registrations.errors import EVENT_CANCELLED, RegistrationError
 from registrations.models import EventMessage, SeatShard
 from registrations.services import cancellation
-from registrations.tickets import ticket_token
+from registrations.ticket_tokens import ticket_token
 from tems.clock import utcnow
 from tems.invariants import check_all
 from tems.outbox import OutboxMessage

@@ -102,7 +102,7 @@ def test_the_api_refuses_as_problem_json(event, staff_client, student_client):
 
 
 def test_the_door_api_refuses_a_cancelled_event_as_problem_json(event, student, staff_client):
-    from registrations.tickets import ticket_token
+    from registrations.ticket_tokens import ticket_token
 
     claim = selectors.claim_get(event_id=event.event_id, user_id=user_key(student))
     api_cancel(staff_client, event.event_id, str(uuid.uuid4()))

@@ -29,7 +29,7 @@ import pytest
 from pynamodb.exceptions import UpdateError
 
 from lab.techniques.registration import registration_fingerprint
-from registrations import selectors, services
+from registrations import selectors, serializers, services
 from registrations.errors import EVENT_CANCELLED, RegistrationError
 from registrations.models import Event, EventMessage, Offer, Registration, RegistrationClaim
 from registrations.services import offers as offers_module
@@ -370,7 +370,7 @@ def plain_update_edit(*, event_id, expected_version, title, description, locatio
         current = selectors.event_get(event_id=event_id)
         if current.version != expected_version:
             raise RegistrationError("conflict", "Someone else saved first.",
-                                    current=selectors.event_to_dict(current)) from None
+                                    current=serializers.event_to_dict(current)) from None
         raise RegistrationError("invalid", "Capacity below seats taken.") from None
     services.waitlist_promote(event_id=event_id)
 

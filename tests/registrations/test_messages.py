@@ -23,7 +23,7 @@ from registrations import attendees, selectors, services
 from registrations.checkins import services as checkin_services
 from registrations.models import CONFIRMED, WAITLISTED, Event, EventMessage, Registration
 from registrations.services import cancellation, messages
-from registrations.tickets import ticket_token
+from registrations.ticket_tokens import ticket_token
 from tems import outbox
 from tems.accounts import email_address_mark_verified
 from tems.clock import utcnow

@@ -9,7 +9,7 @@ from django.test import Client
 
 from registrations import notifications, services
 from registrations.models import CONFIRMED, OFFERED, Offer, Registration
-from registrations.offer_links import offer_token
+from registrations.offers.links import offer_token
 from tems.accounts import email_address_mark_verified
 from tems.identity import user_key
 from tems.outbox import OutboxMessage

@@ -5,7 +5,7 @@ import uuid
 
 import pytest
 
-from registrations import selectors, services
+from registrations import serializers, services
 from tems.identity import user_key
 from tems.metering import metered
 from tests.registrations.helpers import make_event, register
@@ -21,14 +21,14 @@ def test_the_owner_gets_the_tickets_qr_code_as_a_cacheable_svg(event, student, s
     with metered() as meter:
         response = student_client.get(data["qr_url"])
     assert response.status_code == 200 and response["Content-Type"] == "image/svg+xml"
-    assert response.content.decode() == selectors.registration_qr_svg(ticket_url=data["ticket_url"])
+    assert response.content.decode() == serializers.registration_qr_svg(ticket_url=data["ticket_url"])
     # On its own (not inlined in a page) an SVG is only drawn by browsers with its namespace.
     assert response.content.startswith(b'<svg xmlns="http://www.w3.org/2000/svg"')
     assert dict(meter.requests) == {"GetItem": 1}  # the registration, to know it is theirs and still live
     assert "private" in response["Cache-Control"] and "max-age=3600" in response["Cache-Control"]
     assert response["ETag"]
     # Revalidation is the ownership read and nothing else: the ETag comes from the ticket URL, not the drawing.
-    monkeypatch.setattr(selectors, "registration_qr_svg", lambda **_: pytest.fail("drew for a 304"))
+    monkeypatch.setattr(serializers, "registration_qr_svg", lambda **_: pytest.fail("drew for a 304"))
     again = student_client.get(data["qr_url"], HTTP_IF_NONE_MATCH=response["ETag"])
     assert again.status_code == 304 and again.content == b""
 
@@ -55,7 +55,7 @@ def test_a_replay_is_the_first_answer_byte_for_byte_and_carries_no_drawing(event
     # The drawing is one GET away, and reads of the list still carry it inline.
     assert student_client.get(body["qr_url"]).content.startswith(b"<svg")
     listed = student_client.get("/api/me/registrations").json()["registrations"]
-    assert listed[0]["qr_svg"] == selectors.registration_qr_svg(ticket_url=body["ticket_url"])
+    assert listed[0]["qr_svg"] == serializers.registration_qr_svg(ticket_url=body["ticket_url"])
 
 
 def test_pages_show_the_code_as_an_image_of_that_url(event, student, student_client):

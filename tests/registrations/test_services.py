@@ -5,11 +5,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from registrations import selectors, services
+from registrations import selectors, serializers, services
 from registrations.errors import RegistrationError
 from registrations.models import Registration, SeatShard, WaitlistQueue
 from registrations.services.common import WAITLIST_ENTRY
-from registrations.tickets import ticket_url
+from registrations.ticket_tokens import ticket_url
 from tems.idempotency import IdempotencyRecord
 from tems.metering import metered
 from tems.outbox import OutboxMessage
@@ -127,7 +127,7 @@ def test_first_registration_is_one_request_holding_everything(ddb, cancellations
     assert body["ticket_url"] == ticket_url(event_id=event.event_id, registration_id=body["registration_id"],
                                             user_id="ann")
     # The QR code is drawn on read (issue 13): the stored answer links it, it does not carry the drawing.
-    assert "qr_svg" not in body and body["qr_url"] == selectors.registration_qr_url(
+    assert "qr_svg" not in body and body["qr_url"] == serializers.registration_qr_url(
         registration_id=body["registration_id"])
     claim, user_side = stored_items(event.event_id, "ann")
     assert claim.registration_id == body["registration_id"] and claim.status == "confirmed"

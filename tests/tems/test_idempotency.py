@@ -41,7 +41,7 @@ def name_is_key(monkeypatch):
 
     tests/tems/test_identity.py covers the real immutable key end to end.
     """
-    monkeypatch.setattr("tems.idempotency.http.user_key", lambda user: user.get_username())
+    monkeypatch.setattr("tems.idempotency.edge.user_key", lambda user: user.get_username())
 
 
 class FakeClock:

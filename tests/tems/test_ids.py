@@ -7,7 +7,7 @@ from django.urls import NoReverseMatch, reverse, set_script_prefix
 
 from inventory import selectors as inventory_selectors
 from inventory import services as inventory_services
-from registrations.tickets import ticket_token, ticket_url
+from registrations.ticket_tokens import ticket_token, ticket_url
 from tems.ids import id_path, is_valid_id
 from tests.helpers import assert_problem
 

@@ -60,8 +60,19 @@ def test_no_app_reaches_the_lab_or_its_broken_techniques(app):
 
 
 def test_the_read_layer_stands_below_the_door():
-    for module in ("registrations/selectors.py", "registrations/tickets.py", "registrations/models.py"):
+    for module in ("registrations/selectors.py", "registrations/serializers.py", "registrations/ticket_tokens.py",
+                   "registrations/models.py"):
         assert imports_of(ROOT / module, ("registrations.checkins",)) == [], module
+
+
+@pytest.mark.parametrize("app", ["registrations", "inventory"])
+def test_answers_are_shaped_by_the_serializers_alone(app):
+    """Reads and writes hand items to <app>/serializers.py for an answer's body; it reads and writes nothing."""
+    shapers = {str(path.relative_to(ROOT)) for path in sources(app)
+               if any(isinstance(node, ast.FunctionDef) and node.name.endswith("_to_dict")
+                      for node in ast.walk(ast.parse(path.read_text())))}
+    assert shapers == {f"{app}/serializers.py"}
+    assert imports_of(ROOT / app / "serializers.py", (f"{app}.selectors", f"{app}.services")) == []
 
 
 def import_graph(*packages: str) -> dict[str, set[str]]:

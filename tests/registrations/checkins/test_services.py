@@ -12,7 +12,7 @@ from registrations import services as registration_services
 from registrations.checkins import selectors, services
 from registrations.errors import RegistrationError
 from registrations.models import CheckIn, EventCheckins
-from registrations.tickets import ticket_token
+from registrations.ticket_tokens import ticket_token
 from tems.dynamo import transaction_connection
 from tems.metering import metered
 from tems.outbox import OutboxMessage
@@ -152,7 +152,7 @@ def test_a_promoted_registration_becomes_admissible(ddb):
 
 def naive_checkin(*, event_id: str, ticket_text: str, door: str, staff_id: str, window: WindowHeldOpen, **_):
     """Deliberately broken: read "is it checked in?", then write. Two doors can both read "no"."""
-    from registrations.tickets import ticket_read
+    from registrations.ticket_tokens import ticket_read
     from tems.clock import utcnow
 
     ticket = ticket_read(text=ticket_text)

@@ -15,7 +15,7 @@ from registrations.privacy import services as privacy
 from registrations.privacy.models import Erasure
 from registrations.privacy.services import personal_data_erase, pseudonym_for
 from registrations.services import cancel as registration_services
-from registrations.tickets import ticket_token
+from registrations.ticket_tokens import ticket_token
 from tems import accounts
 from tems.idempotency import IdempotencyRecord
 from tems.identity import UserIdentity, user_key

@@ -6,10 +6,12 @@ import pytest
 
 from registrations.checkins import services as checkins
 from registrations.models import Registration
-from registrations.privacy.selectors import personal_data_export
+from registrations.privacy.selectors import personal_data_read
+from registrations.serializers import personal_data_to_dict
 from registrations.services import messages
-from registrations.tickets import ticket_token
+from registrations.ticket_tokens import ticket_token
 from tems import accounts
+from tems.clock import utcnow
 from tems.dynamo import boto3_client, current_config
 from tems.identity import user_key
 from tests.registrations.privacy.helpers import (
@@ -21,6 +23,12 @@ from tests.registrations.privacy.helpers import (
 )
 
 pytestmark = pytest.mark.django_db
+
+
+def personal_data_export(*, user_id: str, account: dict | None = None) -> dict:
+    data = personal_data_read(user_id=user_id)
+    return personal_data_to_dict(user_id=user_id, items=data.items, mails=data.mails, events=data.events,
+                                 account=account, exported_at=utcnow())
 
 
 def _person_keys(key: str, registration_ids: list[str]) -> set[tuple[str, str]]:

@@ -25,6 +25,7 @@ from registrations import questions
 from registrations.errors import RegistrationError
 from registrations.models import CONFIRMED, REGISTRATION_BUCKETS, WAITLISTED, Registration
 from registrations.seating import positions
+from registrations.serializers import attendee_to_dict
 from tems.errors import DomainError
 from tems.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page, decode_cursor, encode_cursor
 
@@ -95,14 +96,8 @@ def attendee_page(*, event_id: str, status: str | None = None, search: str | Non
         next_key = read_up_to
     places = positions.positions(tickets=[(r.event_id, int(r.ticket)) for r in page
                                          if r.status == WAITLISTED and r.ticket is not None])
-    rows = [{
-        "registration_id": r.registration_id,
-        "user": r.user_name or r.user_id,
-        "status": r.status,
-        "position": places.get((r.event_id, int(r.ticket))) if r.status == WAITLISTED and r.ticket else None,
-        "registered_at": r.created_at.isoformat(),
-        "answers": questions.answers_of(r.answers),
-    } for r in page]
+    rows = [attendee_to_dict(r, places.get((r.event_id, int(r.ticket))) if r.status == WAITLISTED and r.ticket
+                             else None) for r in page]
     next_cursor = None if next_key is None else encode_cursor({_CURSOR_KEY: {"S": next_key}}, scope=scope)
     return Page(items=rows, next_cursor=next_cursor)
 

@@ -7,7 +7,7 @@ are two posts of the same form; the confirm step carries one idempotency key ren
 
 import uuid
 
-from django.contrib import messages as notices
+from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
@@ -16,8 +16,14 @@ from django.views.decorators.http import require_http_methods
 from registrations import selectors
 from registrations.checkins import selectors as checkin_selectors
 from registrations.errors import RegistrationError
-from registrations.forms import MessageForm
-from registrations.services import messages
+from registrations.messages.forms import MessageForm
+from registrations.services.messages import (
+    AUDIENCE_LABELS,
+    AUDIENCES,
+    REGISTRANTS,
+    audience_count,
+    message_send_once,
+)
 from tems.decorators import staff_required
 from tems.errors import DomainError
 from tems.http import after_save
@@ -27,19 +33,19 @@ from tems.pagination import next_page_url, page_args
 
 PAGE = "registrations/event_messages.html"
 # How the list of sent messages names each audience, the cancellation notice's too.
-AUDIENCE_NAMES = {**messages.AUDIENCE_LABELS, messages.REGISTRANTS: "Everyone registered or waiting"}
+AUDIENCE_NAMES = {**AUDIENCE_LABELS, REGISTRANTS: "Everyone registered or waiting"}
 
 
 def _counts(event) -> dict[str, int]:
     checked_in = checkin_selectors.checkin_stats(event_id=event.event_id)["checked_in"]
-    return {audience: messages.audience_count(event=event, audience=audience, checked_in=checked_in)
-            for audience in messages.AUDIENCES}
+    return {audience: audience_count(event=event, audience=audience, checked_in=checked_in)
+            for audience in AUDIENCES}
 
 
 def _form(data=None, *, counts: dict[str, int]) -> MessageForm:
     form = MessageForm(data)
     form.fields["audience"].choices = [(audience, f"{label} ({counts[audience]})")
-                                       for audience, label in messages.AUDIENCE_LABELS.items()]
+                                       for audience, label in AUDIENCE_LABELS.items()]
     return form
 
 
@@ -56,7 +62,7 @@ def message_page(request: HttpRequest, event_id: str) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         if request.POST.get("step") == "send":
             try:
-                outcome = messages.message_send_once(
+                outcome = message_send_once(
                     event_id=event_id, user_id=user_key(request.user), created_by=request.user.get_username(),
                     idempotency_key=key_from_request(request), fingerprint=request_fingerprint(request),
                     **form.cleaned_data)
@@ -65,15 +71,15 @@ def message_page(request: HttpRequest, event_id: str) -> HttpResponse:
                     raise Http404(error.detail) from None
                 form.add_error(None, error.detail)
             else:
-                audience = messages.AUDIENCE_LABELS[form.cleaned_data["audience"]].lower()
+                audience = AUDIENCE_LABELS[form.cleaned_data["audience"]].lower()
                 if not outcome.replayed:
-                    notices.success(request, f"Sending “{form.cleaned_data['subject']}” to {audience} attendees "
-                                             f"({counts[form.cleaned_data['audience']]}). Progress is below.")
+                    messages.success(request, f"Sending “{form.cleaned_data['subject']}” to {audience} attendees "
+                                              f"({counts[form.cleaned_data['audience']]}). Progress is below.")
                 return after_save(request, reverse("registrations:event_messages", kwargs={"event_id": event_id}))
         elif request.POST.get("step") == "preview":
             # The preview: the number it will reach, and a Send button carrying this step's one key.
             confirm = {"count": counts[form.cleaned_data["audience"]],
-                       "audience": messages.AUDIENCE_LABELS[form.cleaned_data["audience"]], "key": str(uuid.uuid4())}
+                       "audience": AUDIENCE_LABELS[form.cleaned_data["audience"]], "key": str(uuid.uuid4())}
     try:
         sent = selectors.message_list(event_id=event_id, **page_args(request))
     except DomainError as error:

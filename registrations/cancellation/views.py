@@ -7,7 +7,7 @@ service makes a second cancellation of the same event a no-op anyway. Works with
 
 import uuid
 
-from django.contrib import messages as notices
+from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
@@ -43,8 +43,8 @@ def event_cancel_page(request: HttpRequest, event_id: str) -> HttpResponse:
             problem = error.detail
         else:
             if not outcome.replayed:
-                notices.success(request, f"“{event.title}” is cancelled. Everyone registered or waiting is being "
-                                         "told by e-mail, once each.")
+                messages.success(request, f"“{event.title}” is cancelled. Everyone registered or waiting is being "
+                                          "told by e-mail, once each.")
             return after_save(request, reverse("registrations:event_detail", kwargs={"event_id": event_id}))
     confirmed, waiting = int(event.registered_count or 0), int(event.waitlist_count or 0)
     context = {"event": event, "confirmed": confirmed, "waiting": waiting, "told": confirmed + waiting,

@@ -1,14 +1,14 @@
+"""Forms of an event: create, and edit at a version."""
+
 from django import forms
 
 from registrations.models import (
-    CONFIRMED,
     DEFAULT_OFFER_HOURS,
     DEFAULT_REMINDER_HOURS,
     MAX_OFFER_HOURS,
     MAX_REMINDER_HOURS,
     MIN_OFFER_HOURS,
 )
-from registrations.services.messages import AUDIENCE_LABELS, MAX_BODY_CHARS, MAX_SUBJECT_CHARS
 from tems.clock import utcnow
 from tems.forms import UtcDateTimeField
 
@@ -74,20 +74,3 @@ class EventEditForm(EventForm):
     version = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
     # The values the page was opened with (signed, tems.merge): what this editor changed is what differs from it.
     base = forms.CharField(required=False, widget=forms.HiddenInput)
-
-
-
-class MessageForm(forms.Form):
-    """A message to an event's attendees, from the page and from the API alike."""
-
-    audience = forms.ChoiceField(choices=list(AUDIENCE_LABELS.items()), initial=CONFIRMED, widget=forms.RadioSelect,
-                                 label="Send to")
-    subject = forms.CharField(max_length=MAX_SUBJECT_CHARS)
-    body = forms.CharField(max_length=MAX_BODY_CHARS, widget=forms.Textarea(attrs={"rows": 8}), label="Message",
-                           help_text="Sent as plain text, followed by the event's time, place and link.")
-
-    def clean_subject(self) -> str:
-        subject = self.cleaned_data["subject"].strip()
-        if not subject:
-            raise forms.ValidationError("A subject is required.")
-        return subject

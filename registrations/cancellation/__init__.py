@@ -1,0 +1,1 @@
+"""Calling an event off: the staff page and the JSON API (see docs/cancellation.md)."""

@@ -1,0 +1,1 @@
+"""Events: their pages and JSON API (see docs/registrations.md)."""

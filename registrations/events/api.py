@@ -1,0 +1,40 @@
+"""JSON API of events (session auth, CSRF via X-CSRFToken, problem+json errors)."""
+
+from django.http import HttpRequest, HttpResponse
+
+from registrations import selectors, serializers, services
+from registrations.errors import RegistrationError
+from registrations.events.forms import EventForm
+from tems.api import api_view, json_response, parse_form
+from tems.idempotency import key_from_request, request_fingerprint
+from tems.identity import user_key
+from tems.pagination import next_page_url, page_args
+
+
+@api_view("GET", "POST")
+def events(request: HttpRequest) -> HttpResponse:
+    if request.method == "POST":
+        return _event_create(request)
+    # Upcoming events, soonest first; ``?past=1`` for past events, most recent first. ``?cursor=`` pages on.
+    page = selectors.event_page(past=request.GET.get("past") == "1", **page_args(request))
+    return json_response({"events": [serializers.event_to_dict(e) for e in page],
+                          "next": next_page_url(request, page)})
+
+
+def _event_create(request: HttpRequest) -> HttpResponse:
+    if not request.user.is_staff:
+        raise RegistrationError("forbidden", "Only staff may create events.")
+    form = parse_form(request, EventForm, RegistrationError)
+    key = key_from_request(request)
+    user_id = user_key(request.user)
+    outcome = services.event_create_once(
+        **form.cleaned_data, user_id=user_id, created_by=request.user.get_username(), idempotency_key=key,
+        fingerprint=request_fingerprint(request),
+    )
+    return outcome.response.to_http(replayed=outcome.replayed)
+
+
+@api_view("GET")
+def event_detail(request: HttpRequest, event_id: str) -> HttpResponse:
+    return json_response(serializers.event_to_dict(selectors.event_get(event_id=event_id)))
+

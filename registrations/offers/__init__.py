@@ -1,0 +1,1 @@
+"""Waitlist offers: a freed seat held for the head of the line, accepted or declined (see docs/offers.md)."""

@@ -1,0 +1,51 @@
+"""JSON API of an event's custom questions (problem+json errors)."""
+
+from django.http import HttpRequest, HttpResponse
+
+from registrations import questions, selectors, services
+from registrations.errors import RegistrationError
+from tems.api import api_view, json_response, parse_json_object
+
+
+@api_view("GET", "PUT")
+def event_questions(request: HttpRequest, event_id: str) -> HttpResponse:
+    """``GET`` the event's questions and their version (what a registration's answers answer); staff: ``PUT``
+    ``{"version": n, "questions": [...]}`` replaces them if they are still at ``n`` (409 with the stored ones if
+    not: nothing written). A question without an ``id`` is new."""
+    if request.method == "PUT" and not request.user.is_staff:
+        raise RegistrationError("forbidden", "Only staff may change an event's questions.")
+    selectors.event_get(event_id=event_id, consistent=False, with_seats=False)  # 404 for an unknown event
+    if request.method == "GET":
+        # Remembered: this process then checks the client's answers against them without reading them again.
+        return json_response(questions.questions_for(event_id, fresh=True, read=lambda: questions.questions_get(
+            event_id=event_id)).to_dict())
+    data = parse_json_object(request)
+    version, items = data.get("version"), data.get("questions")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+        raise RegistrationError("invalid", "version must be the whole number you read.",
+                                errors={"version": ["Must be a whole number, 0 or more."]})
+    if not isinstance(items, list) or len(items) > questions.MAX_QUESTIONS:
+        raise RegistrationError("invalid", f"questions must be a list of at most {questions.MAX_QUESTIONS}.",
+                                errors={"questions": [f"A list of at most {questions.MAX_QUESTIONS}."]})
+    try:
+        saved = services.questions_update(event_id=event_id, expected_version=version, updated_by=
+                                          request.user.get_username(), questions=[_question(i) for i in items])
+    except RegistrationError as error:
+        if error.code == "conflict" and "current" in error.extra:
+            raise RegistrationError("conflict", error.detail, current=error.extra["current"].to_dict()) from None
+        raise
+    return json_response(saved.to_dict())
+
+
+def _question(item: object) -> questions.Question:
+    if not isinstance(item, dict):
+        raise RegistrationError("invalid", "Each question must be an object.",
+                                errors={"questions": ["Each must be an object."]})
+    choices = item.get("choices") or []
+    return questions.Question(
+        id=item["id"] if isinstance(item.get("id"), str) else questions.new_question_id(),
+        label=item.get("label") if isinstance(item.get("label"), str) else "",
+        kind=item.get("kind") if isinstance(item.get("kind"), str) else "",
+        required=item.get("required") is True, door=item.get("door") is True,
+        choices=tuple(c if isinstance(c, str) else "" for c in choices) if isinstance(choices, list) else ("",))
+

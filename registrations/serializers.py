@@ -1,0 +1,256 @@
+"""The answers of the registrations app, built in one place: the API's bodies, the answers a write stores with
+its idempotency record (replayed byte for byte, so a stored answer is never rebuilt from these), and a person's
+data export. Views, services and selectors hand stored items here and get the dict an answer is made of; nothing
+here reads or writes the table.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import io
+from collections import defaultdict
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+import segno
+from boto3.dynamodb.types import Binary
+from django.urls import reverse
+
+from registrations.models import OFFERED, Event, EventMessage, Registration, RegistrationClaim
+from registrations.questions import answers_of
+from registrations.ticket_tokens import ticket_url
+from tems.identity import user_for_key
+from tems.ids import id_path
+
+# --- events ---------------------------------------------------------------------------------------------------
+
+
+def event_to_dict(event: Event) -> dict:
+    return {
+        "id": event.event_id,
+        "title": event.title,
+        "description": event.description,
+        "location": event.location,
+        "starts_at": event.starts_at.isoformat(),
+        "capacity": int(event.capacity),
+        "registered_count": int(event.registered_count),
+        "waitlist_count": int(event.waitlist_count),
+        "reminder_hours": event.reminder_hours_or_default,
+        "offer_hours": int(event.offer_hours or 0),
+        "version": int(event.version),
+        "cancelled_at": event.cancelled_at.isoformat() if event.cancelled_at else None,
+    }
+
+
+def cancellation_to_dict(*, event_id: str, cancelled_at: datetime, cancelled_by: str) -> dict[str, Any]:
+    message_id = EventMessage.cancellation_id_for(event_id)
+    return {"event_id": event_id, "status": "cancelled", "cancelled_at": cancelled_at.isoformat(),
+            "cancelled_by": cancelled_by, "notice": message_api_location(event_id, message_id)}
+
+
+def retention_to_dict(event_id: str, retention) -> dict:
+    return {"event_id": event_id, "days": int(retention.days) if retention else None,
+            "due_at": retention.due_at.isoformat() if retention else None,
+            "done_at": retention.done_at.isoformat() if retention and retention.done_at else None,
+            "version": int(retention.version) if retention else None}
+
+
+# --- registrations ------------------------------------------------------------------------------------------
+
+# Drawing a QR code is pure Python (segno), costly next to the rest of a request; a ticket's drawing never
+# changes, so each process keeps the last ones it drew.
+QR_CACHE_SIZE = 1024
+
+
+@functools.lru_cache(maxsize=QR_CACHE_SIZE)
+def registration_qr_svg(*, ticket_url: str) -> str:
+    """An SVG QR code of the registration's ticket URL (deterministic: same ticket, same drawing), fit both to
+    be inlined in a page and to be served on its own as ``image/svg+xml``."""
+    code = segno.make(ticket_url, error="m")
+    drawing = io.BytesIO()
+    # svgns: a standalone SVG image without its namespace is not drawn by browsers (segno's svg_inline omits it).
+    code.save(drawing, kind="svg", xmldecl=False, svgns=True, nl=False, scale=4, omitsize=True,
+              title="Ticket QR code", svgclass="qr")
+    return drawing.getvalue().decode()
+
+
+def registration_qr_url(*, registration_id: str) -> str:
+    """Where the owner's browser (or API client) fetches the ticket's QR code, drawn on read and cacheable."""
+    return id_path("registrations:registration_qr", registration_id=registration_id)
+
+
+def registration_to_dict(*, registration_id: str, event_id: str, user_id: str, status: str,
+                         position: int | None, created_at: datetime, user_name: str | None = None,
+                         position_is_bound: bool = False) -> dict[str, Any]:
+    """The API's representation of a registration (also what the idempotency record stores and replays).
+
+    ``user`` shows the display name; the immutable ``user_id`` stays internal (synthetic lab and bench students
+    have no name, and show their id). ``ticket_url`` is signed from the registration's stable facts only, so a
+    replay shows the same ticket. The QR code is not in it: ``qr_url`` draws it on read (the stored answer of a
+    write holds only what must be durable; see docs/registrations.md), and reads add ``qr_svg`` with
+    ``with_qr_svg``.
+
+    ``position_is_bound``: a join's own answer counts its place as of its lane's block, so tickets other lanes
+    have not handed out yet count as people ahead; that number is an upper bound and is named
+    ``position_at_most``. Every read's ``position`` is exact.
+    """
+    return {
+        "registration_id": registration_id,
+        "event_id": event_id,
+        "user": user_name or user_id,
+        "status": status,
+        ("position_at_most" if position_is_bound else "position"): position,
+        "ticket_url": ticket_url(event_id=event_id, registration_id=registration_id, user_id=user_id),
+        "qr_url": registration_qr_url(registration_id=registration_id),
+        "created_at": created_at.isoformat(),
+    }
+
+
+def stored_registration_to_dict(registration: Registration | RegistrationClaim,
+                                position: int | None) -> dict[str, Any]:
+    """``registration_to_dict`` of a stored registration, with the waitlist position its reader counted."""
+    return registration_to_dict(
+        registration_id=registration.registration_id, event_id=registration.event_id,
+        user_id=registration.user_id, status=registration.status, position=position,
+        created_at=registration.created_at, user_name=registration.user_name,
+    )
+
+
+def my_registration_to_dict(registration: Registration, position: int | None, event: Event | None) -> dict[str, Any]:
+    """A row of the student's own list: the registration with its event's title and start (the event may be
+    gone: its id stands for the title) and, for an offered seat, the offer."""
+    return {
+        **stored_registration_to_dict(registration, position),
+        "event_title": event.title if event else registration.event_id,
+        "event_starts_at": event.starts_at.isoformat() if event else None,
+        "event_location": event.location if event else "",
+        "event_cancelled": bool(event and event.is_cancelled),
+        **offer_fields(registration, starts_at=event.starts_at if event else None),
+    }
+
+
+def with_qr_svg(registration: dict[str, Any]) -> dict[str, Any]:
+    """``registration`` (a read's dict) with ``qr_svg``, the ticket's QR code drawn inline, for API reads."""
+    return {**registration, "qr_svg": registration_qr_svg(ticket_url=registration["ticket_url"])}
+
+
+def offer_ends(*, ends_at: datetime, starts_at: datetime | None) -> datetime:
+    """When an offer ends, as a person should read it: its window, cut at the event's start (an offer made before
+    the start was moved earlier ends at the new start, as the accept's condition holds)."""
+    return ends_at if starts_at is None else min(ends_at, starts_at)
+
+
+def offer_fields(registration: Registration, *, starts_at: datetime | None) -> dict[str, Any]:
+    """``{"offer": {...}}`` for an offered registration (its end and where to answer), else nothing: the row's
+    shape is unchanged for every other registration."""
+    if registration.status != OFFERED or registration.offer_ends_at is None:
+        return {}
+    offer_id, ends = registration.registration_id, offer_ends(ends_at=registration.offer_ends_at, starts_at=starts_at)
+    return {"offer": {
+        "offer_id": offer_id, "ends_at": ends.isoformat(),
+        "accept_url": id_path("registrations:api_offer_accept", offer_id=offer_id),
+        "decline_url": id_path("registrations:api_offer_decline", offer_id=offer_id),
+    }}
+
+
+def attendee_to_dict(registration: Registration, position: int | None) -> dict[str, Any]:
+    """A row of the staff's attendee list (``position`` for the waitlisted) and of its CSV."""
+    return {
+        "registration_id": registration.registration_id,
+        "user": registration.user_name or registration.user_id,
+        "status": registration.status,
+        "position": position,
+        "registered_at": registration.created_at.isoformat(),
+        "answers": answers_of(registration.answers),
+    }
+
+
+def checkin_to_dict(*, registration_id: str, user_id: str, status: str, checked_in_at: datetime,
+                    checked_in_by: str, door: str) -> dict[str, Any]:
+    """The API's answer to a scan (also what the scan's idempotency record stores and replays).
+
+    ``user`` is the holder's name for the doorkeeper; the ticket carries only the immutable key, and an account
+    that no longer exists (or a synthetic lab student) shows that key.
+    """
+    holder = user_for_key(user_id)
+    return {
+        "registration_id": registration_id,
+        "user": holder.get_username() if holder else user_id,
+        "status": status,
+        "checked_in_at": checked_in_at.isoformat(),
+        "checked_in_by": checked_in_by,
+        "door": door,
+    }
+
+
+# --- messages -------------------------------------------------------------------------------------------------
+
+def message_api_location(event_id: str, message_id: str) -> str:
+    return reverse("registrations:api_message_detail", kwargs={"event_id": event_id, "message_id": message_id})
+
+
+def message_to_dict(message: EventMessage) -> dict[str, Any]:
+    return {
+        "id": message.message_id,
+        "event_id": message.event_id,
+        "kind": message.kind,
+        "audience": message.audience,
+        "subject": message.subject,
+        "created_at": message.created_at.isoformat(),
+        "created_by": message.created_by,
+        "queued": int(message.queued or 0),
+        "done": message.done_at is not None,
+    }
+
+
+# --- a person's data ----------------------------------------------------------------------------------------
+
+PERSONAL_DATA_FORMAT = "tems-personal-data/1"
+
+
+def plain(value: Any) -> Any:
+    """A deserialized DynamoDB value as JSON can hold it: numbers as int or float, sets as sorted lists, binary
+    as base64."""
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dict):
+        return {key: plain(inner) for key, inner in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(inner) for inner in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted(plain(inner) for inner in value)
+    if isinstance(value, Binary):
+        return base64.b64encode(value.value).decode()
+    return value
+
+
+def personal_data_to_dict(*, user_id: str, items: list[dict[str, Any]], mails: list[dict[str, Any]],
+                          events: list[dict[str, Any]], account: dict[str, Any] | None,
+                          exported_at: datetime) -> dict[str, Any]:
+    """The export document of a person (registrations.privacy.selectors.personal_data_read gives the items).
+
+    ``items`` groups every stored item by its kind (``entity``), each exported whole and once; ``mails`` holds
+    the staff messages and reminders sent to the person's events while they were registered; ``events`` what the
+    events were (title, start, place), for reading; ``account`` what Django's database holds (``tems.accounts``).
+    """
+    grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    seen: set[tuple[str, str]] = set()
+    for item in items:
+        key = (item["PK"], item["SK"])
+        if key not in seen:
+            seen.add(key)
+            grouped[str(item.get("entity", "unknown"))].append(plain(item))
+    return {
+        "format": PERSONAL_DATA_FORMAT,
+        "exported_at": exported_at.isoformat(),
+        "user_key": user_id,
+        "account": account or {},
+        "items": dict(sorted(grouped.items())),
+        "mails": [plain({name: mail.get(name) for name in
+                         ("event_id", "message_id", "kind", "audience", "subject", "body", "created_at")})
+                  for mail in mails],
+        "events": [plain({name: event.get(name) for name in ("event_id", "title", "starts_at", "location")})
+                   for event in events],
+    }
