@@ -17,7 +17,7 @@ import boto3
 from django.conf import settings
 from pynamodb.attributes import Attribute, ListAttribute, MapAttribute, UnicodeAttribute
 from pynamodb.connection import Connection
-from pynamodb.exceptions import AttributeNullError
+from pynamodb.exceptions import AttributeNullError, TableError
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.models import Model
 
@@ -249,14 +249,41 @@ class TableConfig:
 
 _config_lock = threading.Lock()
 _current: dict[str, Any] = {"config": None, "connection": None, "clients_ready": False}
+# Connections to a named endpoint (DynamoDB Local, a capacity model), kept across configurations: a botocore
+# client is tied to an endpoint, not to a table, and building one costs a botocore session and a parsed service
+# model, for each of the ~17 models every time the table changes. Connections to AWS itself (no endpoint) are
+# not kept: their credentials come from the environment, which may have changed in between.
+_endpoint_connections: dict[tuple[Any, ...], Connection] = {}
 
 
 def current_config() -> TableConfig:
     return _current["config"] or TableConfig.from_settings()
 
 
+def _endpoint_key(config: TableConfig) -> tuple[Any, ...] | None:
+    if not config.host:
+        return None
+    return config.host, config.region, tuple(sorted(config.credentials.items()))
+
+
+def _reuse_endpoint_connection(model: type[Model], endpoint: tuple[Any, ...]) -> None:
+    table = model._get_connection()  # built from the model's Meta: no client yet, no request
+    kept = _endpoint_connections.setdefault((model, *endpoint), table.connection)
+    if kept is not table.connection:
+        # The connection knows each table's key schema by name; a table met before is known already.
+        try:
+            kept.get_meta_table(table.table_name)
+        except TableError:
+            kept.add_meta_table(table.get_meta_table())
+        table.connection = kept
+
+
 def configure_models(config: TableConfig) -> None:
-    """Point every table model (and the transaction connection) at ``config``; used by tests and tools."""
+    """Point every table model (and the transaction connection) at ``config``; used by tests and tools.
+
+    Configuring the configuration already in force changes nothing; models keep their clients for an endpoint
+    they have talked to before, whichever table they now name.
+    """
     settings_ = {
         "table_name": config.table_name,
         "host": config.host,
@@ -265,14 +292,19 @@ def configure_models(config: TableConfig) -> None:
         "aws_secret_access_key": config.credentials.get("aws_secret_access_key"),
     }
     with _config_lock:
+        if config == _current["config"]:
+            return
         # TableMeta too, so a model class imported only later inherits the same configuration.
         for meta in (TableMeta, *(model.Meta for model in table_models())):
             for name, value in settings_.items():
                 setattr(meta, name, value)
+        endpoint = _endpoint_key(config)
         for model in table_models():
             model._connection = None
+            if endpoint is not None:
+                _reuse_endpoint_connection(model, endpoint)
         _current["config"] = config
-        _current["connection"] = None
+        _current["connection"] = _endpoint_connections.get(("transactions", *endpoint)) if endpoint else None
         _current["clients_ready"] = False
 
 
@@ -291,6 +323,9 @@ def transaction_connection() -> Connection:
                     **config.credentials,
                 )
                 _current["connection"] = conn
+                endpoint = _endpoint_key(config)
+                if endpoint is not None:
+                    _endpoint_connections[("transactions", *endpoint)] = conn
     return conn
 
 
