@@ -41,7 +41,7 @@ run: install
 PYTEST_WORKERS ?= 2
 
 # ruff, cfn-lint and hadolint first, so the code, the deployment template and the image are checked even when
-# PYTEST_ARGS picks a subset of the tests.
+# PYTEST_ARGS picks a subset of the tests. They run here only: no test runs them again.
 test: install browser
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/cfn-lint deploy/tems.yaml
