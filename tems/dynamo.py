@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -252,8 +253,11 @@ _current: dict[str, Any] = {"config": None, "connection": None, "clients_ready":
 # Connections to a named endpoint (DynamoDB Local, a capacity model), kept across configurations: a botocore
 # client is tied to an endpoint, not to a table, and building one costs a botocore session and a parsed service
 # model, for each of the ~17 models every time the table changes. Connections to AWS itself (no endpoint) are
-# not kept: their credentials come from the environment, which may have changed in between.
-_endpoint_connections: dict[tuple[Any, ...], Connection] = {}
+# not kept: their credentials come from the environment, which may have changed in between. A few endpoints are
+# kept, the latest used: a tool that starts a throwaway endpoint per run must not pile up clients.
+_ENDPOINTS_KEPT = 4
+_TRANSACTIONS = "transactions"  # the transaction connection's key among an endpoint's, beside the model classes
+_endpoint_connections: OrderedDict[tuple[Any, ...], dict[Any, Connection]] = OrderedDict()
 
 
 def current_config() -> TableConfig:
@@ -266,9 +270,17 @@ def _endpoint_key(config: TableConfig) -> tuple[Any, ...] | None:
     return config.host, config.region, tuple(sorted(config.credentials.items()))
 
 
-def _reuse_endpoint_connection(model: type[Model], endpoint: tuple[Any, ...]) -> None:
+def _kept_connections(endpoint: tuple[Any, ...]) -> dict[Any, Connection]:
+    kept = _endpoint_connections.pop(endpoint, None) or {}
+    _endpoint_connections[endpoint] = kept
+    while len(_endpoint_connections) > _ENDPOINTS_KEPT:
+        _endpoint_connections.popitem(last=False)
+    return kept
+
+
+def _reuse_endpoint_connection(model: type[Model], connections: dict[Any, Connection]) -> None:
     table = model._get_connection()  # built from the model's Meta: no client yet, no request
-    kept = _endpoint_connections.setdefault((model, *endpoint), table.connection)
+    kept = connections.setdefault(model, table.connection)
     if kept is not table.connection:
         # The connection knows each table's key schema by name; a table met before is known already.
         try:
@@ -299,12 +311,13 @@ def configure_models(config: TableConfig) -> None:
             for name, value in settings_.items():
                 setattr(meta, name, value)
         endpoint = _endpoint_key(config)
+        connections = _kept_connections(endpoint) if endpoint is not None else None
         for model in table_models():
             model._connection = None
-            if endpoint is not None:
-                _reuse_endpoint_connection(model, endpoint)
+            if connections is not None:
+                _reuse_endpoint_connection(model, connections)
         _current["config"] = config
-        _current["connection"] = _endpoint_connections.get(("transactions", *endpoint)) if endpoint else None
+        _current["connection"] = connections.get(_TRANSACTIONS) if connections is not None else None
         _current["clients_ready"] = False
 
 
@@ -324,8 +337,8 @@ def transaction_connection() -> Connection:
                 )
                 _current["connection"] = conn
                 endpoint = _endpoint_key(config)
-                if endpoint is not None:
-                    _endpoint_connections[("transactions", *endpoint)] = conn
+                if endpoint in _endpoint_connections:
+                    _endpoint_connections[endpoint][_TRANSACTIONS] = conn
     return conn
 
 
