@@ -93,7 +93,7 @@ def ddb(request, dynamodb_local_endpoint, table_client):
 
     The tests of a module take turns in one table, emptied after each, so each test starts from an empty table as
     if it were new, without paying for a new one. A test marked ``fresh_table`` gets a table of its own, dropped
-    after it (browser tests are marked so: see ``pytest_collection_modifyitems``).
+    after it (tests on the live server are marked so: see ``pytest_collection_modifyitems``).
     """
     fresh = request.node.get_closest_marker("fresh_table") is not None
     table = None if fresh else request.getfixturevalue("module_table")
@@ -143,7 +143,7 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.moto)
         if "browser" in fixtures:
             item.add_marker(pytest.mark.browser)
-        if "app_server" in fixtures:
+        if "live_server" in fixtures:
             # A page may still have a request in flight when its test ends: its write must fail on a dropped
             # table, not land in the next test's.
             item.add_marker(pytest.mark.fresh_table)
