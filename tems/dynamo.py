@@ -8,6 +8,7 @@ Every PynamoDB model of TEMS declares ``class Meta(TableMeta)`` and so lives in 
 from __future__ import annotations
 
 import functools
+import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
@@ -250,11 +251,11 @@ class TableConfig:
 
 _config_lock = threading.Lock()
 _current: dict[str, Any] = {"config": None, "connection": None, "clients_ready": False}
-# Connections to a named endpoint (DynamoDB Local, a capacity model), kept across configurations: a botocore
-# client is tied to an endpoint, not to a table, and building one costs a botocore session and a parsed service
-# model, for each of the ~17 models every time the table changes. Connections to AWS itself (no endpoint) are
-# not kept: their credentials come from the environment, which may have changed in between. A few endpoints are
-# kept, the latest used: a tool that starts a throwaway endpoint per run must not pile up clients.
+# Connections kept across configurations, by what their botocore clients are built from: a client is tied to an
+# endpoint, a region and credentials, not to a table, and building one costs a botocore session and a parsed
+# service model, for each of the ~17 models every time the table changes. Without an endpoint (AWS itself, or
+# moto in a test) botocore takes the credentials from the environment, so those are part of the key. A few
+# endpoints are kept, the latest used: a tool that starts a throwaway endpoint per run must not pile up clients.
 _ENDPOINTS_KEPT = 4
 _TRANSACTIONS = "transactions"  # the transaction connection's key among an endpoint's, beside the model classes
 _endpoint_connections: OrderedDict[tuple[Any, ...], dict[Any, Connection]] = OrderedDict()
@@ -264,10 +265,13 @@ def current_config() -> TableConfig:
     return _current["config"] or TableConfig.from_settings()
 
 
-def _endpoint_key(config: TableConfig) -> tuple[Any, ...] | None:
-    if not config.host:
-        return None
-    return config.host, config.region, tuple(sorted(config.credentials.items()))
+_ENVIRONMENT_CREDENTIALS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE")
+
+
+def _endpoint_key(config: TableConfig) -> tuple[Any, ...]:
+    if config.host:
+        return config.host, config.region, tuple(sorted(config.credentials.items()))
+    return None, config.region, tuple(os.environ.get(name) for name in _ENVIRONMENT_CREDENTIALS)
 
 
 def _kept_connections(endpoint: tuple[Any, ...]) -> dict[Any, Connection]:
@@ -310,14 +314,12 @@ def configure_models(config: TableConfig) -> None:
         for meta in (TableMeta, *(model.Meta for model in table_models())):
             for name, value in settings_.items():
                 setattr(meta, name, value)
-        endpoint = _endpoint_key(config)
-        connections = _kept_connections(endpoint) if endpoint is not None else None
+        connections = _kept_connections(_endpoint_key(config))
         for model in table_models():
             model._connection = None
-            if connections is not None:
-                _reuse_endpoint_connection(model, connections)
+            _reuse_endpoint_connection(model, connections)
         _current["config"] = config
-        _current["connection"] = connections.get(_TRANSACTIONS) if connections is not None else None
+        _current["connection"] = connections.get(_TRANSACTIONS)
         _current["clients_ready"] = False
 
 

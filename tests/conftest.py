@@ -12,7 +12,7 @@ import botocore.session
 import pytest
 from botocore.client import BaseClient
 from django.contrib.auth.models import User
-from django.test import Client
+from django.test import Client, override_settings
 
 from tems.dynamo import LOCAL_CREDENTIALS, TableConfig, configure_models, ensure_table
 from tems.local_dynamodb import DynamoDBLocal
@@ -125,6 +125,15 @@ def moto_ddb(monkeypatch):
         ensure_table()
         yield config
     configure_models(TableConfig.from_settings())
+
+
+@pytest.fixture(scope="session", autouse=True)
+def fast_password_hashing():
+    """Passwords hashed with a fast hasher, as Django's testing docs advise: the production hasher's iterations
+    cost tenths of a second per user a fixture makes, and no test is about the hash's strength (the production
+    settings are checked in tests/tems/test_settings.py)."""
+    with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
+        yield
 
 
 @pytest.fixture(autouse=True)
