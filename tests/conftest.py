@@ -35,10 +35,9 @@ def dynamodb_local_endpoint():
 def one_botocore_loader():
     """One botocore data loader for the whole run instead of one per client.
 
-    Each test points the models at its table, and PynamoDB then builds ~17 fresh clients, each in a new botocore
-    session that parses the DynamoDB model and endpoint JSON again: measured 5-10 s per test on this loaded
-    2-core machine, 0.6-0.9 s with the parsed files shared. The files are read-only data, so sharing changes
-    nothing a test can observe but the time.
+    Each endpoint the models meet (DynamoDB Local, moto, every capacity model a test starts) gets ~17 clients,
+    each in a new botocore session that would parse the DynamoDB model and endpoint JSON again. The files are
+    read-only data, so sharing them changes nothing a test can observe but the time.
     """
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(botocore.session, "create_loader", functools.cache(botocore.session.create_loader))
