@@ -41,12 +41,13 @@ run: install
 PYTEST_WORKERS ?= 2
 
 # ruff, cfn-lint and hadolint first, so the code, the deployment template and the image are checked even when
-# PYTEST_ARGS picks a subset of the tests.
+# PYTEST_ARGS picks a subset of the tests. They run here only: no test runs them again. The slowest tests are
+# listed at the end of every run, to be looked at before more are added.
 test: install browser
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/cfn-lint deploy/tems.yaml
 	$(VENV)/bin/hadolint Dockerfile
-	$(PY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --durations=25 $(PYTEST_ARGS)
 
 # Screenshots of the main pages (desktop and phone) into docs/screenshots/, from a running `make run`.
 screenshots: install browser

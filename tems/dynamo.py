@@ -7,7 +7,9 @@ Every PynamoDB model of TEMS declares ``class Meta(TableMeta)`` and so lives in 
 
 from __future__ import annotations
 
+import os
 import threading
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -16,6 +18,7 @@ import boto3
 from django.conf import settings
 from pynamodb.attributes import UnicodeAttribute
 from pynamodb.connection import Connection
+from pynamodb.exceptions import TableError
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.models import Model
 
@@ -155,14 +158,55 @@ class TableConfig:
 
 _config_lock = threading.Lock()
 _current: dict[str, Any] = {"config": None, "connection": None, "clients_ready": False}
+# Connections kept across configurations, by what their botocore clients are built from: a client is tied to an
+# endpoint, a region and credentials, not to a table, and building one costs a botocore session and a parsed
+# service model, for each of the ~17 models every time the table changes. Without an endpoint (AWS itself, or
+# moto in a test) botocore takes the credentials from the environment, so those are part of the key. A few
+# endpoints are kept, the latest used: a tool that starts a throwaway endpoint per run must not pile up clients.
+_ENDPOINTS_KEPT = 4
+_TRANSACTIONS = "transactions"  # the transaction connection's key among an endpoint's, beside the model classes
+_endpoint_connections: OrderedDict[tuple[Any, ...], dict[Any, Connection]] = OrderedDict()
 
 
 def current_config() -> TableConfig:
     return _current["config"] or TableConfig.from_settings()
 
 
+_ENVIRONMENT_CREDENTIALS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE")
+
+
+def _endpoint_key(config: TableConfig) -> tuple[Any, ...]:
+    if config.host:
+        return config.host, config.region, tuple(sorted(config.credentials.items()))
+    return None, config.region, tuple(os.environ.get(name) for name in _ENVIRONMENT_CREDENTIALS)
+
+
+def _kept_connections(endpoint: tuple[Any, ...]) -> dict[Any, Connection]:
+    kept = _endpoint_connections.pop(endpoint, None) or {}
+    _endpoint_connections[endpoint] = kept
+    while len(_endpoint_connections) > _ENDPOINTS_KEPT:
+        _endpoint_connections.popitem(last=False)
+    return kept
+
+
+def _reuse_endpoint_connection(model: type[Model], connections: dict[Any, Connection]) -> None:
+    table = model._get_connection()  # built from the model's Meta: no client yet, no request
+    kept = connections.setdefault(model, table.connection)
+    if kept is not table.connection:
+        # The connection knows each table's key schema by name; a table met before is known already.
+        try:
+            kept.get_meta_table(table.table_name)
+        except TableError:
+            kept.add_meta_table(table.get_meta_table())
+        table.connection = kept
+
+
 def configure_models(config: TableConfig) -> None:
-    """Point every table model (and the transaction connection) at ``config``; used by tests and tools."""
+    """Point every table model (and the transaction connection) at ``config``; used by tests and tools.
+
+    Configuring the configuration already in force changes nothing; models keep their clients for an endpoint
+    they have talked to before, whichever table they now name.
+    """
     settings_ = {
         "table_name": config.table_name,
         "host": config.host,
@@ -171,14 +215,18 @@ def configure_models(config: TableConfig) -> None:
         "aws_secret_access_key": config.credentials.get("aws_secret_access_key"),
     }
     with _config_lock:
+        if config == _current["config"]:
+            return
         # TableMeta too, so a model class imported only later inherits the same configuration.
         for meta in (TableMeta, *(model.Meta for model in table_models())):
             for name, value in settings_.items():
                 setattr(meta, name, value)
+        connections = _kept_connections(_endpoint_key(config))
         for model in table_models():
             model._connection = None
+            _reuse_endpoint_connection(model, connections)
         _current["config"] = config
-        _current["connection"] = None
+        _current["connection"] = connections.get(_TRANSACTIONS)
         _current["clients_ready"] = False
 
 
@@ -197,6 +245,9 @@ def transaction_connection() -> Connection:
                     **config.credentials,
                 )
                 _current["connection"] = conn
+                endpoint = _endpoint_key(config)
+                if endpoint in _endpoint_connections:
+                    _endpoint_connections[endpoint][_TRANSACTIONS] = conn
     return conn
 
 

@@ -7,13 +7,14 @@ import os
 import uuid
 from pathlib import Path
 
+import boto3
 import botocore.session
 import pytest
 from botocore.client import BaseClient
 from django.contrib.auth.models import User
-from django.test import Client
+from django.test import Client, override_settings
 
-from tems.dynamo import TableConfig, boto3_client, configure_models, ensure_table
+from tems.dynamo import LOCAL_CREDENTIALS, TableConfig, configure_models, ensure_table
 from tems.local_dynamodb import DynamoDBLocal
 from tems.metering import ready_clients
 from tests.helpers import REGION
@@ -34,50 +35,79 @@ def dynamodb_local_endpoint():
 def one_botocore_loader():
     """One botocore data loader for the whole run instead of one per client.
 
-    Each test points the models at its table, and PynamoDB then builds ~17 fresh clients, each in a new botocore
-    session that parses the DynamoDB model and endpoint JSON again: measured 5-10 s per test on this loaded
-    2-core machine, 0.6-0.9 s with the parsed files shared. The files are read-only data, so sharing changes
-    nothing a test can observe but the time.
+    Each endpoint the models meet (DynamoDB Local, moto, every capacity model a test starts) gets ~17 clients,
+    each in a new botocore session that would parse the DynamoDB model and endpoint JSON again. The files are
+    read-only data, so sharing them changes nothing a test can observe but the time.
     """
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(botocore.session, "create_loader", functools.cache(botocore.session.create_loader))
         yield
 
 
+@pytest.fixture(scope="session")
+def table_client(dynamodb_local_endpoint):
+    """One boto3 client for making, emptying and dropping the test tables."""
+    return boto3.client("dynamodb", region_name=REGION, endpoint_url=dynamodb_local_endpoint, **LOCAL_CREDENTIALS)
+
+
+def _new_table(endpoint: str, client) -> TableConfig:
+    config = TableConfig(f"tems_test_{uuid.uuid4().hex[:10]}", endpoint, REGION)
+    ensure_table(client=client, table_name=config.table_name)
+    return config
+
+
+# Up to this many items a table is emptied key by key after a test (one scan, a few batch writes); past it,
+# dropping the table and making the next one is cheaper.
+EMPTY_AT_MOST = 100
+BATCH_WRITE_LIMIT = 25
+
+
+def _emptied(client, table_name: str) -> bool:
+    """Delete every item of the table and say True, or say False and delete nothing if it holds too many."""
+    page = client.scan(TableName=table_name, ProjectionExpression="PK, SK", ConsistentRead=True,
+                       Limit=EMPTY_AT_MOST)
+    if page.get("LastEvaluatedKey"):
+        return False
+    deletes = [{"DeleteRequest": {"Key": item}} for item in page["Items"]]
+    for start in range(0, len(deletes), BATCH_WRITE_LIMIT):
+        requests = deletes[start:start + BATCH_WRITE_LIMIT]
+        while requests:
+            answer = client.batch_write_item(RequestItems={table_name: requests})
+            requests = answer.get("UnprocessedItems", {}).get(table_name, [])
+    return True
+
+
 @pytest.fixture(scope="module")
-def module_table(dynamodb_local_endpoint):
-    """One table for every ``shared_table`` test of a module (see ``ddb``); deleted when the module ends."""
-    config = TableConfig(f"tems_test_{uuid.uuid4().hex[:10]}", dynamodb_local_endpoint, REGION)
-    configure_models(config)
-    ensure_table()
-    yield config
-    configure_models(config)
-    boto3_client().delete_table(TableName=config.table_name)
-    configure_models(TableConfig.from_settings())
+def module_table(dynamodb_local_endpoint, table_client):
+    """The table a module's ``ddb`` tests take turns in (see ``ddb``); dropped when the module ends."""
+    table: dict[str, TableConfig | None] = {"config": None}
+    yield table
+    if table["config"] is not None:
+        table_client.delete_table(TableName=table["config"].table_name)
 
 
 @pytest.fixture
-def ddb(request, dynamodb_local_endpoint):
-    """A table on DynamoDB Local for one test; every model points at it.
+def ddb(request, dynamodb_local_endpoint, table_client):
+    """An empty table on DynamoDB Local for one test; every model points at it.
 
-    Fresh per test by default. A module whose tests use only unique keys (uuid ids and idempotency keys) and never
-    scan, list or count the whole table marks itself ``pytestmark = pytest.mark.shared_table`` and its tests
-    share one table, which saves a create and a delete per test.
+    The tests of a module take turns in one table, emptied after each, so each test starts from an empty table as
+    if it were new, without paying for a new one. A test marked ``fresh_table`` gets a table of its own, dropped
+    after it (tests on the live server are marked so: see ``pytest_collection_modifyitems``).
     """
-    if request.node.get_closest_marker("shared_table"):
-        config = request.getfixturevalue("module_table")
-        configure_models(config)
-    else:
-        config = TableConfig(f"tems_test_{uuid.uuid4().hex[:10]}", dynamodb_local_endpoint, REGION)
-        configure_models(config)
-        ensure_table()
+    fresh = request.node.get_closest_marker("fresh_table") is not None
+    table = None if fresh else request.getfixturevalue("module_table")
+    config = (table and table["config"]) or _new_table(dynamodb_local_endpoint, table_client)
+    if table is not None:
+        table["config"] = config
+    configure_models(config)
     # Warm clients, as on a server that has answered a request: a race must test the database, not client setup.
     ready_clients()
     yield config
-    if not request.node.get_closest_marker("shared_table"):
-        boto3_client().delete_table(TableName=config.table_name)
     configure_models(TableConfig.from_settings())
-
+    if table is None or not _emptied(table_client, config.table_name):
+        table_client.delete_table(TableName=config.table_name)
+        if table is not None:
+            table["config"] = None
 
 
 @pytest.fixture
@@ -96,6 +126,15 @@ def moto_ddb(monkeypatch):
     configure_models(TableConfig.from_settings())
 
 
+@pytest.fixture(scope="session", autouse=True)
+def fast_password_hashing():
+    """Passwords hashed with a fast hasher, as Django's testing docs advise: the production hasher's iterations
+    cost tenths of a second per user a fixture makes, and no test is about the hash's strength (the production
+    settings are checked in tests/tems/test_settings.py)."""
+    with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
+        yield
+
+
 @pytest.fixture(autouse=True)
 def no_write_limit(settings):
     """The suite writes far faster than a person: the per-user write limit is off unless a test turns it on
@@ -112,6 +151,10 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.moto)
         if "browser" in fixtures:
             item.add_marker(pytest.mark.browser)
+        if "live_server" in fixtures:
+            # A page may still have a request in flight when its test ends: its write must fail on a dropped
+            # table, not land in the next test's.
+            item.add_marker(pytest.mark.fresh_table)
 
 
 @pytest.fixture

@@ -139,17 +139,20 @@ def test_tap_numbers_start_again_after_start_over(app_server, new_page, student,
 def test_taps_are_numbered_in_the_order_they_were_made_not_answered(app_server, new_page, student, demo_mode):
     page = new_page()
     open_lab(page, app_server)
-    sent = []
+    sent, held = [], []
 
-    def hold_the_first_answer(route):
+    def hold_the_first_tap(route):
         sent.append(route.request.headers["idempotency-key"])
         if len(sent) == 1:
-            page.wait_for_timeout(800)  # the first tap's answer comes last
-        route.continue_()
+            held.append(route)  # sent on only once the second tap has its answer, so the first answer comes last
+        else:
+            route.continue_()
 
-    page.route("**/register/", hold_the_first_answer)
+    page.route("**/register/", hold_the_first_tap)
     page.get_by_label("Disable the button while a request is in flight").uncheck()
     page.locator("#tryit-panel form.register-form button[type=submit]").dblclick()
+    expect(page.locator("#lab-request-log li.log-ok")).to_have_count(1)
+    held.pop().continue_()
     expect(page.locator("#lab-request-log li.log-ok")).to_have_count(2)
     lines = page.locator("#lab-request-log li").all_inner_texts()
     assert [line.split(",")[0] for line in lines] == ["Tap 1", "Tap 2"]

@@ -2,7 +2,6 @@
 
 import json
 import threading
-import time
 from datetime import timedelta
 
 import pytest
@@ -38,23 +37,29 @@ def test_a_dead_holders_slot_is_taken_over_after_its_lease(ddb):
 
 def test_concurrent_runs_never_hold_more_than_the_slots(ddb):
     """Eight runs at once for two slots: exactly two run, six are told the lab is busy."""
-    running, most = [0], [0]
-    lock = threading.Lock()
+    runs = 8
+    running, most, decided = [0], [0], [0]
+    everyone_decided = threading.Condition()
 
     def run() -> str:
         try:
             with lab_slot(slots=2):
-                with lock:
+                with everyone_decided:
                     running[0] += 1
                     most[0] = max(most[0], running[0])
-                time.sleep(0.5)
-                with lock:
+                    decided[0] += 1
+                    everyone_decided.notify_all()
+                    # Hold the slot until every run has had its answer, so each asked while the holders held.
+                    everyone_decided.wait_for(lambda: decided[0] == runs, timeout=30)
                     running[0] -= 1
             return "ran"
         except DomainError:
+            with everyone_decided:
+                decided[0] += 1
+                everyone_decided.notify_all()
             return "busy"
 
-    outcomes = race([run] * 8)
+    outcomes = race([run] * runs)
     assert most[0] <= 2 and outcomes.count("ran") == 2 and outcomes.count("busy") == 6
 
 

@@ -15,8 +15,6 @@ from tems.clock import utcnow
 from tems.identity import user_key
 from tests.registrations.helpers import make_event, register
 
-pytestmark = pytest.mark.shared_table
-
 
 @pytest.fixture
 def event(ddb, student):

@@ -10,8 +10,6 @@ from registrations import selectors, services
 from tems.identity import user_key
 from tests.registrations.helpers import make_event, register
 
-pytestmark = pytest.mark.shared_table
-
 
 @pytest.fixture
 def event(ddb, student):

@@ -10,9 +10,6 @@ from registrations import selectors
 from tests.race import WindowHeldOpen, race
 from tests.scoreboard.scenario import TEMS, Report, event, new_key, tems_registration, variants
 
-# Every key is the scenario's own event's: the two runs share their module's table.
-pytestmark = pytest.mark.shared_table
-
 REPORT = Report(
     peer="Hi.Events",
     issue="#267",

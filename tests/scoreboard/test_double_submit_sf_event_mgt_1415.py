@@ -11,9 +11,6 @@ from registrations.models import CONFIRMED
 from tests.race import WindowHeldOpen, race
 from tests.scoreboard.scenario import TEMS, Report, event, new_key, tems_registration, variants
 
-# Every key is the scenario's own event's: the two runs share their module's table.
-pytestmark = pytest.mark.shared_table
-
 REPORT = Report(
     peer="sf_event_mgt (TYPO3)",
     issue="#1415",

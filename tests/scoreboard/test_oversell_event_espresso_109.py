@@ -18,9 +18,6 @@ from tests.scoreboard.scenario import (
     waitlisted,
 )
 
-# Every key is the scenario's own event's: the two runs share their module's table.
-pytestmark = pytest.mark.shared_table
-
 REPORT = Report(
     peer="Event Espresso",
     issue="core #109",

@@ -9,9 +9,6 @@ from tests.scoreboard import broken
 from tests.scoreboard.scenario import TEMS, Report, confirmed, event, new_key, seats_shown, tems_registration, variants
 from tests.support.faults import LOST, Fault, inject
 
-# Every key is the scenario's own event's: the two runs share their module's table.
-pytestmark = pytest.mark.shared_table
-
 REPORT = Report(
     peer="Hi.Events",
     issue="#321",

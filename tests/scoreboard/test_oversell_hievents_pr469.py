@@ -11,9 +11,6 @@ from tests.race import race
 from tests.scoreboard import broken
 from tests.scoreboard.scenario import TEMS, Report, confirmed, event, no_wait, register, seats_shown, variants
 
-# Every key is the scenario's own event's: the two runs share their module's table.
-pytestmark = pytest.mark.shared_table
-
 REPORT = Report(
     peer="Hi.Events",
     issue="PR #469",

@@ -12,9 +12,6 @@ from tests.race import WindowHeldOpen, race
 from tests.scoreboard import broken
 from tests.scoreboard.scenario import TEMS, Report, event, new_key, no_wait, register, variants
 
-# Every key is the scenario's own event's: the two runs share their module's table.
-pytestmark = pytest.mark.shared_table
-
 REPORT = Report(
     peer="Unlock Protocol",
     issue="#9247",

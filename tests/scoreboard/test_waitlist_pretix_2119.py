@@ -9,9 +9,6 @@ from registrations import services
 from tests.scoreboard import broken
 from tests.scoreboard.scenario import TEMS, Report, confirmed, event, no_wait, register, variants, waitlisted
 
-# Every key is the scenario's own event's: the two runs share their module's table.
-pytestmark = pytest.mark.shared_table
-
 REPORT = Report(
     peer="pretix",
     issue="#2119",

@@ -13,9 +13,6 @@ from tems.idempotency import IdempotencyRecord
 from tems.transactions import LabelledTransaction, TransactionCancelled
 from tests.support.faults import CONFLICT, ERROR, LOST, THROTTLE, Fault, inject
 
-# Every key here is a fresh uuid and nothing scans: the tests share one table (tests/conftest.py ddb).
-pytestmark = pytest.mark.shared_table
-
 
 def new_record(**fields) -> IdempotencyRecord:
     key = str(uuid.uuid4())

@@ -29,9 +29,6 @@ from tems.idempotency import (
 )
 from tems.transactions import LabelledTransaction, TransactionCancelled
 
-# Every key here is a fresh uuid and nothing scans: the tests share one table (tests/conftest.py ddb).
-pytestmark = pytest.mark.shared_table
-
 T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
 

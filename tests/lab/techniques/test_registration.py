@@ -5,6 +5,7 @@ retries of one tap) and half with fresh keys (deliberate repeated taps). The rea
 registration; the naive read-then-write path must fail the very same check.
 """
 
+import threading
 import time
 from collections import Counter
 
@@ -90,8 +91,20 @@ def test_the_article_techniques_prevent_duplicates_too(ddb, name):
 
 def test_all_three_fails_in_flight_duplicates_instead_of_waiting(ddb):
     event = make_event(capacity=10)
-    keys, shared_key, results = same_student_race(TECHNIQUES["all_three"].run, event.event_id,
-                                                  pause=lambda: time.sleep(0.05))
+    # Each tap that won its key's record holds its window until some tap has been answered "in progress": the
+    # shared key's first tap is then certainly in flight while its duplicates arrive (a 50 ms window was not
+    # enough on a loaded machine). A wrapper that made duplicates wait would never answer so, and the taps
+    # would go on after the timeout, to fail the check below.
+    answered_in_progress = threading.Event()
+
+    def tap(**kwargs):
+        attempt = TECHNIQUES["all_three"].run(**kwargs)
+        if attempt.outcome == "in_progress":
+            answered_in_progress.set()
+        return attempt
+
+    keys, shared_key, results = same_student_race(tap, event.event_id,
+                                                  pause=lambda: answered_in_progress.wait(timeout=30))
     shared = [result for key, result in zip(keys, results, strict=True) if key == shared_key]
     # No duplicates, but taps of the same key that arrived while the first was running were refused.
     assert any(result.outcome == "in_progress" for result in shared)
