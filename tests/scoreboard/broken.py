@@ -24,7 +24,7 @@ from registrations.models import (
     SeatShard,
 )
 from registrations.services import messages
-from registrations.tickets import ticket_read
+from registrations.ticket_tokens import ticket_read
 from tems import outbox
 from tems.clock import utcnow
 from tems.outbox import OutboxMessage
