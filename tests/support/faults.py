@@ -42,6 +42,7 @@ from unittest import mock
 import urllib3
 from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ReadTimeoutError
+from botocore.retries.quota import RetryQuota
 from botocore.retries.standard import ExponentialBackoff
 
 from tems.dynamo import table_models, transaction_connection
@@ -240,7 +241,12 @@ def inject(*faults: Fault, seed: int = 0, backoff_scale: float = 0.01) -> Iterat
         _install_everywhere()
         _active["injector"] = injector
     try:
-        with mock.patch.object(ExponentialBackoff, "delay_amount", scaled):
+        # Each botocore client has a retry budget (its RetryQuota) that retries spend and successes refill. The
+        # clients outlive a test (kept per endpoint), so the faults made up here must not spend it: a budget
+        # drained by one test's hundreds of synthetic faults would leave a later test's lost answer unretried,
+        # and that test would see a failure its own faults never caused.
+        with (mock.patch.object(ExponentialBackoff, "delay_amount", scaled),
+              mock.patch.object(RetryQuota, "acquire", return_value=True)):
             yield injector
     finally:
         _active["injector"] = None

@@ -89,10 +89,13 @@ def test_the_client_metered_is_the_one_pynamodb_sends_through(moto_ddb):
     assert dict(meter.requests) == {"Query": 1}
 
 
-def test_reconfiguring_drops_each_models_cached_connection(moto_ddb):
-    # Model._connection: the cached connection configure_models clears so the next call uses the new table.
-    Event._get_connection()
-    assert Event._connection is not None
+def test_reconfiguring_points_each_model_at_the_new_table_through_the_client_it_had(moto_ddb):
+    # PynamoDB's private seam: Model._connection (a TableConnection) and its .connection (the client holder),
+    # which configure_models replaces and re-shares so a new table on the same endpoint builds no new client.
+    first = Event._get_connection()
+    client = first.connection.client
     configure_models(TableConfig("tems_other", None, current_config().region))
-    assert Event._connection is None and Event.Meta.table_name == "tems_other"
-    assert Event._get_connection().table_name == "tems_other"
+    again = Event._get_connection()
+    assert again is not first and again.table_name == "tems_other" and Event.Meta.table_name == "tems_other"
+    assert again.connection.client is client
+    assert again.connection.get_meta_table("tems_other") is not None
