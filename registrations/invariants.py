@@ -341,7 +341,7 @@ class CheckinsMatch(_PerEvent):
                 yield f"{pk}: checked_in_count={stored['checked_in_count'] or 0} but {tally['checkins']} check-ins"
 
 
-# The outbox message types whose handler goes on with a message's fan-out (registrations.services.messages).
+# The outbox message types whose handler goes on with a message's fan-out (registrations.messages.services).
 _FAN_OUT_TYPES = {"StaffMessageRequested", "ReminderRequested", "EventMessageFanOut", "EventCancellationRequested"}
 
 

@@ -79,7 +79,7 @@ class Event(TableModel):
     # Offer mode of the waiting list: a freed seat is offered to the head for this many hours (absent or 0: the
     # head is promoted at once). Read by a cancel through EventSeats, the view its transaction already reads.
     offer_hours = NumberAttribute(null=True)
-    # Set when the event is called off (registrations.services.cancellation, ``event_cancel_once``), in the same
+    # Set when the event is called off (registrations.events.services, ``event_cancel_once``), in the same
     # transaction that copies it onto every seat shard: read only through ``is_cancelled``, the one predicate every
     # "not for a cancelled event" rule asks. Writes that admit someone check it by their own conditions.
     cancelled_at = UTCDateTimeAttribute(null=True)
@@ -115,7 +115,7 @@ class Event(TableModel):
 
     @property
     def is_cancelled(self) -> bool:
-        """Whether the event was called off: no reminder goes out for it (registrations.services.messages)."""
+        """Whether the event was called off: no reminder goes out for it (registrations.messages.services)."""
         return self.cancelled_at is not None
 
     @property
@@ -207,7 +207,7 @@ class SeatShard(TableModel):
     # answer checked against questions that changed meanwhile is refused by the seat's own condition.
     questions = NumberAttribute(null=True)
 
-    # Each shard is also one lane of the event's waiting list (see registrations.seating.tickets, "Lanes"). ``gate`` is
+    # Each shard is also one lane of the event's waiting list (see registrations.seating.lanes, "Lanes"). ``gate`` is
     # the lane's copy of the event's gate (``SeatGate.state``): a join needs it closed. A lane copies a closed
     # gate only while its ``opened`` is the gate's (no reopening since), and every reopening opens every lane
     # in the gate's own transaction; absent or 0 is open. The lane hands out the tickets of its current block
@@ -284,7 +284,7 @@ class EventQuestions(TableModel):
     ``questions`` is the list as JSON (registrations.questions); each question keeps its id for life, so answers
     stay tied to it across edits. An edit is one transaction: this item under ``version = expected`` and every
     seat shard's ``questions`` set to the new version, so the shards refuse answers checked against an older
-    list (registrations.services.questions). Absent: the event has no questions.
+    list (registrations.questions.services). Absent: the event has no questions.
     """
 
     ITEM = "QUESTIONS"
@@ -475,7 +475,7 @@ class WaitlistEntry(TableModel):
     """``EVENTSEATS#<event_id>#<lane>`` / ``WAITLIST#<ticket>``: one place in the event's FIFO waiting list, in
     the partition of the lane (seat shard) that handed out the ticket.
 
-    Tickets come in blocks from the event's queue (WaitlistQueue, see registrations.seating.tickets): unique, ordered
+    Tickets come in blocks from the event's queue (WaitlistQueue, see registrations.seating.lanes): unique, ordered
     by when their block was claimed, and the head of the queue is the smallest ticket over all lanes (one
     Query with Limit 1 per lane). A position is never stored: it is counted on read, so a cancellation in the
     middle rewrites nothing.
@@ -623,7 +623,7 @@ class EventMessage(TableModel):
 
     A staff message's id is derived from the event, the author and the tap's idempotency key; a reminder's from
     the event alone: either is written under ``attribute_not_exists``, so a double-click or a second sweep makes
-    no second message. The relay fans it out a page at a time (registrations.services.messages): each page's
+    no second message. The relay fans it out a page at a time (registrations.messages.services): each page's
     per-recipient outbox messages and the move of the cursor (``partition``, ``last_key``, ``pages``) are one
     transaction conditioned on ``pages`` as read, so a page is queued exactly once however the relay dies.
     """

@@ -104,7 +104,7 @@ def registration_cancelled(message: OutboxMessage) -> None:
 
 def event_message_mail(message: OutboxMessage) -> None:
     """One recipient's copy of a staff message, reminder or cancellation notice (queued by
-    registrations.services.messages).
+    registrations.messages.services).
 
     Its outbox id, and so its Message-ID, is derived from the message and the registration: a copy sent again
     after a relay died between the SMTP server's answer and the outbox delete is the same mail to the receiver.

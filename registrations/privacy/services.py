@@ -39,7 +39,7 @@ from registrations.models import (
 from registrations.privacy import selectors
 from registrations.privacy.models import ANSWERS_ATTRIBUTE, MAX_RETENTION_DAYS, Erasure, EventRetention
 from registrations.services.cancel import registration_cancel_once
-from registrations.services.common import WRITE_POLICY, busy_error
+from registrations.write_rules import WRITE_POLICY, busy_error
 from tems import accounts
 from tems.clock import utcnow
 from tems.idempotency import IdempotencyRecord

@@ -107,7 +107,7 @@ def first_shard(event_id: str, user_id: str, count: int) -> int:
 
 def admitting(created_at):
     """The condition of a write that admits someone through a shard (a seat, a ticket of its lane): the event has not
-    started by ``created_at`` and it is not cancelled (services/cancellation.py marks every shard in its
+    started by ``created_at`` and it is not cancelled (events/services.py marks every shard in its
     transaction)."""
     return (SeatShard.starts_at > created_at) & SeatShard.cancelled_at.does_not_exist()
 

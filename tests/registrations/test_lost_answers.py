@@ -10,8 +10,9 @@ import pytest
 from django.test import Client
 
 from registrations import selectors, services
+from registrations.events import services as event_services
+from registrations.events import services as events_module
 from registrations.models import Event, WaitlistEntry
-from registrations.services import events as events_module
 from tems.outbox import outbox_relay
 from tests.helpers import assert_invariants_clean
 from tests.registrations.helpers import STARTS, make_event, new_key, register
@@ -27,7 +28,7 @@ def touches(fragment: str):
 
 def edit(event_id: str, version: int, **changes):
     fields = {"title": "Open day", "description": "", "location": "", "starts_at": STARTS, "capacity": 5}
-    return services.event_update(event_id=event_id, expected_version=version, updated_by="editor",
+    return event_services.event_update(event_id=event_id, expected_version=version, updated_by="editor",
                                  **{**fields, **changes})
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from lab.techniques.registration import Attempt, no_pause
 from registrations import selectors, services
+from registrations.messages import services as messages
 from registrations.models import (
     CONFIRMED,
     OFFERED,
@@ -23,7 +24,7 @@ from registrations.models import (
     RegistrationClaim,
     SeatShard,
 )
-from registrations.services import messages
+from registrations.offers import services as offer_services
 from registrations.tickets import ticket_read
 from tems import outbox
 from tems.clock import utcnow
@@ -139,7 +140,7 @@ def door_read_then_write(*, event_id: str, ticket_text: str, door: str, staff_id
 def accept_deciding_from_a_read(monkeypatch) -> None:
     """An accept that first reads "is this offer still open?" and, when it is not, tells the student their seat
     went on: a second click on the mail's link gets a false answer."""
-    real = services.offer_accept
+    real = offer_services.offer_accept
 
     def accept(*, user_id: str, registration_id: str, **kwargs):
         offer = selectors.offer_get(user_id=user_id, registration_id=registration_id)

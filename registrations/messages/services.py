@@ -43,7 +43,7 @@ from registrations.models import (
     Registration,
 )
 from registrations.serializers import message_api_location, message_to_dict
-from registrations.services.common import IDEMPOTENCY, OUTBOX, WRITE_POLICY, StoredOutcome, busy_error, stored_answer
+from registrations.write_rules import IDEMPOTENCY, OUTBOX, WRITE_POLICY, StoredOutcome, busy_error, stored_answer
 from tems.clock import utcnow
 from tems.dynamo import batch_get_models
 from tems.idempotency import StoredResponse, add_completed_record
