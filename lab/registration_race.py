@@ -19,18 +19,9 @@ from lab.techniques.registration import RACE_TECHNIQUES, TECHNIQUES, Attempt, ch
 from registrations import selectors
 from registrations.errors import RegistrationError
 from registrations.events import services as event_services
-from registrations.models import (
-    CONFIRMED,
-    REGISTRATION_BUCKETS,
-    WAITLISTED,
-    Event,
-    EventSeats,
-    Registration,
-    RegistrationClaim,
-    SeatGate,
-    SeatShard,
-    WaitlistQueue,
-)
+from registrations.events.models import Event, EventSeats
+from registrations.models import CONFIRMED, REGISTRATION_BUCKETS, WAITLISTED, Registration, RegistrationClaim
+from registrations.seating.models import SeatGate, SeatShard, WaitlistQueue
 from registrations.seating.shards import event_seats, max_shards
 from tems.clock import utcnow
 from tems.idempotency import IdempotencyRecord

@@ -16,7 +16,8 @@ from django.utils.timezone import localtime
 
 from registrations import selectors
 from registrations.errors import RegistrationError
-from registrations.models import CONFIRMED, EventMessage
+from registrations.messages.models import EventMessage
+from registrations.models import CONFIRMED
 from registrations.offers.links import offer_url
 from registrations.ticket_tokens import ticket_url
 from tems.accounts import notification_recipient

@@ -31,8 +31,9 @@ from datetime import datetime
 from typing import Any
 
 from registrations.checkins import selectors
+from registrations.checkins.models import CheckIn, CheckInLogEntry, EventCheckins
 from registrations.errors import RegistrationError, cancelled_in_image, event_cancelled_error
-from registrations.models import CONFIRMED, CheckIn, CheckInLogEntry, EventCheckins, Registration
+from registrations.models import CONFIRMED, Registration
 from registrations.serializers import checkin_to_dict
 from registrations.services import RegistrationOutcome
 from registrations.ticket_tokens import Ticket, ticket_read

@@ -12,10 +12,12 @@ from datetime import datetime
 from functools import partial
 
 from registrations.errors import RegistrationError, cancelled_in_image, event_cancelled_error
+from registrations.events.models import Event, EventCancellation, EventSeats
+from registrations.messages.models import EventMessage
 from registrations.messages.services import MESSAGE, REGISTRANTS
-from registrations.models import Event, EventCancellation, EventMessage, EventSeats, SeatGate, SeatShard, WaitlistQueue
 from registrations.seating import shards
 from registrations.seating.gate import GATE, GateBusy, gate_get, new_gate
+from registrations.seating.models import SeatGate, SeatShard, WaitlistQueue
 from registrations.seating.shards import add_reslice, planned_sizes
 from registrations.serializers import cancellation_to_dict, event_to_dict
 from registrations.services.promotion import waitlist_promote

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from registrations.models import OFFERED, WAITLISTED, EventSeats, Offer, Registration, RegistrationClaim, WaitlistEntry
+from registrations.events.models import EventSeats
+from registrations.models import OFFERED, WAITLISTED, Registration, RegistrationClaim, WaitlistEntry
+from registrations.offers.models import Offer
 from registrations.write_rules import HEAD_CLAIM, HEAD_EVENT_REGISTRATION, HEAD_USER_REGISTRATION, HEAD_WAITLIST_ENTRY
 from tems.outbox import outbox_message
 from tems.transactions import LabelledTransaction

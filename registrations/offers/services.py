@@ -16,7 +16,9 @@ from datetime import datetime
 from typing import Any
 
 from registrations.errors import RegistrationError, cancelled_in_image, event_cancelled_error
-from registrations.models import CONFIRMED, OFFERED, EventSeats, Offer, Registration, RegistrationClaim
+from registrations.events.models import EventSeats
+from registrations.models import CONFIRMED, OFFERED, Registration, RegistrationClaim
+from registrations.offers.models import Offer
 from registrations.offers.offer_writes import OFFER, add_offer_end
 from registrations.services.cancel import FreedSeat, FreeingCommit, cancel_transaction, freed_seat
 from registrations.write_rules import (

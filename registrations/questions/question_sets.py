@@ -27,7 +27,9 @@ from typing import Any
 from django.core import signing
 
 from registrations.errors import RegistrationError
-from registrations.models import EventQuestions, Registration, SeatShard
+from registrations.models import Registration
+from registrations.questions.models import EventQuestions
+from registrations.seating.models import SeatShard
 from tems.dynamo import batch_get_models
 from tems.text import unsafe_text_problem
 

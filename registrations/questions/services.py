@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from registrations.errors import RegistrationError
-from registrations.models import EventQuestions, SeatGate, SeatShard
+from registrations.questions.models import EventQuestions
 from registrations.questions.question_sets import (
     Question,
     QuestionSet,
@@ -27,6 +27,7 @@ from registrations.questions.question_sets import (
     questions_from_json,
     questions_to_json,
 )
+from registrations.seating.models import SeatGate, SeatShard
 from registrations.write_rules import WRITE_POLICY, busy_error
 from tems.clock import utcnow
 from tems.merge import MERGE_ATTEMPTS, Merge, three_way_merge

@@ -35,10 +35,10 @@ from typing import Any
 from pynamodb.exceptions import PynamoDBException
 
 from registrations.errors import RegistrationError, event_cancelled_error
-from registrations.models import SeatShard
 from registrations.seating import lanes, shards
 from registrations.seating.gate import CLOSED, RAISED, GateBusy, gate_close, gate_get, lane_copy
 from registrations.seating.hints import hints
+from registrations.seating.models import SeatShard
 from tems.transactions import TRANSIENT, response_code
 
 _random = random.SystemRandom()

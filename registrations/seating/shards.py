@@ -13,9 +13,10 @@ from collections.abc import Iterable
 
 from django.conf import settings
 
-from registrations.models import EventSeats, SeatGate, SeatShard
+from registrations.events.models import EventSeats
 from registrations.seating.gate import CLOSED, RAISED, add_gate, nobody_in_lane, reopened_gate, reopened_lane
 from registrations.seating.hints import hints
+from registrations.seating.models import SeatGate, SeatShard
 from tems.transactions import LabelledTransaction
 
 # One item takes at most 1,000 WCU/s on AWS (a documented partition limit), a transactional write costs twice a

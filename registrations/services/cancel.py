@@ -10,19 +10,17 @@ from typing import Any
 
 from registrations import selectors
 from registrations.errors import RegistrationError, cancelled_in_image, event_cancelled_error
+from registrations.events.models import EventSeats
 from registrations.models import (
     CANCELLED,
     CONFIRMED,
     OFFERED,
     WAITLISTED,
-    EventSeats,
-    Offer,
     Registration,
     RegistrationClaim,
-    SeatGate,
-    SeatShard,
     WaitlistEntry,
 )
+from registrations.offers.models import Offer
 from registrations.offers.offer_writes import add_offer_end, offer_end_for
 from registrations.seating.gate import (
     add_freed,
@@ -31,6 +29,7 @@ from registrations.seating.gate import (
     reopened_gate,
     reopened_lane,
 )
+from registrations.seating.models import SeatGate, SeatShard
 from registrations.services.promotion import SeatWrites, add_to_head, head_left
 from registrations.write_rules import (
     CLAIM,

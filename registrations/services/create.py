@@ -21,18 +21,11 @@ from typing import Any
 from pynamodb.exceptions import PynamoDBException
 
 from registrations import attendees, selectors
-from registrations.models import (
-    CONFIRMED,
-    WAITLISTED,
-    Registration,
-    RegistrationClaim,
-    SeatShard,
-    WaitlistEntry,
-    WaitlistQueue,
-)
+from registrations.models import CONFIRMED, WAITLISTED, Registration, RegistrationClaim, WaitlistEntry
 from registrations.questions import question_sets
 from registrations.seating import lanes, positions, shards
 from registrations.seating.gate import CLOSED, GateBusy
+from registrations.seating.models import SeatShard, WaitlistQueue
 from registrations.seating.router import Join, Router
 from registrations.serializers import registration_to_dict
 from registrations.services.outcome import RegistrationOutcome, new_registration_id

@@ -10,20 +10,12 @@ from datetime import datetime
 from typing import Any
 
 from registrations import selectors
-from registrations.models import (
-    CONFIRMED,
-    WAITLISTED,
-    EventSeats,
-    Registration,
-    RegistrationClaim,
-    SeatGate,
-    SeatShard,
-    WaitlistEntry,
-    WaitlistQueue,
-)
+from registrations.events.models import EventSeats
+from registrations.models import CONFIRMED, WAITLISTED, Registration, RegistrationClaim, WaitlistEntry
 from registrations.offers.offer_writes import HEAD_OFFER, add_offer, offer_end_for
 from registrations.seating import positions, shards
 from registrations.seating.gate import CLOSED, RAISED, add_gate, lane_open
+from registrations.seating.models import SeatGate, SeatShard, WaitlistQueue
 from registrations.seating.shards import add_reslice, planned_sizes
 from registrations.write_rules import (
     EVENT_SEATS,

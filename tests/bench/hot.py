@@ -71,7 +71,8 @@ from lab.techniques.registration import registration_fingerprint
 from registrations import selectors, serializers, services, write_rules
 from registrations.errors import RegistrationError
 from registrations.events import services as event_services
-from registrations.models import CONFIRMED, WAITLISTED, Event, RegistrationClaim
+from registrations.events.models import Event
+from registrations.models import CONFIRMED, WAITLISTED, RegistrationClaim
 from registrations.seating import lanes, positions, router, shards
 from registrations.seating.gate import GateBusy
 from tems.clock import utcnow

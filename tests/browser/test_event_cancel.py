@@ -8,7 +8,7 @@ from playwright.sync_api import expect
 
 from registrations import selectors
 from registrations.events import services as event_services
-from registrations.models import EventMessage
+from registrations.messages.models import EventMessage
 from tems.identity import user_key
 from tests.browser.helpers import log_in
 from tests.browser.pages import DESKTOP, PHONE, new_sized_page, serious_axe_violations

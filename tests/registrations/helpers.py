@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from lab.techniques.registration import registration_fingerprint
 from registrations import services, write_rules
 from registrations.events import services as event_services
-from registrations.models import SeatShard
+from registrations.seating.models import SeatShard
 from registrations.services import create as registration_service
 
 STARTS = datetime(2027, 5, 1, 9, 0, tzinfo=UTC)

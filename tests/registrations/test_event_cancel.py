@@ -11,7 +11,8 @@ from registrations import selectors, services
 from registrations.checkins import services as checkin_services
 from registrations.errors import EVENT_CANCELLED, RegistrationError
 from registrations.events import services as event_services
-from registrations.models import EventMessage, SeatShard
+from registrations.messages.models import EventMessage
+from registrations.seating.models import SeatShard
 from registrations.ticket_tokens import ticket_token
 from tems.clock import utcnow
 from tems.invariants import check_all
@@ -109,7 +110,7 @@ def test_nobody_is_promoted_and_nobody_leaves_once_the_event_is_cancelled(event)
 def promotion_meeting_a_cancellation(event_id: str, monkeypatch) -> int:
     """A raise of capacity left for the promotion (people wait), and the event cancelled between the promotion's
     read of the heads and its write: returns how many the promotion promoted."""
-    from registrations.models import EventSeats
+    from registrations.events.models import EventSeats
     from registrations.services import promotion
 
     for n in range(4):
@@ -135,7 +136,7 @@ def test_a_promotion_read_before_the_cancellation_promotes_nobody_after_it(event
 
 
 def test_the_promotion_check_catches_a_promotion_without_the_cancelled_condition(event, monkeypatch):
-    from registrations.models import EventSeats
+    from registrations.events.models import EventSeats
 
     # Broken: the promotion's "not cancelled" is a condition that always holds.
     monkeypatch.setattr(EventSeats.cancelled_at, "does_not_exist", lambda: EventSeats.pk.exists())

@@ -11,7 +11,7 @@ from icalendar import Calendar
 from registrations import selectors
 from registrations.events import services as event_services
 from registrations.messages import services as messages
-from registrations.models import EventMessage
+from registrations.messages.models import EventMessage
 from tems.clock import utcnow
 from tems.identity import user_key
 from tests.registrations.helpers import make_event, register

@@ -32,9 +32,13 @@ from lab.techniques.registration import registration_fingerprint
 from registrations import selectors, serializers, services
 from registrations.errors import EVENT_CANCELLED, RegistrationError
 from registrations.events import services as event_services
-from registrations.models import Event, EventMessage, Offer, Registration, RegistrationClaim
+from registrations.events.models import Event
+from registrations.messages.models import EventMessage
+from registrations.models import Registration, RegistrationClaim
+from registrations.offers import offer_writes
 from registrations.offers import services as offer_services
 from registrations.offers import services as offers_module
+from registrations.offers.models import Offer
 from registrations.services import create as registration_module
 from tems.clock import utcnow
 from tems.invariants import check_all
@@ -332,7 +336,7 @@ def decline_keeping_the_seat(offer, *, state, now, response, key=None):
     """Broken, deliberately: a decline (or expiry) that ends the offer and the registration, and gives the seat
     it held to nobody."""
     transaction = offers_module.LabelledTransaction()
-    offers_module.add_offer_end(transaction, user_id=offer.user_id, registration_id=offer.registration_id,
+    offer_writes.add_offer_end(transaction, user_id=offer.user_id, registration_id=offer.registration_id,
                                 state=state, now=now)
     transaction.delete(offers_module.CLAIM, RegistrationClaim(*RegistrationClaim.key_for(offer.event_id,
                                                                                         offer.user_id)))

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from registrations.models import Event
+from registrations.events.models import Event
 from registrations.write_rules import CLAIM, IDEMPOTENCY
 from tems.dynamo import boto3_client, current_config
 from tems.transactions import LabelledTransaction

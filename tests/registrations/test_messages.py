@@ -22,8 +22,10 @@ from django.contrib.auth.models import User
 from registrations import attendees, selectors, services
 from registrations.checkins import services as checkin_services
 from registrations.events import services as event_services
+from registrations.events.models import Event
 from registrations.messages import services as messages
-from registrations.models import CONFIRMED, WAITLISTED, Event, EventMessage, Registration
+from registrations.messages.models import EventMessage
+from registrations.models import CONFIRMED, WAITLISTED, Registration
 from registrations.ticket_tokens import ticket_token
 from tems import outbox
 from tems.accounts import email_address_mark_verified

@@ -18,10 +18,13 @@ from registrations import selectors, services
 from registrations.errors import RegistrationError
 from registrations.events import services as event_services
 from registrations.messages import services as messages
-from registrations.models import CONFIRMED, OFFERED, WAITLISTED, Offer, Registration, RegistrationClaim, SeatShard
+from registrations.models import CONFIRMED, OFFERED, WAITLISTED, Registration, RegistrationClaim
+from registrations.offers import offer_writes
 from registrations.offers import services as offer_services
 from registrations.offers import services as offers
+from registrations.offers.models import Offer
 from registrations.seating.hints import hints
+from registrations.seating.models import SeatShard
 from registrations.services import cancel as cancel_service
 from registrations.services import promotion as promotion_service
 from tems.clock import utcnow
@@ -143,7 +146,7 @@ def test_an_accept_is_replayed_per_key(ddb):
 
 def _end_without_the_clock(transaction, *, user_id, registration_id, state, now):
     """Broken: the offer's end conditioned on its state only, not on the clock."""
-    transaction.update(promotion_service.OFFER, Offer(*Offer.key_for(user_id, registration_id)),
+    transaction.update(offer_writes.OFFER, Offer(*Offer.key_for(user_id, registration_id)),
                        actions=[Offer.state.set(state), Offer.gsi1pk.remove(), Offer.gsi1sk.remove()],
                        condition=Offer.state == OFFERED, return_old_on_failure=True)
 
@@ -171,7 +174,7 @@ def test_a_late_accept_is_409_and_the_seat_goes_to_the_next(ddb, monkeypatch, br
 def _decline_keeping_the_seat(offer, *, state, now, response, key=None):
     """Broken: the decline ends the offer and the registration, and nobody gets the seat it held."""
     transaction = offers.LabelledTransaction()
-    promotion_service.add_offer_end(transaction, user_id=offer.user_id, registration_id=offer.registration_id,
+    offer_writes.add_offer_end(transaction, user_id=offer.user_id, registration_id=offer.registration_id,
                                     state=state, now=now)
     transaction.delete(offers.CLAIM, RegistrationClaim(*RegistrationClaim.key_for(offer.event_id, offer.user_id)))
     for label, key_of in ((offers.USER_REGISTRATION, Registration.user_key_for(offer.user_id, offer.registration_id)),
@@ -421,7 +424,7 @@ def test_the_accept_and_the_expiry_carry_the_clock_in_their_conditions():
     assert [ended["ExpressionAttributeNames"][name] for name in ("#0", "#1")] == ["state", "ends_at"]
     assert ended["ExpressionAttributeValues"][":1"] == {"S": Offer.ends_at.serialize(NOW)}
     transaction = offers.LabelledTransaction()
-    promotion_service.add_offer_end(transaction, user_id="u1", registration_id="r1", state=Offer.EXPIRED, now=NOW)
+    offer_writes.add_offer_end(transaction, user_id="u1", registration_id="r1", state=Offer.EXPIRED, now=NOW)
     (expiry,) = [item["Update"] for item in transaction.transact_items()]
     assert expiry["ConditionExpression"] == "(#0 = :0 AND #1 <= :1)"
 

@@ -8,10 +8,12 @@ import pytest
 from registrations import selectors, services
 from registrations.errors import RegistrationError
 from registrations.events import services as event_services
-from registrations.models import EventQuestions, Registration, RegistrationClaim, SeatShard, WaitlistEntry
+from registrations.models import Registration, RegistrationClaim, WaitlistEntry
 from registrations.questions import question_sets
 from registrations.questions import services as question_services
+from registrations.questions.models import EventQuestions
 from registrations.questions.question_sets import NO_QUESTIONS, Question, QuestionSet
+from registrations.seating.models import SeatShard
 from tems.metering import metered
 from tests.helpers import assert_invariants_clean, broken_invariants
 from tests.race import race

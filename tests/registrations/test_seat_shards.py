@@ -14,16 +14,12 @@ import pytest
 from registrations import selectors, services
 from registrations.errors import RegistrationError
 from registrations.events import services as event_services
-from registrations.models import (
-    CONFIRMED,
-    WAITLISTED,
-    EventSeats,
-    SeatGate,
-    SeatShard,
-)
+from registrations.events.models import EventSeats
+from registrations.models import CONFIRMED, WAITLISTED
 from registrations.seating import gate as gate_service
 from registrations.seating import lanes, positions, router, shards
 from registrations.seating.hints import hints
+from registrations.seating.models import SeatGate, SeatShard
 from registrations.services import cancel as cancel_service
 from registrations.services import create as registration_service
 from registrations.services import promotion as promotion_service

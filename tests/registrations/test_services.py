@@ -8,7 +8,8 @@ import pytest
 from registrations import selectors, serializers, services, write_rules
 from registrations.errors import RegistrationError
 from registrations.events import services as event_services
-from registrations.models import Registration, SeatShard, WaitlistQueue
+from registrations.models import Registration
+from registrations.seating.models import SeatShard, WaitlistQueue
 from registrations.ticket_tokens import ticket_url
 from registrations.write_rules import WAITLIST_ENTRY
 from tems.idempotency import IdempotencyRecord

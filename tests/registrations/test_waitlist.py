@@ -16,9 +16,10 @@ import pytest
 
 from registrations import selectors, services
 from registrations.events import services as event_services
-from registrations.models import CONFIRMED, WAITLISTED, SeatShard, WaitlistQueue
+from registrations.models import CONFIRMED, WAITLISTED
 from registrations.seating import lanes, positions, router, shards
 from registrations.seating.hints import hints
+from registrations.seating.models import SeatShard, WaitlistQueue
 from tems.clock import utcnow
 from tems.metering import metered
 from tems.transactions import LabelledTransaction

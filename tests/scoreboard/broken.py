@@ -13,18 +13,11 @@ from typing import Any
 
 from lab.techniques.registration import Attempt, no_pause
 from registrations import selectors, services
+from registrations.checkins.models import CheckIn, EventCheckins
 from registrations.messages import services as messages
-from registrations.models import (
-    CONFIRMED,
-    OFFERED,
-    WAITLISTED,
-    CheckIn,
-    EventCheckins,
-    Registration,
-    RegistrationClaim,
-    SeatShard,
-)
+from registrations.models import CONFIRMED, OFFERED, WAITLISTED, Registration, RegistrationClaim
 from registrations.offers import services as offer_services
+from registrations.seating.models import SeatShard
 from registrations.tickets import ticket_read
 from tems import outbox
 from tems.clock import utcnow

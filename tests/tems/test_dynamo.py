@@ -13,7 +13,8 @@ from botocore.client import BaseClient
 
 from registrations import selectors
 from registrations.events import services as event_services
-from registrations.models import Event, SeatShard
+from registrations.events.models import Event
+from registrations.seating.models import SeatShard
 from tems.dynamo import TableConfig, batch_get_models, configure_models, current_config
 from tems.metering import metered
 
