@@ -43,6 +43,7 @@ from registrations.services import create as registration_module
 from tems.clock import utcnow
 from tems.invariants import check_all
 from tems.outbox import OutboxMessage, outbox_relay
+from tems.transactions import TransactionCancelled
 from tests.registrations.helpers import make_event
 from tests.support.faults import CONFLICT, ERROR, LOST, THROTTLE, Fault, inject
 
@@ -346,7 +347,7 @@ def decline_keeping_the_seat(offer, *, state, now, response, key=None):
                        Registration(*Registration.event_key_for(offer.event_id, offer.registration_id)))
     try:
         transaction.commit()
-    except offers_module.TransactionCancelled:
+    except TransactionCancelled:
         return None
     return offers_module.StoredOutcome(response)
 
@@ -383,7 +384,7 @@ def plain_update_edit(*, event_id, expected_version, title, description, locatio
 
 
 def test_history_catches_the_old_plain_update_edit(ddb, monkeypatch):
-    monkeypatch.setattr(services, "event_update", plain_update_edit)
+    monkeypatch.setattr(event_services, "event_update", plain_update_edit)
     _, problems = run_history(5, extra_faults=(Fault(LOST, operations={"UpdateItem"}, probability=0.5),))
     print(sorted((name, len(found)) for name, found in problems.items()))
     assert "false conflicts" in problems, problems

@@ -18,7 +18,7 @@ from registrations.messages import services as messages
 from registrations.models import CONFIRMED, OFFERED, WAITLISTED, Registration, RegistrationClaim
 from registrations.offers import services as offer_services
 from registrations.seating.models import SeatShard
-from registrations.tickets import ticket_read
+from registrations.ticket_tokens import ticket_read
 from tems import outbox
 from tems.clock import utcnow
 from tems.outbox import OutboxMessage
@@ -142,7 +142,7 @@ def accept_deciding_from_a_read(monkeypatch) -> None:
                                              "This offer has run out: the seat went to the next in line.")
         return real(user_id=user_id, registration_id=registration_id, **kwargs)
 
-    monkeypatch.setattr(services, "offer_accept", accept)
+    monkeypatch.setattr(offer_services, "offer_accept", accept)
 
 
 def message_per_click(monkeypatch) -> None:
