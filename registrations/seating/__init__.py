@@ -1,6 +1,7 @@
 """Seating: how a hot event hands out its seats and its waiting list without queueing on one item.
 
-Read in this order (docs/registrations.md has the measurements and the designs rejected):
+Read in this order (docs/registrations.md has the measurements and the designs rejected); ``models`` holds the
+items they write (``SeatShard``, ``SeatGate``, ``WaitlistQueue``, ``WaitlistDepartures``):
 
 - ``shards``: an event's capacity split over seat shards (``SeatShard``), the student's first shard, the reads
   of the shards and a re-slicing added to a caller's transaction.
