@@ -16,20 +16,12 @@ from typing import Any
 
 from lab.machinery import fire_concurrently, scratch_delete
 from lab.techniques.registration import RACE_TECHNIQUES, TECHNIQUES, Attempt, check_then_take
-from registrations import selectors, services
+from registrations import selectors
 from registrations.errors import RegistrationError
-from registrations.models import (
-    CONFIRMED,
-    REGISTRATION_BUCKETS,
-    WAITLISTED,
-    Event,
-    EventSeats,
-    Registration,
-    RegistrationClaim,
-    SeatGate,
-    SeatShard,
-    WaitlistQueue,
-)
+from registrations.events import services as event_services
+from registrations.events.models import Event, EventSeats
+from registrations.models import CONFIRMED, REGISTRATION_BUCKETS, WAITLISTED, Registration, RegistrationClaim
+from registrations.seating.models import SeatGate, SeatShard, WaitlistQueue
 from registrations.seating.shards import event_seats, max_shards
 from tems.clock import utcnow
 from tems.idempotency import IdempotencyRecord
@@ -63,7 +55,7 @@ def registration_race(*, technique: str, taps: int, same_key: bool, latency_ms: 
         raise RegistrationError("invalid", f"Unknown technique {technique!r}.", errors={"technique": ["Unknown."]})
     function = TECHNIQUES[technique].run
     run_id = uuid.uuid4().hex[:10]
-    event = services.event_create(
+    event = event_services.event_create(
         event_id=f"lab-{run_id}", title=f"Lab race ({TECHNIQUES[technique].label})",
         starts_at=utcnow() + timedelta(days=1), capacity=MAX_TAPS, created_by="lab",
         collection=LAB_EVENT_COLLECTION, expires_at=utcnow() + SCRATCH_TTL,
@@ -147,7 +139,7 @@ def last_seat_race(*, taps: int = LAST_SEAT_TAPS) -> dict[str, dict[str, int]]:
 
 def _last_seat_run(technique, *, taps: int) -> dict[str, int]:
     run_id = uuid.uuid4().hex[:10]
-    event = services.event_create(
+    event = event_services.event_create(
         event_id=f"lab-{run_id}", title="Lab: the last seat", starts_at=utcnow() + timedelta(days=1), capacity=1,
         created_by="lab", collection=LAB_EVENT_COLLECTION, expires_at=utcnow() + SCRATCH_TTL)
     keys = {f"lab-student-{run_id}-{n}": str(uuid.uuid4()) for n in range(taps)}
@@ -192,7 +184,7 @@ def tryit_event(*, user_id: str, fresh: bool = False) -> Event:
             pass  # never made, or removed by its TTL: clear whatever registrations it left behind
     scratch_event_delete(event_id=event_id)
     try:
-        return services.event_create(
+        return event_services.event_create(
             event_id=event_id, title="Lab: try the real Register button", location="The double-click lab",
             starts_at=utcnow() + timedelta(days=7), capacity=20, created_by="lab",
             collection=LAB_EVENT_COLLECTION, expires_at=utcnow() + TRYIT_TTL,
@@ -226,7 +218,7 @@ def technique_costs() -> dict[str, dict[str, float]]:
     for name, technique in TECHNIQUES.items():
         function = technique.run
         run_id = uuid.uuid4().hex[:10]
-        event = services.event_create(event_id=f"lab-{run_id}", title="Lab cost probe", created_by="lab",
+        event = event_services.event_create(event_id=f"lab-{run_id}", title="Lab cost probe", created_by="lab",
                                       starts_at=utcnow() + timedelta(days=1), capacity=10,
                                       collection=LAB_EVENT_COLLECTION, expires_at=utcnow() + SCRATCH_TTL)
         user_id, key = f"lab-student-{run_id}", str(uuid.uuid4())

@@ -3,8 +3,9 @@ caller's own, cancel one."""
 
 from django.http import HttpRequest, HttpResponse
 
-from registrations import questions, selectors, serializers, services
+from registrations import selectors, serializers, services
 from registrations.errors import RegistrationError
+from registrations.questions import question_sets
 from registrations.registration_metrics import count_registration
 from tems.api import api_view, json_response, parse_json_object
 from tems.idempotency import key_from_request, request_fingerprint
@@ -23,16 +24,16 @@ def registration_create(request: HttpRequest, event_id: str) -> HttpResponse:
     given = _answers_given(request)
     key, fingerprint = key_from_request(request), request_fingerprint(request)
 
-    def read() -> questions.QuestionSet:
-        return questions.questions_get(event_id=event_id)
+    def read() -> question_sets.QuestionSet:
+        return question_sets.questions_get(event_id=event_id)
 
     # This process's copy of the questions, if it has one; with answers and none, read them (no answer can be
     # checked against nothing). A stale copy is refused by the seat's condition: read afresh, check, once more.
-    asked = questions.questions_for(event_id, read=read) if given else (questions.known.get(event_id)
-                                                                       or questions.NO_QUESTIONS)
+    asked = question_sets.questions_for(event_id, read=read) if given else (question_sets.known.get(event_id)
+                                                                       or question_sets.NO_QUESTIONS)
     for last in (False, True):
         try:
-            answers = questions.parse_answers(questions=asked, given=given, prefix=ANSWER_FIELD)
+            answers = question_sets.parse_answers(questions=asked, given=given, prefix=ANSWER_FIELD)
         except RegistrationError:
             # A retry of a tap that was answered, checked now against questions changed since: the first answer.
             if (stored := replay_if_stored(user_id=user_id, key=key, fingerprint=fingerprint)) is not None:
@@ -46,7 +47,7 @@ def registration_create(request: HttpRequest, event_id: str) -> HttpResponse:
         except RegistrationError as error:
             if error.code != "precondition_failed" or last:
                 raise
-            asked = questions.questions_for(event_id, read=read, fresh=True)
+            asked = question_sets.questions_for(event_id, read=read, fresh=True)
             continue
         count_registration(outcome)
         return outcome.response.to_http(replayed=outcome.replayed)

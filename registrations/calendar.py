@@ -10,7 +10,7 @@ from django.urls import reverse
 from icalendar import Calendar
 from icalendar import Event as CalendarEvent
 
-from registrations.models import Event
+from registrations.events.models import Event
 
 # TEMS stores a start only; calendars need an end. Two hours covers a talk or a club night; the event page says
 # what it really is.

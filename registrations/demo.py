@@ -1,7 +1,7 @@
 from datetime import timedelta
 
-from registrations import services
 from registrations.errors import RegistrationError
+from registrations.events import services as event_services
 from tems.clock import utcnow
 
 DEMO_EVENTS = (
@@ -22,7 +22,7 @@ def seed_events() -> list[str]:
     created = []
     for event_id, title, location, in_days, capacity, description in DEMO_EVENTS:
         try:
-            services.event_create(
+            event_services.event_create(
                 event_id=event_id, title=title, location=location, description=description,
                 starts_at=today + timedelta(days=in_days), capacity=capacity, created_by="staff",
             )

@@ -14,8 +14,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from registrations.errors import RegistrationError
-from registrations.models import DEFAULT_REMINDER_HOURS
-from registrations.services import EventUpdate, event_update
+from registrations.events.models import DEFAULT_REMINDER_HOURS
+from registrations.events.services import EventUpdate, event_update
 from tems.merge import Merge, save_with_merge
 
 EDITED_FIELDS = ("title", "location", "starts_at", "capacity", "description", "reminder_hours",

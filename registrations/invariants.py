@@ -8,18 +8,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from registrations.models import (
-    CONFIRMED,
-    OFFERED,
-    WAITLISTED,
-    CheckIn,
-    Event,
-    EventMessage,
-    Offer,
-    Registration,
-    RegistrationClaim,
-    WaitlistEntry,
-)
+from registrations.checkins.models import CheckIn
+from registrations.events.models import Event
+from registrations.messages.models import EventMessage
+from registrations.models import CONFIRMED, OFFERED, WAITLISTED, Registration, RegistrationClaim, WaitlistEntry
+from registrations.offers.models import Offer
 from tems.clock import utcnow
 from tems.invariants import Item, Multiset, StreamingCheck, invariant
 
@@ -341,7 +334,7 @@ class CheckinsMatch(_PerEvent):
                 yield f"{pk}: checked_in_count={stored['checked_in_count'] or 0} but {tally['checkins']} check-ins"
 
 
-# The outbox message types whose handler goes on with a message's fan-out (registrations.services.messages).
+# The outbox message types whose handler goes on with a message's fan-out (registrations.messages.services).
 _FAN_OUT_TYPES = {"StaffMessageRequested", "ReminderRequested", "EventMessageFanOut", "EventCancellationRequested"}
 
 

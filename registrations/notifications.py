@@ -16,7 +16,8 @@ from django.utils.timezone import localtime
 
 from registrations import selectors
 from registrations.errors import RegistrationError
-from registrations.models import CONFIRMED, EventMessage
+from registrations.messages.models import EventMessage
+from registrations.models import CONFIRMED
 from registrations.offers.links import offer_url
 from registrations.ticket_tokens import ticket_url
 from tems.accounts import notification_recipient
@@ -104,7 +105,7 @@ def registration_cancelled(message: OutboxMessage) -> None:
 
 def event_message_mail(message: OutboxMessage) -> None:
     """One recipient's copy of a staff message, reminder or cancellation notice (queued by
-    registrations.services.messages).
+    registrations.messages.services).
 
     Its outbox id, and so its Message-ID, is derived from the message and the registration: a copy sent again
     after a relay died between the SMTP server's answer and the outbox delete is the same mail to the receiver.

@@ -8,22 +8,20 @@ from datetime import datetime
 from typing import Any
 
 from registrations.errors import RegistrationError
+from registrations.events.models import Event, EventSeats
+from registrations.messages.models import EventMessage
 from registrations.models import (
     CANCELLED,
     REGISTRATION_BUCKETS,
     WAITLISTED,
-    Event,
-    EventMessage,
-    EventSeats,
-    Offer,
     Registration,
     RegistrationClaim,
-    SeatGate,
-    SeatShard,
     WaitlistEntry,
 )
+from registrations.offers.models import Offer
 from registrations.seating import positions, shards
 from registrations.seating.hints import hints
+from registrations.seating.models import SeatGate, SeatShard
 from registrations.serializers import my_registration_to_dict, stored_registration_to_dict
 from registrations.ticket_tokens import ticket_url
 from tems.clock import utcnow

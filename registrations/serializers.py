@@ -18,8 +18,10 @@ import segno
 from boto3.dynamodb.types import Binary
 from django.urls import reverse
 
-from registrations.models import OFFERED, Event, EventMessage, Registration, RegistrationClaim
-from registrations.questions import answers_of
+from registrations.events.models import Event
+from registrations.messages.models import EventMessage
+from registrations.models import OFFERED, Registration, RegistrationClaim
+from registrations.questions.question_sets import answers_of
 from registrations.ticket_tokens import ticket_url
 from tems.identity import user_for_key
 from tems.ids import id_path

@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from registrations.models import CONFIRMED, OFFERED, WAITLISTED, Event, RegistrationClaim
+from registrations.events.models import Event
+from registrations.models import CONFIRMED, OFFERED, WAITLISTED, RegistrationClaim
 from registrations.seating import positions
 
 

@@ -17,10 +17,11 @@ from django.utils.http import quote_etag
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from registrations import questions, selectors, serializers, services
+from registrations import selectors, serializers, services
 from registrations.calendar import registration_ics
 from registrations.errors import RegistrationError
 from registrations.models import OFFERED, WAITLISTED
+from registrations.questions import question_sets
 from registrations.registration_metrics import count_registration
 from tems.clock import utcnow
 from tems.errors import DomainError
@@ -62,10 +63,10 @@ def panel_context(request: HttpRequest, event, *, registration: dict | None = No
     if registration is None and not event.registration_closed:
         # The form asks the event's questions as stored now, and carries them signed: the post is checked
         # against exactly these, with no read, and the seat's condition refuses it if they change meanwhile.
-        asked = questions.questions_for(event.event_id, fresh=True,
-                                        read=lambda: questions.questions_get(event_id=event.event_id))
-        context.update(questions_token=questions.sign_questions(event.event_id, asked),
-                       question_fields=questions.form_fields(asked, given=given or {}, errors=errors or {}))
+        asked = question_sets.questions_for(event.event_id, fresh=True,
+                                        read=lambda: question_sets.questions_get(event_id=event.event_id))
+        context.update(questions_token=question_sets.sign_questions(event.event_id, asked),
+                       question_fields=question_sets.form_fields(asked, given=given or {}, errors=errors or {}))
     return context
 
 
@@ -83,7 +84,7 @@ def _registration_now(request: HttpRequest, event) -> dict | None:
 
 def _shown_registration(outcome: services.RegistrationOutcome, event, request: HttpRequest) -> dict:
     """What the page says of the tap's registration. A waiting one's position is read now: the answer's is as
-    of its join's block (registrations.seating.tickets), and at the end of a burst it still counts the tickets other
+    of its join's block (registrations.seating.lanes), and at the end of a burst it still counts the tickets other
     lanes' blocks never hand out, so the page and the notice would say a number the next page contradicts."""
     if outcome.data["status"] != WAITLISTED:
         return outcome.data
@@ -126,14 +127,15 @@ def registration_create(request: HttpRequest, event_id: str) -> HttpResponse:
     user_id = user_key(request.user)
     event_url = reverse("registrations:event_detail", kwargs={"event_id": event_id})
     # The questions the form was rendered with (none for a form without): the answers are checked against them.
-    seen = questions.load_signed(request.POST.get(questions.TOKEN_FIELD), event_id) or questions.NO_QUESTIONS
-    given = questions.answers_from_form(seen, request.POST)
+    seen = question_sets.load_signed(request.POST.get(question_sets.TOKEN_FIELD),
+                                     event_id) or question_sets.NO_QUESTIONS
+    given = question_sets.answers_from_form(seen, request.POST)
     try:
         outcome = services.registration_create(
             event_id=event_id, user_id=user_id, user_name=request.user.get_username(),
             idempotency_key=key_from_request(request),
             fingerprint=request_fingerprint(request),
-            answers=questions.parse_answers(questions=seen, given=given), questions_version=seen.version,
+            answers=question_sets.parse_answers(questions=seen, given=given), questions_version=seen.version,
         )
     except RegistrationError as error:
         if error.code in ("invalid", "precondition_failed"):

@@ -11,7 +11,7 @@ STATUS_BY_CODE = {
     "forbidden": 403,
     "not_found": 404,
     "conflict": 409,
-    "offer_expired": 409,  # a waitlist offer's time ran out before the accept (registrations.services.offers)
+    "offer_expired": 409,  # a waitlist offer's time ran out before the accept (registrations.offers.services)
     "precondition_failed": 412,
     "too_large": 413,
     "unsupported_media_type": 415,

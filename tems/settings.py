@@ -260,13 +260,13 @@ OUTBOX_HANDLERS = {
     "RegistrationCreated": "registrations.notifications.registration_created",
     "RegistrationPromoted": "registrations.notifications.registration_promoted",
     "RegistrationCancelled": "registrations.notifications.registration_cancelled",
-    "WaitlistPromotionRequested": "registrations.services.waitlist_promotion_requested",
+    "WaitlistPromotionRequested": "registrations.events.services.waitlist_promotion_requested",
     "CheckInRecorded": "registrations.checkins.notifications.checkin_recorded",
     "CheckInUndone": "registrations.checkins.notifications.checkin_undone",
-    "StaffMessageRequested": "registrations.services.messages.message_fan_out",
-    "ReminderRequested": "registrations.services.messages.message_fan_out",
-    "EventMessageFanOut": "registrations.services.messages.message_fan_out",
-    "EventCancellationRequested": "registrations.services.messages.message_fan_out",
+    "StaffMessageRequested": "registrations.messages.services.message_fan_out",
+    "ReminderRequested": "registrations.messages.services.message_fan_out",
+    "EventMessageFanOut": "registrations.messages.services.message_fan_out",
+    "EventCancellationRequested": "registrations.messages.services.message_fan_out",
     "EventMessageMail": "registrations.notifications.event_message_mail",
     "SeatOffered": "registrations.notifications.seat_offered",
 }
@@ -274,10 +274,10 @@ OUTBOX_HANDLERS = {
 # process (tems.outbox.run_periodic_jobs): they write outbox messages under deterministic keys, so any number of
 # relays may run them.
 RELAY_PERIODIC_JOBS = {
-    "event_reminders": "registrations.services.messages.reminders_sweep",
+    "event_reminders": "registrations.messages.services.reminders_sweep",
     "answers_retention": "registrations.privacy.services.answers_retention_sweep",
     "erasures_resume": "registrations.privacy.services.erasures_resume",
-    "offer_expiries": "registrations.services.offers.offers_sweep",
+    "offer_expiries": "registrations.offers.services.offers_sweep",
 }
 RELAY_JOB_INTERVAL_SECONDS = float(os.environ.get("TEMS_RELAY_JOB_INTERVAL_SECONDS", "60"))
 # Without DJANGO_EMAIL_HOST, mails are printed where `make run` runs; with it, they go out over SMTP (STARTTLS and

@@ -20,7 +20,7 @@ This package re-exports every public name, so ``from inventory import services``
 from inventory.errors import InventoryError
 from inventory.selectors import item_get
 from inventory.services.adjustments import Adjustment, adjustment_fingerprint, item_adjust
-from inventory.services.common import (
+from inventory.services.item_versions import (
     CHANGE,
     DEFAULT_POLICY,
     IDEMPOTENCY,

@@ -9,7 +9,7 @@ from functools import partial
 from inventory.errors import InventoryError
 from inventory.models import InventoryChange, InventoryItem
 from inventory.selectors import item_get
-from inventory.services.common import (
+from inventory.services.item_versions import (
     DEFAULT_POLICY,
     IDEMPOTENCY,
     ITEM,

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from inventory.errors import InventoryError
 from inventory.models import InventoryChange, InventoryItem
 from inventory.selectors import item_get
-from inventory.services.common import (
+from inventory.services.item_versions import (
     CHANGE,
     DEFAULT_POLICY,
     ITEM,

@@ -11,7 +11,7 @@ from pynamodb.exceptions import PynamoDBException
 
 from inventory.errors import InventoryError
 from inventory.models import OperationMetrics
-from inventory.services.common import METRICS, METRICS_ATTEMPTS
+from inventory.services.item_versions import METRICS, METRICS_ATTEMPTS
 from tems import transactions
 from tems.clock import utcnow
 from tems.metering import DynamoMeter, metered

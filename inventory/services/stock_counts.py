@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from inventory.errors import InventoryError
 from inventory.models import InventoryChange, InventoryItem
-from inventory.services.common import CHANGE, ITEM, MAX_QUANTITY, RetryPolicy, add_change
+from inventory.services.item_versions import CHANGE, ITEM, MAX_QUANTITY, RetryPolicy, add_change
 from inventory.services.items import item_modify
 from inventory.services.metrics import measured
 from tems.ids import ID_HELP, is_valid_id

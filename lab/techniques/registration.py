@@ -38,7 +38,8 @@ from dataclasses import dataclass
 from pynamodb.exceptions import PutError
 
 from registrations import services
-from registrations.models import CONFIRMED, WAITLISTED, Registration, RegistrationClaim, SeatShard
+from registrations.models import CONFIRMED, WAITLISTED, Registration, RegistrationClaim
+from registrations.seating.models import SeatShard
 from tems.clock import utcnow
 from tems.idempotency import (
     COMPLETED,

@@ -21,9 +21,9 @@ import io
 from collections.abc import Iterator
 from typing import Any
 
-from registrations import questions
 from registrations.errors import RegistrationError
 from registrations.models import CONFIRMED, REGISTRATION_BUCKETS, WAITLISTED, Registration
+from registrations.questions import question_sets
 from registrations.seating import positions
 from registrations.serializers import attendee_to_dict
 from tems.errors import DomainError
@@ -145,7 +145,7 @@ def safe_cell(value: object) -> str:
 
 
 def attendee_csv(*, event_id: str, status: str | None = None, search: str | None = None,
-                 asked: questions.QuestionSet = questions.NO_QUESTIONS) -> Iterator[str]:
+                 asked: question_sets.QuestionSet = question_sets.NO_QUESTIONS) -> Iterator[str]:
     """The whole attendee list as CSV lines, read and sent one page at a time (memory does not grow).
 
     One column per question of ``asked`` (the event's questions now), then, if any were asked, one column of
@@ -173,10 +173,10 @@ def attendee_csv(*, event_id: str, status: str | None = None, search: str | None
         cursor = page.next_cursor
 
 
-def _answer_cells(answers: list[dict], asked: questions.QuestionSet) -> list[str]:
+def _answer_cells(answers: list[dict], asked: question_sets.QuestionSet) -> list[str]:
     if not asked.version:
         return []
     by_id = {answer.get("id"): answer for answer in answers if isinstance(answer, dict)}
-    cells = [questions.answer_text(by_id.pop(q.id, {}).get("value")) for q in asked.questions]
-    other = "; ".join(f"{a.get('label')}: {questions.answer_text(a.get('value'))}" for a in by_id.values())
+    cells = [question_sets.answer_text(by_id.pop(q.id, {}).get("value")) for q in asked.questions]
+    other = "; ".join(f"{a.get('label')}: {question_sets.answer_text(a.get('value'))}" for a in by_id.values())
     return [*cells, other]

@@ -7,7 +7,8 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
-from registrations import attendees, questions
+from registrations import attendees
+from registrations.questions import question_sets
 from registrations.views import event_or_404
 from tems.decorators import staff_required
 from tems.errors import DomainError
@@ -25,7 +26,7 @@ def attendee_list(request: HttpRequest, event_id: str) -> HttpResponse:
         messages.error(request, error.detail)
         return redirect("registrations:attendee_list", event_id=event_id)
     for row in page.items:
-        row["answer_lines"] = [(a.get("label"), questions.answer_text(a.get("value"))) for a in row["answers"]]
+        row["answer_lines"] = [(a.get("label"), question_sets.answer_text(a.get("value"))) for a in row["answers"]]
     context = {"event": event, "attendees": page.items, "next_url": next_page_url(request, page),
                "status": status, "q": search, "statuses": attendees.STATUSES}
     if request.htmx and request.GET.get("cursor"):
@@ -39,7 +40,8 @@ def attendee_export(request: HttpRequest, event_id: str) -> HttpResponse:
     event = event_or_404(event_id)
     try:
         lines = attendees.attendee_csv(event_id=event_id, status=request.GET.get("status"),
-                                       search=request.GET.get("q"), asked=questions.questions_get(event_id=event_id))
+                                       search=request.GET.get("q"),
+                                                                                                      asked=question_sets.questions_get(event_id=event_id))
         first = next(lines)  # checks the filters before the 200 is committed to
     except DomainError as error:
         messages.error(request, error.detail)

@@ -2,7 +2,7 @@
 
 from django.http import HttpRequest, HttpResponse
 
-from registrations import services
+from registrations.events import services as event_services
 from tems.api import api_view
 from tems.idempotency import key_from_request, request_fingerprint
 from tems.identity import user_key
@@ -12,7 +12,7 @@ from tems.identity import user_key
 def event_cancel(request: HttpRequest, event_id: str) -> HttpResponse:
     """Staff: cancel the event once per Idempotency-Key (200); a cancelled event answers the same 200 to any key
     and sends nothing again. Its notice's progress is at ``notice``."""
-    outcome = services.event_cancel_once(
+    outcome = event_services.event_cancel_once(
         event_id=event_id, user_id=user_key(request.user), cancelled_by=request.user.get_username(),
         idempotency_key=key_from_request(request), fingerprint=request_fingerprint(request))
     return outcome.response.to_http(replayed=outcome.replayed)

@@ -1,6 +1,6 @@
 """Staff's "Cancel event" page: a confirmation that says how many people will be told, then one tap.
 
-Thin: it reads the event's counters for the count and calls ``services.event_cancel_once``. The confirmation
+Thin: it reads the event's counters for the count and calls ``event_services.event_cancel_once``. The confirmation
 renders one idempotency key with its button, so a double-click (or a retried post) is one cancellation; the
 service makes a second cancellation of the same event a no-op anyway. Works without JavaScript.
 """
@@ -13,8 +13,9 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from registrations import selectors, services
+from registrations import selectors
 from registrations.errors import RegistrationError
+from registrations.events import services as event_services
 from tems.decorators import staff_required
 from tems.errors import DomainError
 from tems.http import after_save
@@ -34,7 +35,7 @@ def event_cancel_page(request: HttpRequest, event_id: str) -> HttpResponse:
     problem = None
     if request.method == "POST":
         try:
-            outcome = services.event_cancel_once(
+            outcome = event_services.event_cancel_once(
                 event_id=event_id, user_id=user_key(request.user), cancelled_by=request.user.get_username(),
                 idempotency_key=key_from_request(request), fingerprint=request_fingerprint(request))
         except DomainError as error:

@@ -2,8 +2,8 @@
 
 from django.http import HttpRequest, HttpResponse
 
-from registrations import questions
 from registrations.checkins import selectors, services
+from registrations.questions import question_sets
 from tems.api import api_view, json_response, parse_json_object
 from tems.idempotency import fingerprint, idempotent, key_from_request
 from tems.identity import user_key
@@ -40,6 +40,7 @@ def checkin_stats(request: HttpRequest, event_id: str) -> HttpResponse:
 @api_view("GET", staff=True)
 def door_answers(request: HttpRequest, event_id: str, registration_id: str) -> HttpResponse:
     """The ticket holder's answers to the questions staff show at the door: ``{"answers": [{label, value}]}``."""
-    response = json_response({"answers": questions.door_answers(event_id=event_id, registration_id=registration_id)})
+    response = json_response({"answers": question_sets.door_answers(event_id=event_id,
+                             registration_id=registration_id)})
     response["Cache-Control"] = "no-store"
     return response

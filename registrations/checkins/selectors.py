@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from registrations.checkins.models import CheckIn, CheckInLogEntry, EventCheckins
 from registrations.errors import RegistrationError
-from registrations.models import CheckIn, CheckInLogEntry, Event, EventCheckins, Registration, RegistrationClaim
+from registrations.events.models import Event
+from registrations.models import Registration, RegistrationClaim
 from registrations.seating import shards
 from tems.identity import user_names_for_keys
 

@@ -31,18 +31,19 @@ from datetime import datetime
 from typing import Any
 
 from registrations.checkins import selectors
+from registrations.checkins.models import CheckIn, CheckInLogEntry, EventCheckins
 from registrations.errors import RegistrationError, cancelled_in_image, event_cancelled_error
-from registrations.models import CONFIRMED, CheckIn, CheckInLogEntry, EventCheckins, Registration
+from registrations.models import CONFIRMED, Registration
 from registrations.serializers import checkin_to_dict
 from registrations.services import RegistrationOutcome
-from registrations.services.common import (
+from registrations.ticket_tokens import Ticket, ticket_read
+from registrations.write_rules import (
     MAX_CONFLICTS,
     busy_error,
     conflict_backoff,
     remember_answer,
     stored_answer,
 )
-from registrations.ticket_tokens import Ticket, ticket_read
 from tems import telemetry
 from tems.clock import utcnow
 from tems.idempotency import RECORD_LABEL, StoredResponse, add_completed_record

@@ -2,8 +2,9 @@
 
 from django.http import HttpRequest, HttpResponse
 
-from registrations import selectors, serializers, services
+from registrations import selectors, serializers
 from registrations.errors import RegistrationError
+from registrations.events import services as event_services
 from registrations.events.forms import EventForm
 from tems.api import api_view, json_response, parse_form
 from tems.idempotency import key_from_request, request_fingerprint
@@ -27,7 +28,7 @@ def _event_create(request: HttpRequest) -> HttpResponse:
     form = parse_form(request, EventForm, RegistrationError)
     key = key_from_request(request)
     user_id = user_key(request.user)
-    outcome = services.event_create_once(
+    outcome = event_services.event_create_once(
         **form.cleaned_data, user_id=user_id, created_by=request.user.get_username(), idempotency_key=key,
         fingerprint=request_fingerprint(request),
     )

@@ -2,7 +2,7 @@
 
 from django import forms
 
-from registrations.models import (
+from registrations.events.models import (
     DEFAULT_OFFER_HOURS,
     DEFAULT_REMINDER_HOURS,
     MAX_OFFER_HOURS,

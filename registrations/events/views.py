@@ -13,9 +13,10 @@ from django.utils.timezone import localtime
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods
 
-from registrations import edits, selectors, services
+from registrations import edits, selectors
 from registrations.checkins import selectors as checkin_selectors
 from registrations.errors import RegistrationError
+from registrations.events import services as event_services
 from registrations.events.forms import EventEditForm, EventForm
 from registrations.statuses import card_statuses
 from registrations.views import event_or_404, panel_context
@@ -76,7 +77,7 @@ def event_create(request: HttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         user_id = user_key(request.user)
         try:
-            outcome = services.event_create_once(
+            outcome = event_services.event_create_once(
                 **form.cleaned_data, user_id=user_id, created_by=request.user.get_username(),
                 idempotency_key=key_from_request(request),
                 fingerprint=request_fingerprint(request),
@@ -180,7 +181,7 @@ def _shown(value) -> str:
     return "(empty)" if value is None or value == "" else str(value)
 
 
-def _saved_notice(saved: services.EventUpdate) -> str:
+def _saved_notice(saved: event_services.EventUpdate) -> str:
     if saved.promotion_pending:
         return ("Saved. Filling the free seats from the waiting list is still being done; "
                 "it finishes within a minute.")

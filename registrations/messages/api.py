@@ -4,8 +4,8 @@ from django.http import HttpRequest, HttpResponse
 
 from registrations import selectors, serializers
 from registrations.errors import RegistrationError
+from registrations.messages import services as messages
 from registrations.messages.forms import MessageForm
-from registrations.services import messages
 from tems.api import api_view, json_response, parse_form
 from tems.idempotency import key_from_request, request_fingerprint
 from tems.identity import user_key

@@ -2,8 +2,8 @@
 
 from django import forms
 
+from registrations.messages.services import AUDIENCE_LABELS, MAX_BODY_CHARS, MAX_SUBJECT_CHARS
 from registrations.models import CONFIRMED
-from registrations.services.messages import AUDIENCE_LABELS, MAX_BODY_CHARS, MAX_SUBJECT_CHARS
 
 
 class MessageForm(forms.Form):

@@ -1,6 +1,6 @@
 """Staff's "Message attendees" page: write, preview the number of recipients, confirm to send once.
 
-Thin: it validates with ``MessageForm`` and calls ``registrations.services.messages``. The preview and the send
+Thin: it validates with ``MessageForm`` and calls ``registrations.messages.services``. The preview and the send
 are two posts of the same form; the confirm step carries one idempotency key rendered with it, so a double-click
 (or a retried post) on "Send" writes one message. Works without JavaScript; htmx swaps the form's region.
 """
@@ -17,7 +17,7 @@ from registrations import selectors
 from registrations.checkins import selectors as checkin_selectors
 from registrations.errors import RegistrationError
 from registrations.messages.forms import MessageForm
-from registrations.services.messages import (
+from registrations.messages.services import (
     AUDIENCE_LABELS,
     AUDIENCES,
     REGISTRANTS,

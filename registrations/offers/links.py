@@ -17,7 +17,7 @@ from django.core import signing
 from django.urls import reverse
 
 from registrations.errors import RegistrationError
-from registrations.models import MAX_OFFER_HOURS
+from registrations.events.models import MAX_OFFER_HOURS
 
 OFFER_LINK_SALT = "tems.registrations.offer-link"
 OFFER_LINK_MAX_AGE = timedelta(hours=MAX_OFFER_HOURS + 24)

@@ -11,9 +11,10 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
-from registrations import selectors, serializers, services
+from registrations import selectors, serializers
 from registrations.errors import RegistrationError
 from registrations.models import OFFERED
+from registrations.offers import services as offer_services
 from registrations.offers.links import offer_link_read
 from registrations.views import PANEL, event_or_404, offer_buttons, page_errors, panel_context
 from tems.clock import utcnow
@@ -22,7 +23,7 @@ from tems.idempotency import REPLAYED_HEADER, fingerprint, key_from_request, req
 from tems.identity import user_key
 
 OFFER_PAGE = "registrations/offer.html"
-OFFER_ACTIONS = {"accept": services.offer_accept, "decline": services.offer_decline}
+OFFER_ACTIONS = {"accept": offer_services.offer_accept, "decline": offer_services.offer_decline}
 
 
 def _offer_answer(request: HttpRequest, *, user_id: str, registration_id: str) -> tuple[str, str, bool]:

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute, UTCDateTimeAttribute, VersionAttribute
 
-from registrations.models import Event
+from registrations.events.models import Event
 from tems.clock import utcnow
 from tems.dynamo import CollectionIndex, TableModel
 

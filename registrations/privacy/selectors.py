@@ -17,17 +17,10 @@ from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer
 
-from registrations.models import (
-    CONFIRMED,
-    WAITLISTED,
-    CheckIn,
-    CheckInLogEntry,
-    Event,
-    EventMessage,
-    Registration,
-    RegistrationClaim,
-    WaitlistEntry,
-)
+from registrations.checkins.models import CheckIn, CheckInLogEntry
+from registrations.events.models import Event
+from registrations.messages.models import EventMessage
+from registrations.models import CONFIRMED, WAITLISTED, Registration, RegistrationClaim, WaitlistEntry
 from registrations.privacy.models import EventRetention
 from tems.ratelimit import WriteRateCounter
 

@@ -23,23 +23,23 @@ from pynamodb.exceptions import UpdateError
 from pynamodb.expressions.operand import Path
 
 from registrations import selectors as registration_selectors
+from registrations.checkins.models import CheckIn
 from registrations.errors import RegistrationError
+from registrations.events.models import Event
 from registrations.models import (
     CONFIRMED,
     OFFERED,
     REGISTRATION_BUCKETS,
     WAITLISTED,
-    CheckIn,
-    Event,
     Registration,
     RegistrationClaim,
-    SeatShard,
     WaitlistEntry,
 )
 from registrations.privacy import selectors
 from registrations.privacy.models import ANSWERS_ATTRIBUTE, MAX_RETENTION_DAYS, Erasure, EventRetention
+from registrations.seating.models import SeatShard
 from registrations.services.cancel import registration_cancel_once
-from registrations.services.common import WRITE_POLICY, busy_error
+from registrations.write_rules import WRITE_POLICY, busy_error
 from tems import accounts
 from tems.clock import utcnow
 from tems.idempotency import IdempotencyRecord

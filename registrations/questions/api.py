@@ -2,8 +2,10 @@
 
 from django.http import HttpRequest, HttpResponse
 
-from registrations import questions, selectors, services
+from registrations import selectors
 from registrations.errors import RegistrationError
+from registrations.questions import question_sets
+from registrations.questions import services as question_services
 from tems.api import api_view, json_response, parse_json_object
 
 
@@ -17,18 +19,18 @@ def event_questions(request: HttpRequest, event_id: str) -> HttpResponse:
     selectors.event_get(event_id=event_id, consistent=False, with_seats=False)  # 404 for an unknown event
     if request.method == "GET":
         # Remembered: this process then checks the client's answers against them without reading them again.
-        return json_response(questions.questions_for(event_id, fresh=True, read=lambda: questions.questions_get(
+        return json_response(question_sets.questions_for(event_id, fresh=True, read=lambda: question_sets.questions_get(
             event_id=event_id)).to_dict())
     data = parse_json_object(request)
     version, items = data.get("version"), data.get("questions")
     if isinstance(version, bool) or not isinstance(version, int) or version < 0:
         raise RegistrationError("invalid", "version must be the whole number you read.",
                                 errors={"version": ["Must be a whole number, 0 or more."]})
-    if not isinstance(items, list) or len(items) > questions.MAX_QUESTIONS:
-        raise RegistrationError("invalid", f"questions must be a list of at most {questions.MAX_QUESTIONS}.",
-                                errors={"questions": [f"A list of at most {questions.MAX_QUESTIONS}."]})
+    if not isinstance(items, list) or len(items) > question_sets.MAX_QUESTIONS:
+        raise RegistrationError("invalid", f"questions must be a list of at most {question_sets.MAX_QUESTIONS}.",
+                                errors={"questions": [f"A list of at most {question_sets.MAX_QUESTIONS}."]})
     try:
-        saved = services.questions_update(event_id=event_id, expected_version=version, updated_by=
+        saved = question_services.questions_update(event_id=event_id, expected_version=version, updated_by=
                                           request.user.get_username(), questions=[_question(i) for i in items])
     except RegistrationError as error:
         if error.code == "conflict" and "current" in error.extra:
@@ -37,13 +39,13 @@ def event_questions(request: HttpRequest, event_id: str) -> HttpResponse:
     return json_response(saved.to_dict())
 
 
-def _question(item: object) -> questions.Question:
+def _question(item: object) -> question_sets.Question:
     if not isinstance(item, dict):
         raise RegistrationError("invalid", "Each question must be an object.",
                                 errors={"questions": ["Each must be an object."]})
     choices = item.get("choices") or []
-    return questions.Question(
-        id=item["id"] if isinstance(item.get("id"), str) else questions.new_question_id(),
+    return question_sets.Question(
+        id=item["id"] if isinstance(item.get("id"), str) else question_sets.new_question_id(),
         label=item.get("label") if isinstance(item.get("label"), str) else "",
         kind=item.get("kind") if isinstance(item.get("kind"), str) else "",
         required=item.get("required") is True, door=item.get("door") is True,

@@ -1,7 +1,7 @@
 """Staff pages of an event's custom questions: the list as one form, saved as one version-checked edit.
 
 Thin like the other pages: the form's rows are parsed here, the save and its merge are
-``services.questions_edit``'s. The form carries the version it was opened at and the questions it showed
+``question_services.questions_edit``'s. The form carries the version it was opened at and the questions it showed
 (signed, tems.merge), so a save that meets someone else's is merged onto theirs instead of overwriting it.
 """
 
@@ -15,9 +15,11 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from registrations import questions, selectors, services
+from registrations import selectors
 from registrations.errors import RegistrationError
-from registrations.questions import KINDS, MAX_QUESTIONS, QUESTION_ID, Question, QuestionSet
+from registrations.questions import question_sets
+from registrations.questions import services as question_services
+from registrations.questions.question_sets import KINDS, MAX_QUESTIONS, QUESTION_ID, Question, QuestionSet
 from tems.decorators import staff_required
 from tems.http import after_save
 from tems.merge import load_base, sign_base
@@ -59,7 +61,7 @@ def _page(request: HttpRequest, event, *, version: int, base: dict, shown: list[
           status: int = 200) -> HttpResponse:
     """The form of ``shown`` questions, standing on ``version`` whose questions were ``base`` (canonical)."""
     new_id = request.POST.get("new_id") if request.method == "POST" else None
-    new_id = new_id if new_id and QUESTION_ID.fullmatch(new_id) else questions.new_question_id()
+    new_id = new_id if new_id and QUESTION_ID.fullmatch(new_id) else question_sets.new_question_id()
     context = {
         "event": event, "kinds": KINDS, "version": version, "new_id": new_id, "conflict": conflict, "problem": problem,
         "base": sign_base(base, scope=_scope(event.event_id, version)),
@@ -69,8 +71,8 @@ def _page(request: HttpRequest, event, *, version: int, base: dict, shown: list[
 
 
 def _stored_page(request: HttpRequest, event, *, status: int = 200) -> HttpResponse:
-    stored = questions.questions_get(event_id=event.event_id)
-    return _page(request, event, version=stored.version, base=services.questions.canonical(stored.questions),
+    stored = question_sets.questions_get(event_id=event.event_id)
+    return _page(request, event, version=stored.version, base=question_services.canonical(stored.questions),
                  shown=list(stored.questions), status=status)
 
 
@@ -90,8 +92,8 @@ def event_questions(request: HttpRequest, event_id: str) -> HttpResponse:
     mine = _posted(request.POST)
     base = load_base(request.POST.get("base", ""), scope=_scope(event_id, version), fields=()) if version >= 0 else None
     try:
-        outcome = services.questions_edit(event_id=event_id, expected_version=max(version, 0), base=base, mine=mine,
-                                          updated_by=request.user.get_username())
+        outcome = question_services.questions_edit(event_id=event_id, expected_version=max(version, 0), base=base,
+                                                   mine=mine, updated_by=request.user.get_username())
     except RegistrationError as error:
         if error.code == "conflict" and "merge" in error.extra:
             current: QuestionSet = error.extra["current"]
@@ -101,9 +103,9 @@ def event_questions(request: HttpRequest, event_id: str) -> HttpResponse:
                        for c in merge.clashes]
             # Nothing was written: the form now stands on their version, with my side of each clash in it, so a
             # second save keeps mine and anything else merges as before.
-            shown = services.questions.merged_list(merge, theirs=list(theirs), mine=[q.id for q in mine])
+            shown = question_services.merged_list(merge, theirs=list(theirs), mine=[q.id for q in mine])
             return _page(request, event, version=current.version, shown=shown, status=409,
-                         base=services.questions.canonical(current.questions),
+                         base=question_services.canonical(current.questions),
                          conflict={"detail": error.detail, "clashes": clashes})
         if error.code == "invalid":
             return _page(request, event, version=max(version, 0), base=base or {}, shown=mine, errors=error.errors,

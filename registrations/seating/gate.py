@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 from pynamodb.exceptions import PynamoDBException, UpdateError
 
-from registrations.models import SeatGate, SeatShard
+from registrations.seating.models import SeatGate, SeatShard
 from tems.transactions import TRANSIENT, LabelledTransaction, is_conditional_check_failed, response_code
 
 # SeatGate.state (and each lane's copy, SeatShard.gate): absent or 0 open; CLOSED while the event is full;

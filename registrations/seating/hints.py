@@ -29,7 +29,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from registrations.models import SeatShard
+from registrations.seating.models import SeatShard
 
 # The events remembered at once; the least recently used is forgotten first. A hint is a few integers per shard
 # (at most MAX_SHARDS of them), so this bounds the process's memory however many events it serves.

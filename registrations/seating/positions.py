@@ -22,8 +22,9 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from registrations.models import Event, EventSeats, SeatShard, WaitlistDepartures, WaitlistQueue
+from registrations.events.models import Event, EventSeats
 from registrations.seating.hints import hints
+from registrations.seating.models import SeatShard, WaitlistDepartures, WaitlistQueue
 from tems.dynamo import batch_get_models
 from tems.transactions import LabelledTransaction
 

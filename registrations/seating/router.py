@@ -1,6 +1,6 @@
 """The router of one registration request: which shard it tries for a seat, and which lane it joins when none.
 
-A registration is a loop of rounds (``services.registration.registration_create``); each round sends ONE
+A registration is a loop of rounds (``services.create.registration_create``); each round sends ONE
 transaction, a seat of one shard or a ticket of one lane, and the loop tells the ``Router`` how it ended. The
 router learns only from what DynamoDB showed: the ALL_OLD image of a refused condition, or a read that replaces
 a write it expects refused. It never decides anything: every write's own condition does, so a wrong guess
@@ -15,7 +15,7 @@ How a request moves (each arrow is a method that owns the state change):
    seats they showed free, or up to ``SEAT_LOOKS`` reads of ``SEAT_LOOK`` shards (``look``).
 2. ``close_gate``: no room found and the lane's gate open: the event's gate (``seating.gate``) is copied into
    the lane if closed, else every shard is read after the gate and the gate closed if none has room.
-3. ``plan_join``: the lane's gate closed: the round takes the lane's next ticket (``tickets``), claiming a new
+3. ``plan_join``: the lane's gate closed: the round takes the lane's next ticket (``lanes``), claiming a new
    block first when the lane needs one. A join that met another transaction moves to a lane of the
    ``LANE_LOOK`` read after the pause (``join_conflicted``).
 
@@ -35,10 +35,10 @@ from typing import Any
 from pynamodb.exceptions import PynamoDBException
 
 from registrations.errors import RegistrationError, event_cancelled_error
-from registrations.models import SeatShard
-from registrations.seating import shards, tickets
+from registrations.seating import lanes, shards
 from registrations.seating.gate import CLOSED, RAISED, GateBusy, gate_close, gate_get, lane_copy
 from registrations.seating.hints import hints
+from registrations.seating.models import SeatShard
 from tems.transactions import TRANSIENT, response_code
 
 _random = random.SystemRandom()
@@ -63,7 +63,7 @@ class Join:
     """One round of joining the waiting list, planned from the lane's image (its gate closed).
 
     The round takes ticket ``ticket`` of lane ``lane`` in a transaction that touches that lane and no other item
-    of the event. With ``block`` the lane installs a block claimed from the queue item first (``tickets``); a
+    of the event. With ``block`` the lane installs a block claimed from the queue item first (``lanes``); a
     block claimed too long ago (``block.stale``) is installed as gone and the round hands out nothing
     (``registers`` False): the next one claims afresh.
     """
@@ -73,7 +73,7 @@ class Join:
     ticket: int
     now: datetime
     healed: bool  # the request finished a pending promotion: a lane still RAISED admits it
-    block: tickets.Block | None = None
+    block: lanes.Block | None = None
     position: int = 1
 
     @property
@@ -122,7 +122,7 @@ class Router:
         # The block this request claimed or found pending, with the lane image (lane_next, lane_end) and the time
         # it was planned against: while the lane still shows that image the block is not installed, so the next
         # round installs it without claiming again.
-        self.block: tuple[tuple[Any, Any], datetime, tickets.Block] | None = None
+        self.block: tuple[tuple[Any, Any], datetime, lanes.Block] | None = None
         self._home: tuple[int, int] | None = None  # (shard count, the first shard for it)
 
     # --- before the first round -----------------------------------------------------------------------------
@@ -345,23 +345,23 @@ class Router:
 
     def plan_join(self) -> Join:
         """The next ticket of the lane (its gate closed): the rest of the lane's block if it is still usable, else
-        a block claimed from the queue item by one single write (``tickets.claim_block``), or the one this
-        request claimed before and has not seen installed. Raises ``tickets.QueueBusy``."""
+        a block claimed from the queue item by one single write (``lanes.claim_block``), or the one this
+        request claimed before and has not seen installed. Raises ``lanes.QueueBusy``."""
         image, now = self.lane_image, self.clock()
-        if tickets.block_usable(image, now):
+        if lanes.block_usable(image, now):
             ticket = int(image.lane_next)
             return Join(lane=self.lane, image=image, ticket=ticket, now=now, healed=self.healed,
                         position=max(ticket - int(image.lane_left or 0), 1))
         seen = (image.lane_next, image.lane_end)
         if self.block is not None and self.block[0] == seen and now < self.block[1] + timedelta(
-                seconds=tickets.block_seconds()):
+                seconds=lanes.block_seconds()):
             block = self.block[2]
         else:
             try:
-                block = tickets.claim_block(
+                block = lanes.claim_block(
                     event_id=self.event_id, lane=image,
-                    size=tickets.next_block_size(image, now, crowded=self.crowded), now=now)
-            except tickets.QueueBusy:
+                    size=lanes.next_block_size(image, now, crowded=self.crowded), now=now)
+            except lanes.QueueBusy:
                 self.crowded = True
                 raise
             self.block = (seen, now, block)
@@ -403,7 +403,7 @@ class Router:
         if not closed:
             return
         now = self.clock()
-        image = _random.choice([i for i in closed if tickets.block_usable(i, now)] or closed)
+        image = _random.choice([i for i in closed if lanes.block_usable(i, now)] or closed)
         self.lane, self.lane_image, self.block = int(image.shard), image, None
 
     def join_landed(self, join: Join) -> None:

@@ -13,9 +13,10 @@ from collections.abc import Iterable
 
 from django.conf import settings
 
-from registrations.models import EventSeats, SeatGate, SeatShard
+from registrations.events.models import EventSeats
 from registrations.seating.gate import CLOSED, RAISED, add_gate, nobody_in_lane, reopened_gate, reopened_lane
 from registrations.seating.hints import hints
+from registrations.seating.models import SeatGate, SeatShard
 from tems.transactions import LabelledTransaction
 
 # One item takes at most 1,000 WCU/s on AWS (a documented partition limit), a transactional write costs twice a
@@ -107,7 +108,7 @@ def first_shard(event_id: str, user_id: str, count: int) -> int:
 
 def admitting(created_at):
     """The condition of a write that admits someone through a shard (a seat, a ticket of its lane): the event has not
-    started by ``created_at`` and it is not cancelled (services/cancellation.py marks every shard in its
+    started by ``created_at`` and it is not cancelled (events/services.py marks every shard in its
     transaction)."""
     return (SeatShard.starts_at > created_at) & SeatShard.cancelled_at.does_not_exist()
 

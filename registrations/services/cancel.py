@@ -10,19 +10,18 @@ from typing import Any
 
 from registrations import selectors
 from registrations.errors import RegistrationError, cancelled_in_image, event_cancelled_error
+from registrations.events.models import EventSeats
 from registrations.models import (
     CANCELLED,
     CONFIRMED,
     OFFERED,
     WAITLISTED,
-    EventSeats,
-    Offer,
     Registration,
     RegistrationClaim,
-    SeatGate,
-    SeatShard,
     WaitlistEntry,
 )
+from registrations.offers.models import Offer
+from registrations.offers.offer_writes import add_offer_end, offer_end_for
 from registrations.seating.gate import (
     add_freed,
     add_gate,
@@ -30,7 +29,9 @@ from registrations.seating.gate import (
     reopened_gate,
     reopened_lane,
 )
-from registrations.services.common import (
+from registrations.seating.models import SeatGate, SeatShard
+from registrations.services.promotion import SeatWrites, add_to_head, head_left
+from registrations.write_rules import (
     CLAIM,
     EVENT_REGISTRATION,
     EVENT_SEATS,
@@ -44,7 +45,6 @@ from registrations.services.common import (
     remember_answer,
     stored_answer,
 )
-from registrations.services.promotion import SeatWrites, add_offer_end, add_to_head, head_left, offer_end_for
 from tems.clock import utcnow
 from tems.errors import DomainError
 from tems.idempotency import (

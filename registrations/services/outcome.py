@@ -1,5 +1,5 @@
 """What a registration request answered, and the id a new registration gets (kept apart from the round loop in
-``services.registration`` so that module holds the rounds and their transactions alone)."""
+``services.create`` so that module holds the rounds and their transactions alone)."""
 
 from __future__ import annotations
 

@@ -6,27 +6,29 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from registrations import selectors
-from registrations.models import (
-    CONFIRMED,
-    OFFERED,
-    WAITLISTED,
-    EventSeats,
-    Offer,
-    Registration,
-    RegistrationClaim,
-    SeatGate,
-    SeatShard,
-    WaitlistEntry,
-    WaitlistQueue,
-)
+from registrations.events.models import EventSeats
+from registrations.models import CONFIRMED, WAITLISTED, Registration, RegistrationClaim, WaitlistEntry
+from registrations.offers.offer_writes import HEAD_OFFER, add_offer, offer_end_for
 from registrations.seating import positions, shards
 from registrations.seating.gate import CLOSED, RAISED, add_gate, lane_open
+from registrations.seating.models import SeatGate, SeatShard, WaitlistQueue
 from registrations.seating.shards import add_reslice, planned_sizes
-from registrations.services.common import EVENT_SEATS, QUEUE, SEAT, busy_error, conflict_backoff
+from registrations.write_rules import (
+    EVENT_SEATS,
+    HEAD_CLAIM,
+    HEAD_EVENT_REGISTRATION,
+    HEAD_USER_REGISTRATION,
+    HEAD_WAITLIST_ENTRY,
+    OUTBOX_PROMOTED,
+    QUEUE,
+    SEAT,
+    busy_error,
+    conflict_backoff,
+)
 from tems.clock import utcnow
 from tems.outbox import outbox_message
 from tems.transactions import LabelledTransaction, TransactionCancelled
@@ -39,11 +41,6 @@ logger = logging.getLogger(__name__)
 # head's entry still exists; with no head, that nobody has joined since). Tickets only grow, so an entry that
 # still exists is still the head, and a stale read costs a retry, never a wrong promotion.
 
-HEAD_CLAIM = "head_claim"
-HEAD_USER_REGISTRATION = "head_user_registration"
-HEAD_EVENT_REGISTRATION = "head_event_registration"
-HEAD_WAITLIST_ENTRY = "head_waitlist_entry"
-OUTBOX_PROMOTED = "outbox_promoted"
 
 
 # Items per promotion in a transaction: claim, two registration copies, waitlist entry, outbox message. With
@@ -142,30 +139,12 @@ def add_promotion(transaction: LabelledTransaction, head: WaitlistEntry, *, now:
     }))
 
 
-# --- offer mode: the freed seat is offered to the head, held until the offer ends (registrations.services.offers)
-
-HEAD_OFFER = "head_offer"
-OUTBOX_OFFERED = "outbox_offered"
-OFFER = "offer"  # the offer a decline, an expiry or a cancel of an offered registration ends
-
-
 def head_left(cancelled: TransactionCancelled, suffix: str = "") -> bool:
     """Whether a refused promotion or offer (``add_to_head``) was refused because its head had already left the
     waiting list: each of these conditions holds for as long as the entry waits (its entry is deleted in the
     transaction that changes its registration, claim or offer), so any of them failing means it is gone."""
     return any(cancelled.failed(label + suffix)
                for label in (HEAD_WAITLIST_ENTRY, HEAD_USER_REGISTRATION, HEAD_CLAIM, HEAD_OFFER))
-
-
-def offer_end_for(seats: EventSeats, *, now: datetime) -> datetime | None:
-    """When an offer of a seat freed now ends, or None: the head is promoted at once (the event is not in offer
-    mode, or it starts before the window would end, so an offer never outlives the start)."""
-    if not seats.offer_hours:
-        return None
-    ends_at = now + timedelta(hours=int(seats.offer_hours))
-    if seats.starts_at is None or ends_at > seats.starts_at:
-        return None
-    return ends_at
 
 
 def add_to_head(transaction: LabelledTransaction, head: WaitlistEntry, *, now: datetime, shard: int,
@@ -176,59 +155,6 @@ def add_to_head(transaction: LabelledTransaction, head: WaitlistEntry, *, now: d
         add_promotion(transaction, head, now=now, shard=shard, suffix=suffix)
     else:
         add_offer(transaction, head, now=now, shard=shard, ends_at=offer_ends_at, suffix=suffix)
-
-
-def add_offer(transaction: LabelledTransaction, head: WaitlistEntry, *, now: datetime, shard: int,
-              ends_at: datetime, suffix: str = "") -> None:
-    """Move the waitlist head to OFFERED, holding a seat of ``shard`` until ``ends_at``: its claim, both
-    registration items, its entry's delete and its Offer, in ``transaction``. The seat stays taken."""
-    is_waiting = Registration.status == WAITLISTED
-    transaction.save(HEAD_EVENT_REGISTRATION + suffix, Registration(
-        *Registration.event_key_for(head.event_id, head.registration_id), registration_id=head.registration_id,
-        event_id=head.event_id, user_id=head.user_id, user_name=head.user_name, status=OFFERED,
-        created_at=head.created_at, shard=shard, offer_ends_at=ends_at, gsi1pk=head.gsi1pk, gsi1sk=head.gsi1sk,
-        answers=head.answers))
-    transaction.update(HEAD_USER_REGISTRATION + suffix, Registration(*Registration.user_key_for(head.user_id,
-                                                                                     head.registration_id)),
-                       actions=[Registration.status.set(OFFERED), Registration.ticket.remove(),
-                                Registration.lane.remove(), Registration.shard.set(shard),
-                                Registration.offer_ends_at.set(ends_at)],
-                       condition=Registration.pk.exists() & is_waiting)
-    transaction.update(
-        HEAD_CLAIM + suffix, RegistrationClaim(*RegistrationClaim.key_for(head.event_id, head.user_id)),
-        actions=[RegistrationClaim.status.set(OFFERED), RegistrationClaim.ticket.remove(),
-                 RegistrationClaim.lane.remove(), RegistrationClaim.shard.set(shard)],
-        condition=RegistrationClaim.registration_id == head.registration_id,
-    )
-    transaction.delete(HEAD_WAITLIST_ENTRY + suffix,
-                       WaitlistEntry(*WaitlistEntry.key_for(head.event_id, int(head.ticket), int(head.lane))),
-                       condition=WaitlistEntry.registration_id == head.registration_id)
-    # One offer per registration ever: a second writer of the same offer fails here.
-    transaction.save(HEAD_OFFER + suffix, Offer(
-        *Offer.key_for(head.user_id, head.registration_id), registration_id=head.registration_id,
-        event_id=head.event_id, user_id=head.user_id, state=OFFERED, shard=shard, offered_at=now, ends_at=ends_at,
-        gsi1pk=Offer.COLLECTION, gsi1sk=Offer.listing_key(ends_at, head.registration_id),
-    ), condition=Offer.pk.does_not_exist())
-    transaction.save(OUTBOX_OFFERED + suffix, outbox_message(message_type="SeatOffered", now=now, payload={
-        "registration_id": head.registration_id, "event_id": head.event_id, "user": head.user_id,
-        "ends_at": ends_at.isoformat(),
-    }))
-
-
-def add_offer_end(transaction: LabelledTransaction, *, user_id: str, registration_id: str, state: str,
-                  now: datetime) -> None:
-    """End the registration's offer as ``state`` (accepted, declined, expired), under the condition that it is
-    still offered and, for accepted or expired, on the right side of its end by the clock value ``now``: the
-    clock in the write's own condition, so no sweep is needed to refuse a late accept."""
-    condition = Offer.state == OFFERED
-    if state == Offer.ACCEPTED:
-        condition &= Offer.ends_at > now
-    elif state in (Offer.EXPIRED, Offer.CALLED_OFF):
-        condition &= Offer.ends_at <= now
-    transaction.update(OFFER, Offer(*Offer.key_for(user_id, registration_id)), actions=[
-        Offer.state.set(state), Offer.ended_at.set(now), Offer.gsi1pk.remove(), Offer.gsi1sk.remove(),
-        Offer.expires_at.set(now + timedelta(days=Offer.KEEP_ENDED_DAYS)),
-    ], condition=condition, return_old_on_failure=True)
 
 
 class PromotionRounds:

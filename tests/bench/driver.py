@@ -28,7 +28,7 @@ from urllib.parse import urlencode
 
 from django.conf import settings
 
-from registrations import services
+from registrations.events import services as event_services
 from tems.clock import utcnow
 from tems.local_dynamodb import free_port
 from tems.metering import DynamoMeter, metered
@@ -59,7 +59,7 @@ def cell(meter: DynamoMeter) -> str:
 
 
 def bench_event(capacity: int) -> str:
-    return services.event_create(title="Bench night", starts_at=utcnow() + timedelta(days=30), capacity=capacity,
+    return event_services.event_create(title="Bench night", starts_at=utcnow() + timedelta(days=30), capacity=capacity,
                                  created_by="bench").event_id
 
 

@@ -68,10 +68,12 @@ from boto3.dynamodb.types import TypeDeserializer
 from django.test import override_settings
 
 from lab.techniques.registration import registration_fingerprint
-from registrations import selectors, serializers, services
+from registrations import selectors, serializers, services, write_rules
 from registrations.errors import RegistrationError
-from registrations.models import CONFIRMED, WAITLISTED, Event, RegistrationClaim
-from registrations.seating import positions, router, shards, tickets
+from registrations.events import services as event_services
+from registrations.events.models import Event
+from registrations.models import CONFIRMED, WAITLISTED, RegistrationClaim
+from registrations.seating import lanes, positions, router, shards
 from registrations.seating.gate import GateBusy
 from tems.clock import utcnow
 from tems.dynamo import TableConfig, boto3_client, configure_models, current_config, ensure_table
@@ -151,8 +153,8 @@ def _event(capacity: int, *, shards: int, **fields: Any) -> str:
     The count is set through the shard rule's own settings, so the service's real path makes the event."""
     per_shard = -(-capacity // shards)
     with override_settings(SEATS_PER_SHARD=per_shard, MAX_SEAT_SHARDS=shards):
-        return services.event_create(title="Hot event", starts_at=utcnow() + timedelta(days=30), capacity=capacity,
-                                     created_by="bench-hot", **fields).event_id
+        return event_services.event_create(title="Hot event", starts_at=utcnow() + timedelta(days=30),
+                                           capacity=capacity, created_by="bench-hot", **fields).event_id
 
 
 # "single counter": every seat on one item, as before issue 13 (then on the event item itself, which GSI1 also
@@ -480,7 +482,7 @@ def audit(event_id: str, capacity: int, answers: list[Answer]) -> dict[str, Any]
     live = [item for item in registrations if item.get("status") in (CONFIRMED, WAITLISTED)]
     per_user = Counter(item["user_id"] for item in live)
     claims = _claims(event_id, set(per_user) | {_user(answer.tap.student) for answer in answers})
-    # The waiting list's entries live in its lanes' partitions (registrations.seating.tickets), read by the selector.
+    # The waiting list's entries live in its lanes' partitions (registrations.seating.lanes), read by the selector.
     entries = [{"user_id": e.user_id, "ticket": int(e.ticket)}
                for e in selectors.waitlist_entries(event_id=event_id)]
     exact = positions.positions(tickets=[(event_id, item["ticket"]) for item in entries])
@@ -550,7 +552,7 @@ class DesignResult:
 # --- what the service's transactions did -------------------------------------------------------------------------
 
 def _kind(labels: set[str]) -> str:
-    """A registration's transaction by its labels (registrations.services.common): a seat attempt or a join of
+    """A registration's transaction by its labels (registrations.write_rules): a seat attempt or a join of
     one lane."""
     if "seat" in labels:
         return "seat"
@@ -614,14 +616,14 @@ def tallied(counts: Counter) -> Iterator[None]:
             return done
         return spied
 
-    claim = tickets.claim_block
+    claim = lanes.claim_block
 
-    def claim_spy(**kwargs: Any) -> tickets.Block:
+    def claim_spy(**kwargs: Any) -> lanes.Block:
         # A lane's new block: one UpdateItem of the queue item, outside any transaction (whatever the gate).
         phase = "any"
         try:
             block = claim(**kwargs)
-        except tickets.QueueBusy:
+        except lanes.QueueBusy:
             count(("block claim", phase, "conflicted"))
             raise
         count(("block claim", phase, "committed" if block.claimed else "refused"))
@@ -629,14 +631,14 @@ def tallied(counts: Counter) -> Iterator[None]:
 
     close, copy = router.gate_close, router.lane_copy
     LabelledTransaction.commit = spy
-    tickets.claim_block = claim_spy
+    lanes.claim_block = claim_spy
     router.gate_close = single_write("gate close", close)
     router.lane_copy = single_write("lane copy", copy)
     try:
         yield
     finally:
         LabelledTransaction.commit = original
-        tickets.claim_block = claim
+        lanes.claim_block = claim
         router.gate_close, router.lane_copy = close, copy
 
 
@@ -1055,7 +1057,7 @@ def _reading(measured: list[tuple[DesignResult, dict[str, Any]]], scenario: Scen
                        f"{1000 / scenario.hold_ms:,.0f} registrations/s however much WCU its partition has left "
                        f"(here {numbers['hottest_peak']:,.0f} of {numbers['hottest_limit']:,.0f} WCU/s at the peak); "
                        f"the rest meet TransactionConflict ({numbers['conflicts']:,} refused), retry with backoff "
-                       f"up to {services.MAX_CONFLICTS} times and are answered 503.")
+                       f"up to {write_rules.MAX_CONFLICTS} times and are answered 503.")
         passed = [name for name, ok in checks if ok]
         failed = [name for name, ok in checks if not ok]
         out.append(f"- **{result.name}**: meets {', '.join(passed) or 'none'}"
@@ -1079,7 +1081,7 @@ def run_all(ctx: BenchContext, scenario: Scenario, designs: list[str] | None = N
         # A lane's block lives BLOCK_SECONDS of real time: S times longer on the machine, like every duration.
         with (ModelProcess(upstream=ctx.endpoint, scale=scenario.scale, hold_ms=scenario.hold_ms) as model,
               qr_drawn_once(),
-              override_settings(WAITLIST_BLOCK_SECONDS=tickets.block_seconds() * scenario.scale)):
+              override_settings(WAITLIST_BLOCK_SECONDS=lanes.block_seconds() * scenario.scale)):
             for name in designs or list(SEAT_DESIGNS):
                 print(f"  {name}: {scenario.run_students:,} students over {scenario.machine_seconds:.0f} s ...",
                       flush=True)

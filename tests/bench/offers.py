@@ -42,7 +42,7 @@ from lab.techniques.registration import registration_fingerprint
 from registrations import selectors, services
 from registrations.errors import RegistrationError
 from registrations.models import CONFIRMED, OFFERED, WAITLISTED, Registration
-from registrations.seating import shards, tickets
+from registrations.seating import lanes, shards
 from tems.dynamo import TableConfig, boto3_client, configure_models, ensure_table
 from tems.invariants import check_items, scan_items
 from tems.metering import ready_clients
@@ -212,7 +212,7 @@ def run_wave(ctx: BenchContext, wave: Wave) -> WaveResult:
         print(f"  filled in {time.monotonic() - started:.0f} s; {len(cancels):,} cancellations over "
               f"{wave.machine_seconds:.0f} s ...", flush=True)
         with (ModelProcess(upstream=ctx.endpoint, scale=wave.scale, hold_ms=HOLD_MS) as model,
-              override_settings(WAITLIST_BLOCK_SECONDS=tickets.block_seconds() * wave.scale)):
+              override_settings(WAITLIST_BLOCK_SECONDS=lanes.block_seconds() * wave.scale)):
             configure_models(TableConfig(direct.table_name, model.endpoint, direct.region))
             ready_clients()
             model.reset()

@@ -25,7 +25,7 @@ from django.contrib.auth.models import User
 
 from lab.techniques.registration import registration_fingerprint
 from registrations.seating.router import Router
-from registrations.services.registration import NewRegistration, confirm_transaction, new_registration_id
+from registrations.services.create import NewRegistration, confirm_transaction, new_registration_id
 from tems.clock import utcnow
 from tems.dynamo import boto3_client
 from tems.health import HEALTH_PATH
@@ -184,7 +184,7 @@ PROFILE_PARTS = (
     ("DynamoDB request (botocore: serialise, sign, send, wait, parse)", "botocore/client.py", "_make_api_call"),
     ("session and user read (SQL database)", "django/contrib/auth/__init__.py", "get_user"),
     ("the student's immutable key (SQL database)", "tems/identity.py", "user_key"),
-    ("building the six items (PynamoDB models, expressions)", "registrations/services/registration.py",
+    ("building the six items (PynamoDB models, expressions)", "registrations/services/create.py",
      "confirm_transaction"),
 )
 

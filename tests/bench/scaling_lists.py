@@ -10,7 +10,7 @@ from django.test import Client
 
 from inventory import services as inventory_services
 from inventory.models import InventoryChange, InventoryItem
-from registrations.models import Event
+from registrations.events.models import Event
 from tems.clock import utcnow
 from tems.dynamo import boto3_client, current_config
 

@@ -17,20 +17,11 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from registrations import attendees
-from registrations.models import (
-    CONFIRMED,
-    WAITLISTED,
-    Event,
-    Registration,
-    RegistrationClaim,
-    SeatGate,
-    SeatShard,
-    WaitlistDepartures,
-    WaitlistEntry,
-    WaitlistQueue,
-)
+from registrations.events.models import Event
+from registrations.models import CONFIRMED, WAITLISTED, Registration, RegistrationClaim, WaitlistEntry
 from registrations.seating import positions
 from registrations.seating.gate import CLOSED
+from registrations.seating.models import SeatGate, SeatShard, WaitlistDepartures, WaitlistQueue
 from tems.identity import user_key
 
 STARTS = datetime(2030, 1, 1, 9, 0, tzinfo=UTC)

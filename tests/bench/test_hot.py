@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from registrations.seating import router, tickets
+from registrations.seating import lanes, router
 from registrations.seating.gate import GateBusy
 from tems.dynamo import TableConfig, configure_models
 from tems.transactions import LabelledTransaction, Reason, TransactionCancelled
@@ -145,9 +145,9 @@ def test_the_tally_sorts_transactions_by_kind_outcome_and_gate(monkeypatch):
 
 
 def test_the_tally_counts_block_claims_by_what_became_of_them(monkeypatch):
-    outcomes = iter([tickets.Block(first=1, end=2, left=0, assumed_from=0, claimed=True),
-                     tickets.Block(first=1, end=2, left=0, assumed_from=0, claimed=False),
-                     tickets.QueueBusy()])
+    outcomes = iter([lanes.Block(first=1, end=2, left=0, assumed_from=0, claimed=True),
+                     lanes.Block(first=1, end=2, left=0, assumed_from=0, claimed=False),
+                     lanes.QueueBusy()])
 
     def claim_block(**kwargs):
         outcome = next(outcomes)
@@ -155,13 +155,13 @@ def test_the_tally_counts_block_claims_by_what_became_of_them(monkeypatch):
             raise outcome
         return outcome
 
-    monkeypatch.setattr(tickets, "claim_block", claim_block)
+    monkeypatch.setattr(lanes, "claim_block", claim_block)
     counts = Counter()
     with tallied(counts):
         for _ in range(3):
-            with contextlib.suppress(tickets.QueueBusy):
-                tickets.claim_block(event_id="e", lane=None, size=1, now=None)
-    assert tickets.claim_block is claim_block
+            with contextlib.suppress(lanes.QueueBusy):
+                lanes.claim_block(event_id="e", lane=None, size=1, now=None)
+    assert lanes.claim_block is claim_block
     assert tally(counts, "block claim", "any") == "1 / 1 / 1"
     assert tally(counts, "seat", "after") == "-"
 

@@ -7,7 +7,7 @@ import pytest
 from playwright.sync_api import expect
 
 from inventory import services as inventory_services
-from registrations import services
+from registrations.events import services as event_services
 from tems.identity import user_key
 from tests.browser.helpers import log_in
 from tests.browser.pages import DESKTOP, PHONE, new_sized_page, serious_axe_violations
@@ -30,9 +30,9 @@ def _contrast(page, foreground: str, background: str) -> float:
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
 def test_no_page_has_a_serious_or_critical_axe_violation(app_server, browser, contexts, viewport, student,
                                                          staff_user):
-    event = services.event_create(title="Axe night", starts_at=datetime(2030, 5, 1, 18, tzinfo=UTC), capacity=1,
+    event = event_services.event_create(title="Axe night", starts_at=datetime(2030, 5, 1, 18, tzinfo=UTC), capacity=1,
                                   created_by="staff", location="Hall A", description="Bring a friend.")
-    full = services.event_create(title="Full house", starts_at=datetime(2030, 5, 2, 18, tzinfo=UTC), capacity=1,
+    full = event_services.event_create(title="Full house", starts_at=datetime(2030, 5, 2, 18, tzinfo=UTC), capacity=1,
                                  created_by="staff")
     register(full.event_id, "someone-else")
     waiting = register(full.event_id, user_key(student)).data["registration_id"]
@@ -68,7 +68,7 @@ def test_no_page_has_a_serious_or_critical_axe_violation(app_server, browser, co
 
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
 def test_registering_moves_focus_to_the_result_and_announces_it(app_server, browser, contexts, viewport, student):
-    event = services.event_create(title="Focus fair", starts_at=datetime(2030, 5, 3, 18, tzinfo=UTC), capacity=5,
+    event = event_services.event_create(title="Focus fair", starts_at=datetime(2030, 5, 3, 18, tzinfo=UTC), capacity=5,
                                   created_by="staff")
     page = new_sized_page(browser, viewport, contexts)
     log_in(page, app_server, "student1", "pw-student-1")

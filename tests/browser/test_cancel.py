@@ -5,7 +5,8 @@ from datetime import UTC, datetime
 import pytest
 from playwright.sync_api import expect
 
-from registrations import selectors, services
+from registrations import selectors
+from registrations.events import services as event_services
 from tems.identity import user_key
 from tests.browser.helpers import log_in
 from tests.browser.pages import DESKTOP, PHONE, new_sized_page
@@ -14,7 +15,7 @@ from tests.registrations.helpers import register
 
 @pytest.fixture
 def event(app_server):
-    return services.event_create(title="Cancel club", starts_at=datetime(2030, 7, 1, 18, tzinfo=UTC), capacity=1,
+    return event_services.event_create(title="Cancel club", starts_at=datetime(2030, 7, 1, 18, tzinfo=UTC), capacity=1,
                                  created_by="staff")
 
 

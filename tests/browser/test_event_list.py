@@ -4,7 +4,7 @@ from datetime import timedelta
 
 from playwright.sync_api import expect
 
-from registrations.models import Event
+from registrations.events.models import Event
 from tems.clock import utcnow
 from tests.browser.helpers import log_in
 

@@ -4,12 +4,13 @@ from datetime import UTC, datetime
 
 from playwright.sync_api import expect
 
-from registrations import selectors, services
+from registrations import selectors
+from registrations.events import services as event_services
 from tests.browser.helpers import log_in
 
 
 def test_student_logs_in_and_sees_events(app_server, new_page, student):
-    services.event_create(title="Film night", starts_at=datetime(2030, 1, 1, 19, tzinfo=UTC), capacity=30,
+    event_services.event_create(title="Film night", starts_at=datetime(2030, 1, 1, 19, tzinfo=UTC), capacity=30,
                           created_by="staff", location="Cinema")
     page = new_page()
     log_in(page, app_server, "student1", "pw-student-1")
@@ -20,7 +21,7 @@ def test_student_logs_in_and_sees_events(app_server, new_page, student):
 
 
 def test_staff_edit_from_a_stale_page_shows_the_conflict(app_server, new_page, staff_user):
-    event = services.event_create(title="Quiz", starts_at=datetime(2030, 2, 1, 18, tzinfo=UTC), capacity=20,
+    event = event_services.event_create(title="Quiz", starts_at=datetime(2030, 2, 1, 18, tzinfo=UTC), capacity=20,
                                   created_by="staff")
     first, second = new_page(), new_page()
     for page in (first, second):

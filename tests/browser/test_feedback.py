@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 import pytest
 from playwright.sync_api import expect
 
-from registrations import selectors, services
+from registrations import selectors
+from registrations.events import services as event_services
 from tems.identity import user_key
 from tests.browser.helpers import log_in
 from tests.browser.pages import DESKTOP, PHONE, new_sized_page
@@ -15,7 +16,7 @@ from tests.browser.pages import DESKTOP, PHONE, new_sized_page
 
 @pytest.fixture
 def event(app_server):
-    return services.event_create(title="Edge night", starts_at=datetime(2030, 6, 1, 18, tzinfo=UTC), capacity=50,
+    return event_services.event_create(title="Edge night", starts_at=datetime(2030, 6, 1, 18, tzinfo=UTC), capacity=50,
                                  created_by="staff")
 
 

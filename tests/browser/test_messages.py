@@ -6,7 +6,8 @@ from datetime import UTC, datetime
 import pytest
 from playwright.sync_api import expect
 
-from registrations import selectors, services
+from registrations import selectors
+from registrations.events import services as event_services
 from tems.identity import user_key
 from tests.browser.helpers import log_in
 from tests.browser.pages import DESKTOP, PHONE, new_sized_page, serious_axe_violations
@@ -16,7 +17,7 @@ from tests.registrations.helpers import register
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
 def test_preview_and_a_double_click_on_send_write_one_message(app_server, browser, contexts, viewport, student,
                                                               staff_user):
-    event = services.event_create(title="Poster session", starts_at=datetime(2030, 6, 1, 18, tzinfo=UTC),
+    event = event_services.event_create(title="Poster session", starts_at=datetime(2030, 6, 1, 18, tzinfo=UTC),
                                   capacity=1, created_by="staff")
     register(event.event_id, user_key(student), user_name="student1")
     register(event.event_id, "someone-waiting", user_name="waiting1")

@@ -7,7 +7,8 @@ import pytest
 from playwright.sync_api import expect
 
 from registrations import selectors, services
-from registrations.services import offers
+from registrations.events import services as event_services
+from registrations.offers import services as offers
 from tems.clock import utcnow
 from tems.identity import user_key
 from tests.browser.helpers import log_in
@@ -18,7 +19,7 @@ from tests.registrations.helpers import register
 @pytest.fixture
 def offered(app_server, student):
     """``student`` holds the offer of the one seat of an event in offer mode; "next-in-line" waits behind."""
-    event = services.event_create(title="Offer club", starts_at=datetime(2030, 7, 1, 18, tzinfo=UTC), capacity=1,
+    event = event_services.event_create(title="Offer club", starts_at=datetime(2030, 7, 1, 18, tzinfo=UTC), capacity=1,
                                   created_by="staff", offer_hours=24)
     holder = register(event.event_id, "holder").data["registration_id"]
     register(event.event_id, user_key(student), user_name="student1")

@@ -8,7 +8,8 @@ import pytest
 from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
-from registrations import selectors, services
+from registrations import selectors
+from registrations.events import services as event_services
 from registrations.privacy.selectors import retention_get
 from tems.identity import user_key
 from tests.browser.helpers import log_in
@@ -18,7 +19,7 @@ from tests.registrations.helpers import register
 
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
 def test_a_student_downloads_then_erases_their_data(app_server, browser, contexts, student, viewport):
-    event = services.event_create(title="Privacy picnic", starts_at=datetime(2030, 6, 1, 12, tzinfo=UTC),
+    event = event_services.event_create(title="Privacy picnic", starts_at=datetime(2030, 6, 1, 12, tzinfo=UTC),
                                   capacity=1, created_by="staff")
     mine = register(event.event_id, user_key(student), user_name="student1").data
     register(event.event_id, "next-in-line")
@@ -57,7 +58,7 @@ def test_a_student_downloads_then_erases_their_data(app_server, browser, context
 
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
 def test_staff_set_the_answer_retention_of_an_event(app_server, browser, contexts, staff_user, viewport):
-    event = services.event_create(title="Survey day", starts_at=datetime(2030, 6, 2, 12, tzinfo=UTC), capacity=5,
+    event = event_services.event_create(title="Survey day", starts_at=datetime(2030, 6, 2, 12, tzinfo=UTC), capacity=5,
                                   created_by="staff")
     page = new_sized_page(browser, viewport, contexts)
     log_in(page, app_server, "staffer", "pw-staff-1")

@@ -6,8 +6,10 @@ from datetime import UTC, datetime
 import pytest
 from playwright.sync_api import expect
 
-from registrations import questions, services
-from registrations.questions import Question
+from registrations.events import services as event_services
+from registrations.questions import question_sets
+from registrations.questions import services as question_services
+from registrations.questions.question_sets import Question
 from tests.browser.helpers import log_in
 from tests.browser.pages import DESKTOP, PHONE, new_sized_page, serious_axe_violations
 
@@ -16,10 +18,10 @@ pytestmark = pytest.mark.browser
 
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
 def test_staff_ask_a_question_and_a_student_answers_it(app_server, browser, contexts, viewport, student, staff_user):
-    questions.known.reset()
-    event = services.event_create(title="Question night", starts_at=datetime(2030, 6, 1, 18, tzinfo=UTC),
+    question_sets.known.reset()
+    event = event_services.event_create(title="Question night", starts_at=datetime(2030, 6, 1, 18, tzinfo=UTC),
                                   capacity=5, created_by="staff")
-    services.questions_update(event_id=event.event_id, expected_version=0, updated_by="staff", questions=[
+    question_services.questions_update(event_id=event.event_id, expected_version=0, updated_by="staff", questions=[
         Question(id="0a0b0c0d", label="Anything we should know?", kind="text")])
     checked: dict[str, list[str]] = {}
 

@@ -4,13 +4,13 @@ from datetime import UTC, datetime
 
 from playwright.sync_api import expect
 
-from registrations import services
+from registrations.events import services as event_services
 from tests.browser.helpers import log_in
 
 
 def test_pages_and_htmx_swaps_run_under_the_policy_with_nothing_blocked(app_server, new_page, staff_user):
-    event = services.event_create(title="Policy fair", starts_at=datetime(2030, 3, 1, 12, tzinfo=UTC), capacity=10,
-                                  created_by="staff")
+    event = event_services.event_create(title="Policy fair", starts_at=datetime(2030, 3, 1, 12, tzinfo=UTC),
+                                        capacity=10, created_by="staff")
     page = new_page()
     console: list[str] = []
     page.on("console", lambda message: console.append(message.text))

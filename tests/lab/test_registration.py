@@ -7,7 +7,7 @@ from django.test import Client
 
 from lab.registration_race import LAB_EVENT_COLLECTION, registration_race, tryit_event_id
 from registrations import selectors
-from registrations.models import Event
+from registrations.events.models import Event
 from tems.dynamo import boto3_client, current_config
 from tems.identity import user_key
 from tests.helpers import assert_invariants_clean

@@ -7,9 +7,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from lab.techniques.registration import registration_fingerprint
-from registrations import services
-from registrations.models import SeatShard
-from registrations.services import registration as registration_service
+from registrations import services, write_rules
+from registrations.events import services as event_services
+from registrations.seating.models import SeatShard
+from registrations.services import create as registration_service
 
 STARTS = datetime(2027, 5, 1, 9, 0, tzinfo=UTC)
 
@@ -20,7 +21,7 @@ def new_key() -> str:
 
 def make_event(capacity: int = 5, **overrides):
     fields = {"title": "Open day", "starts_at": STARTS, "capacity": capacity, "created_by": "staff"}
-    return services.event_create(**{**fields, **overrides})
+    return event_services.event_create(**{**fields, **overrides})
 
 
 def register(event_id: str, user_id: str, key: str | None = None, **kwargs):
@@ -43,7 +44,7 @@ def seat_taken_under(monkeypatch, condition) -> None:
     """A deliberately broken confirmed registration: its seat is taken under ``condition(attempt)`` instead of
     the service's own (each broken variant drops the one clause its test must show is needed)."""
     original = registration_service.confirm_transaction
-    seat = services.common.SEAT
+    seat = write_rules.SEAT
 
     def broken(attempt, shard):
         transaction, response = original(attempt, shard)

@@ -193,7 +193,7 @@ def test_busy_is_503_with_retry_after(open_event, student_client, monkeypatch):
         raise TransactionCancelled({"claim": Reason("TransactionConflict", None, None)}, cause=None)
 
     monkeypatch.setattr(LabelledTransaction, "commit", always_conflict)
-    monkeypatch.setattr("registrations.services.common.CONFLICT_MAX_DELAY", 0)
+    monkeypatch.setattr("registrations.write_rules.CONFLICT_MAX_DELAY", 0)
     response = register_via_api(student_client, open_event.event_id, str(uuid.uuid4()))
     body = assert_problem(response, 503)
     assert response["Retry-After"] == "1" and body["code"] == "busy"

@@ -6,7 +6,8 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from registrations import selectors, services
+from registrations import selectors
+from registrations.events import services as event_services
 from tems.identity import user_key
 from tests.registrations.helpers import make_event, register
 
@@ -31,7 +32,7 @@ def test_the_event_panel_merges_and_shows_a_clash_readably(ddb, browser, live_se
                        starts_at=datetime(2027, 5, 1, 17, 0, tzinfo=UTC))
     page = page_as(browser, live_server, staff, viewport)
     page.goto(f"{live_server.url}/events/{event.event_id}/edit/")
-    services.event_update(event_id=event.event_id, expected_version=1, title="Chess club", description="",
+    event_services.event_update(event_id=event.event_id, expected_version=1, title="Chess club", description="",
                           location="Great Hall", starts_at=event.starts_at, capacity=6, updated_by="bo")
     page.fill("input[name=title]", "Chess night")  # only mine: applied
     page.fill("input[name=capacity]", "8")  # both changed: the clash

@@ -25,16 +25,19 @@ from typing import Any
 
 import pytest
 
-from registrations import selectors, services
-from registrations.models import CONFIRMED, WAITLISTED, EventSeats, SeatGate, SeatShard
+from registrations import selectors, services, write_rules
+from registrations.events import services as event_services
+from registrations.events import services as events_service
+from registrations.events.models import EventSeats
+from registrations.models import CONFIRMED, WAITLISTED
 from registrations.seating import gate as gate_service
-from registrations.seating import positions, router, shards, tickets
+from registrations.seating import lanes, positions, router, shards
 from registrations.seating.hints import hints
+from registrations.seating.models import SeatGate, SeatShard
 from registrations.services import cancel as cancel_service
-from registrations.services import events as events_service
+from registrations.services import create as registration_service
 from registrations.services import promotion as promotion_service
-from registrations.services import registration as registration_service
-from registrations.services.common import LANE, SEAT
+from registrations.write_rules import LANE, SEAT
 from tems.clock import utcnow
 from tems.dynamo import TableConfig
 from tems.outbox import outbox_relay
@@ -99,7 +102,7 @@ class People:
                     with self.lock:
                         self.busy += 1
                     if tap + 1 < TAPS:
-                        time.sleep(float(error.extra.get("retry_after") or services.BUSY_RETRY_AFTER_SECONDS))
+                        time.sleep(float(error.extra.get("retry_after") or write_rules.BUSY_RETRY_AFTER_SECONDS))
             with self.lock:
                 self.answers[name] = answer
             return answer
@@ -432,9 +435,9 @@ def test_a_close_without_the_epoch_condition_is_caught(through_model, settings, 
 # --- 4. capacity changes racing registrations ---------------------------------------------------------------------
 
 
-def edit_capacity(event_id: str, capacity: int) -> services.EventUpdate:
+def edit_capacity(event_id: str, capacity: int) -> event_services.EventUpdate:
     current = selectors.event_get(event_id=event_id)
-    return services.event_update(event_id=event_id, expected_version=int(current.version), title=current.title,
+    return event_services.event_update(event_id=event_id, expected_version=int(current.version), title=current.title,
                                  description="", location="", starts_at=STARTS, capacity=capacity,
                                  updated_by="staff")
 
@@ -537,7 +540,7 @@ def raise_while_many_wait(through_model, settings) -> tuple[str, People, list[st
     fill(event.event_id, [f"seated{n}" for n in range(4)] + [f"w{n:02d}" for n in range(36)])
     # The set-up's joins came fast, so their lanes grew blocks that still have tickets for a second: a newcomer
     # then may be handed a ticket below someone who joined a moment before in another lane, which the waiting
-    # list allows (registrations.seating.tickets: nobody overtakes anyone who joined more than BLOCK_SECONDS
+    # list allows (registrations.seating.lanes: nobody overtakes anyone who joined more than BLOCK_SECONDS
     # earlier). The newcomers come after that second (on their clock), so each must wait behind everyone.
     later = after_the_blocks(event.event_id)
     queue = [entry.user_id for entry in selectors.waitlist_entries(event_id=event.event_id)]
@@ -564,7 +567,7 @@ def raise_while_many_wait(through_model, settings) -> tuple[str, People, list[st
 
 def after_the_blocks(event_id: str) -> Callable[[], datetime]:
     """A clock on which no lane's block hands out a ticket any more: every join on it takes a fresh block."""
-    ends = [shard.lane_at + timedelta(seconds=tickets.block_seconds())
+    ends = [shard.lane_at + timedelta(seconds=lanes.block_seconds())
             for shard in shards_of(event_id) if shard.lane_at is not None]
     ahead = max(timedelta(0), max(ends, default=utcnow()) - utcnow()) + timedelta(seconds=0.05)
     return lambda: utcnow() + ahead
@@ -574,7 +577,7 @@ def relay_promotions() -> None:
     """The outbox relay's passes after the storm, as in production: the edit's promotion request finishes
     whatever the edit's own promotion could not (a message it failed on is due again after a backoff, so each
     pass looks an hour ahead)."""
-    handlers = {services.PROMOTION_REQUESTED: services.waitlist_promotion_requested}
+    handlers = {event_services.PROMOTION_REQUESTED: event_services.waitlist_promotion_requested}
     for _ in range(5):
         later = utcnow() + timedelta(hours=1)
         if not outbox_relay(handlers=handlers, limit=1000, now=lambda later=later: later).failed:

@@ -10,8 +10,9 @@ import pytest
 from registrations import selectors, services
 from registrations.checkins import services as checkin_services
 from registrations.errors import EVENT_CANCELLED, RegistrationError
-from registrations.models import EventMessage, SeatShard
-from registrations.services import cancellation
+from registrations.events import services as event_services
+from registrations.messages.models import EventMessage
+from registrations.seating.models import SeatShard
 from registrations.ticket_tokens import ticket_token
 from tems.clock import utcnow
 from tems.invariants import check_all
@@ -23,7 +24,7 @@ STAFF = "staff-key"
 
 
 def cancel(event_id: str, key: str | None = None, *, user_id: str = STAFF):
-    return services.event_cancel_once(event_id=event_id, user_id=user_id, cancelled_by="organiser",
+    return event_services.event_cancel_once(event_id=event_id, user_id=user_id, cancelled_by="organiser",
                                       idempotency_key=key or new_key(), fingerprint=f"fp-cancel-{event_id}")
 
 
@@ -54,7 +55,7 @@ def test_the_cancellation_marks_the_event_and_every_shard_and_writes_one_notice(
     [notice] = selectors.message_list(event_id=event.event_id)
     assert notice.kind == EventMessage.CANCELLATION and notice.message_id == EventMessage.cancellation_id_for(
         event.event_id)
-    assert len(outbox_of(event.event_id, cancellation.CANCELLATION_REQUESTED)) == 1
+    assert len(outbox_of(event.event_id, event_services.CANCELLATION_REQUESTED)) == 1
     assert {name: found for name, found in check_all().items() if found} == {}
 
 
@@ -65,7 +66,7 @@ def test_repeating_it_with_the_same_or_a_new_key_writes_nothing_more(event):
     assert again.replayed and again.response.body == first.response.body
     other = cancel(event.event_id, user_id="other-staff")
     assert other.response.status == 200 and other.data["cancelled_at"] == first.data["cancelled_at"]
-    assert len(outbox_of(event.event_id, cancellation.CANCELLATION_REQUESTED)) == 1
+    assert len(outbox_of(event.event_id, event_services.CANCELLATION_REQUESTED)) == 1
     assert len(selectors.message_list(event_id=event.event_id).items) == 1
 
 
@@ -99,7 +100,7 @@ def test_nobody_is_promoted_and_nobody_leaves_once_the_event_is_cancelled(event)
     claim = selectors.claim_get(event_id=event.event_id, user_id="s3")
     assert claim.status == "waitlisted"
     current = selectors.event_get(event_id=event.event_id)
-    assert_refused_as_cancelled(lambda: services.event_update(
+    assert_refused_as_cancelled(lambda: event_services.event_update(
         event_id=event.event_id, expected_version=int(current.version), title="Raised", description="",
         location="", starts_at=current.starts_at, capacity=10, updated_by="staff"))
     assert selectors.event_get(event_id=event.event_id).capacity == 3
@@ -109,7 +110,7 @@ def test_nobody_is_promoted_and_nobody_leaves_once_the_event_is_cancelled(event)
 def promotion_meeting_a_cancellation(event_id: str, monkeypatch) -> int:
     """A raise of capacity left for the promotion (people wait), and the event cancelled between the promotion's
     read of the heads and its write: returns how many the promotion promoted."""
-    from registrations.models import EventSeats
+    from registrations.events.models import EventSeats
     from registrations.services import promotion
 
     for n in range(4):
@@ -135,7 +136,7 @@ def test_a_promotion_read_before_the_cancellation_promotes_nobody_after_it(event
 
 
 def test_the_promotion_check_catches_a_promotion_without_the_cancelled_condition(event, monkeypatch):
-    from registrations.models import EventSeats
+    from registrations.events.models import EventSeats
 
     # Broken: the promotion's "not cancelled" is a condition that always holds.
     monkeypatch.setattr(EventSeats.cancelled_at, "does_not_exist", lambda: EventSeats.pk.exists())
@@ -163,16 +164,16 @@ def test_a_key_reused_for_another_request_is_refused(event):
     key = new_key()
     cancel(event.event_id, key)
     with pytest.raises(RegistrationError) as refused:
-        services.event_cancel_once(event_id=event.event_id, user_id=STAFF, cancelled_by="organiser",
+        event_services.event_cancel_once(event_id=event.event_id, user_id=STAFF, cancelled_by="organiser",
                                    idempotency_key=key, fingerprint="another-request")
     assert refused.value.code == "unprocessable"
 
 
 def registration_meeting_a_cancellation(event_id: str, monkeypatch):
     """A registration whose round was built before the event was cancelled and is sent after it."""
-    from registrations.services import registration
+    from registrations.services import create
 
-    original = registration.confirm_transaction
+    original = create.confirm_transaction
 
     def cancelled_meanwhile(attempt, shard):
         built = original(attempt, shard)
@@ -182,7 +183,7 @@ def registration_meeting_a_cancellation(event_id: str, monkeypatch):
         return built
 
     cancelled_meanwhile.done = False
-    monkeypatch.setattr(registration, "confirm_transaction", cancelled_meanwhile)
+    monkeypatch.setattr(create, "confirm_transaction", cancelled_meanwhile)
     return register(event_id, "racer")
 
 
@@ -210,5 +211,5 @@ def test_a_lost_answer_or_a_failed_try_cancels_once_and_answers_the_first_answer
         outcome = cancel(event.event_id)
     assert faults.fired(kind) and outcome.response.status == 200
     assert selectors.event_get(event_id=event.event_id).is_cancelled
-    assert len(outbox_of(event.event_id, cancellation.CANCELLATION_REQUESTED)) == 1
+    assert len(outbox_of(event.event_id, event_services.CANCELLATION_REQUESTED)) == 1
     assert {name: found for name, found in check_all().items() if found} == {}

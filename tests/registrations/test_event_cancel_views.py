@@ -9,8 +9,9 @@ import pytest
 from icalendar import Calendar
 
 from registrations import selectors
-from registrations.models import EventMessage
-from registrations.services import messages
+from registrations.events import services as event_services
+from registrations.messages import services as messages
+from registrations.messages.models import EventMessage
 from tems.clock import utcnow
 from tems.identity import user_key
 from tests.registrations.helpers import make_event, register
@@ -135,12 +136,11 @@ def test_the_calendar_file_turns_cancelled_with_the_same_uid_a_higher_sequence_a
 
 
 def test_an_edit_raises_the_sequence_too(event, student, student_client):
-    from registrations import services
 
     claim = selectors.claim_get(event_id=event.event_id, user_id=user_key(student))
     _, before = calendar_entry(student_client, claim.registration_id)
     current = selectors.event_get(event_id=event.event_id)
-    services.event_update(event_id=event.event_id, expected_version=int(current.version), title="Robot night",
+    event_services.event_update(event_id=event.event_id, expected_version=int(current.version), title="Robot night",
                           description="", location="", starts_at=current.starts_at + timedelta(hours=1),
                           capacity=1, updated_by="staff")
     _, after = calendar_entry(student_client, claim.registration_id)

@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from registrations.models import Event
+from registrations.events.models import Event
 from tems.clock import utcnow
 from tems.metering import metered
 

@@ -31,12 +31,19 @@ from pynamodb.exceptions import UpdateError
 from lab.techniques.registration import registration_fingerprint
 from registrations import selectors, serializers, services
 from registrations.errors import EVENT_CANCELLED, RegistrationError
-from registrations.models import Event, EventMessage, Offer, Registration, RegistrationClaim
-from registrations.services import offers as offers_module
-from registrations.services import registration as registration_module
+from registrations.events import services as event_services
+from registrations.events.models import Event
+from registrations.messages.models import EventMessage
+from registrations.models import Registration, RegistrationClaim
+from registrations.offers import offer_writes
+from registrations.offers import services as offer_services
+from registrations.offers import services as offers_module
+from registrations.offers.models import Offer
+from registrations.services import create as registration_module
 from tems.clock import utcnow
 from tems.invariants import check_all
 from tems.outbox import OutboxMessage, outbox_relay
+from tems.transactions import TransactionCancelled
 from tests.registrations.helpers import make_event
 from tests.support.faults import CONFLICT, ERROR, LOST, THROTTLE, Fault, inject
 
@@ -121,7 +128,7 @@ def student(history: History, event_id: str, name: str, seed: int, offers: bool 
             elif action in answers and mine:
                 # Whether I hold an offer is for the service to say: no offer is a 404, an ended one a refusal.
                 key = str(uuid.uuid4())
-                answer = services.offer_decline if action == "decline" else services.offer_accept
+                answer = offer_services.offer_decline if action == "decline" else offer_services.offer_accept
                 outcome = answer(user_id=name, registration_id=mine, idempotency_key=key,
                                  fingerprint=f"{action}:{mine}",
                                  now=utcnow() + LATE if action == "late_accept" else None)
@@ -161,7 +168,7 @@ def staff(history: History, event_id: str, name: str, seed: int, offers: bool = 
             event = selectors.event_get(event_id=event_id)
             capacity = max(int(event.registered_count), rng.randint(1, most))
             try:
-                services.event_update(event_id=event_id, expected_version=int(event.version), title=event.title,
+                event_services.event_update(event_id=event_id, expected_version=int(event.version), title=event.title,
                                       description=mark, location=event.location, starts_at=event.starts_at,
                                       capacity=capacity, updated_by=name)
             except RegistrationError as error:
@@ -196,7 +203,7 @@ def canceller(history: History, event_id: str, name: str, seed: int) -> None:
     def cancel(tap_key: str) -> None:
         for _ in range(20):
             try:
-                outcome = services.event_cancel_once(event_id=event_id, user_id=name, cancelled_by=name,
+                outcome = event_services.event_cancel_once(event_id=event_id, user_id=name, cancelled_by=name,
                                                      idempotency_key=tap_key, fingerprint=f"cancel-event:{event_id}")
             except RegistrationError as error:
                 if error.code == "busy":
@@ -216,12 +223,13 @@ def canceller(history: History, event_id: str, name: str, seed: int) -> None:
 def check_cancellation(event_id: str) -> dict[str, list[str]]:
     """A cancelled event: its notice fanned out (mails left queued, not sent) reaches every registration that
     stands, once each; and exactly one notice and one fan-out were written however many taps asked."""
-    from registrations.services import cancellation, messages
+    from registrations.events import services as event_services
+    from registrations.messages import services as messages
 
     if not selectors.event_get(event_id=event_id, with_seats=False).is_cancelled:
         return {"cancellation": ["the event was never cancelled"]}
-    requested = [m for m in OutboxMessage.scan() if m.message_type == cancellation.CANCELLATION_REQUESTED]
-    outbox_relay(handlers={cancellation.CANCELLATION_REQUESTED: messages.message_fan_out,
+    requested = [m for m in OutboxMessage.scan() if m.message_type == event_services.CANCELLATION_REQUESTED]
+    outbox_relay(handlers={event_services.CANCELLATION_REQUESTED: messages.message_fan_out,
                            messages.FAN_OUT_CONTINUED: messages.message_fan_out})
     notice_id = EventMessage.cancellation_id_for(event_id)
     mailed = Counter(m.data["registration_id"] for m in OutboxMessage.scan()
@@ -241,7 +249,7 @@ def sweeper(history: History, event_id: str, name: str, seed: int) -> None:
     rng = random.Random(f"{seed}:{name}")
     for _ in range(SWEEPS):
         time.sleep(rng.uniform(0.1, 0.4))  # spread over the history, not all at its start
-        services.offers_sweep(now=utcnow() + LATE if rng.random() < 0.3 else None)
+        offer_services.offers_sweep(now=utcnow() + LATE if rng.random() < 0.3 else None)
 
 
 def run_history(seed: int, *, extra_faults: tuple[Fault, ...] = (), event_id: str | None = None,
@@ -304,7 +312,7 @@ def check_history(history: History, event_id: str) -> dict[str, list[str]]:
                  for ticket in waiting if ticket < history.tickets[rid]]
     problems["FIFO"] = overtaken
     # The relay finishes any promotion that an edit left to its outbox message; then everything must hold.
-    outbox_relay(handlers={services.PROMOTION_REQUESTED: services.waitlist_promotion_requested})
+    outbox_relay(handlers={event_services.PROMOTION_REQUESTED: event_services.waitlist_promotion_requested})
     problems.update(check_all())
     return {name: found for name, found in problems.items() if found}
 
@@ -329,7 +337,7 @@ def decline_keeping_the_seat(offer, *, state, now, response, key=None):
     """Broken, deliberately: a decline (or expiry) that ends the offer and the registration, and gives the seat
     it held to nobody."""
     transaction = offers_module.LabelledTransaction()
-    offers_module.add_offer_end(transaction, user_id=offer.user_id, registration_id=offer.registration_id,
+    offer_writes.add_offer_end(transaction, user_id=offer.user_id, registration_id=offer.registration_id,
                                 state=state, now=now)
     transaction.delete(offers_module.CLAIM, RegistrationClaim(*RegistrationClaim.key_for(offer.event_id,
                                                                                         offer.user_id)))
@@ -339,7 +347,7 @@ def decline_keeping_the_seat(offer, *, state, now, response, key=None):
                        Registration(*Registration.event_key_for(offer.event_id, offer.registration_id)))
     try:
         transaction.commit()
-    except offers_module.TransactionCancelled:
+    except TransactionCancelled:
         return None
     return offers_module.StoredOutcome(response)
 
@@ -376,7 +384,7 @@ def plain_update_edit(*, event_id, expected_version, title, description, locatio
 
 
 def test_history_catches_the_old_plain_update_edit(ddb, monkeypatch):
-    monkeypatch.setattr(services, "event_update", plain_update_edit)
+    monkeypatch.setattr(event_services, "event_update", plain_update_edit)
     _, problems = run_history(5, extra_faults=(Fault(LOST, operations={"UpdateItem"}, probability=0.5),))
     print(sorted((name, len(found)) for name, found in problems.items()))
     assert "false conflicts" in problems, problems
@@ -395,9 +403,8 @@ def test_random_history_cancelled_midway_keeps_every_promise(ddb, seed):
 def test_history_catches_a_cancellation_that_leaves_the_shards_open(ddb, monkeypatch):
     """Broken: the cancellation marks the event only. Registrations and joins go on after it, so the shards'
     invariant fails and (when someone got in after the fan-out read their partition) somebody is never told."""
-    from registrations.services import cancellation
 
-    monkeypatch.setattr(cancellation, "_mark_shards", lambda transaction, **_: None)
+    monkeypatch.setattr(event_services, "_mark_shards", lambda transaction, **_: None)
     _, problems = run_history(13, cancelled=True, extra_faults=CANCELLED_FAULTS)
     marked = "a cancelled event admits nobody: every seat shard carries its cancellation, and it has its notice"
     assert any("do not carry it" in found for found in problems.get(marked, [])), problems

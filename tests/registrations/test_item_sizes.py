@@ -10,8 +10,8 @@ import json
 
 import pytest
 
-from registrations.models import Event
-from registrations.services.common import CLAIM, IDEMPOTENCY
+from registrations.events.models import Event
+from registrations.write_rules import CLAIM, IDEMPOTENCY
 from tems.dynamo import boto3_client, current_config
 from tems.transactions import LabelledTransaction
 from tests.registrations.helpers import make_event, new_key, register

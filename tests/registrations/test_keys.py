@@ -6,7 +6,8 @@ import re
 from collections import Counter
 
 from registrations import invariants
-from registrations.models import REGISTRATION_BUCKETS, Event, Registration, RegistrationClaim
+from registrations.events.models import Event
+from registrations.models import REGISTRATION_BUCKETS, Registration, RegistrationClaim
 
 
 def test_the_two_copies_of_a_registration_are_told_apart_by_model_helpers():

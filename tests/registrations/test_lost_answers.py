@@ -10,8 +10,10 @@ import pytest
 from django.test import Client
 
 from registrations import selectors, services
-from registrations.models import Event, WaitlistEntry
-from registrations.services import events as events_module
+from registrations.events import services as event_services
+from registrations.events import services as events_module
+from registrations.events.models import Event
+from registrations.models import WaitlistEntry
 from tems.outbox import outbox_relay
 from tests.helpers import assert_invariants_clean
 from tests.registrations.helpers import STARTS, make_event, new_key, register
@@ -27,7 +29,7 @@ def touches(fragment: str):
 
 def edit(event_id: str, version: int, **changes):
     fields = {"title": "Open day", "description": "", "location": "", "starts_at": STARTS, "capacity": 5}
-    return services.event_update(event_id=event_id, expected_version=version, updated_by="editor",
+    return event_services.event_update(event_id=event_id, expected_version=version, updated_by="editor",
                                  **{**fields, **changes})
 
 
@@ -291,7 +293,7 @@ def test_page_cancel_answer_lost_then_resubmitted_is_cancelled_once(ddb, student
 
 
 def test_check_invariants_reports_people_waiting_while_seats_are_free(ddb):
-    from registrations.models import EventSeats
+    from registrations.events.models import EventSeats
     from tems.invariants import check_all
 
     event = make_event(capacity=1)

@@ -5,7 +5,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from registrations import selectors, services
+from registrations import selectors
+from registrations.events import services as event_services
 from tests.registrations.helpers import STARTS
 
 INPUT = re.compile(r'<input type="(?:hidden|text|number|datetime-local)" name="(\w+)"(?: value="([^"]*)")?')
@@ -13,7 +14,7 @@ INPUT = re.compile(r'<input type="(?:hidden|text|number|datetime-local)" name="(
 
 @pytest.fixture
 def event(moto_ddb):
-    return services.event_create(title="Chess club", starts_at=STARTS, capacity=4, created_by="staff",
+    return event_services.event_create(title="Chess club", starts_at=STARTS, capacity=4, created_by="staff",
                                  location="Room 1")
 
 
@@ -30,7 +31,7 @@ def opened(client, event_id) -> dict:
 def colleague_saves(event, **changes):
     values = {"title": "Chess club", "description": "", "location": "Room 1", "starts_at": STARTS, "capacity": 4,
               **changes}
-    services.event_update(event_id=event.event_id, expected_version=1, updated_by="cy", **values)
+    event_services.event_update(event_id=event.event_id, expected_version=1, updated_by="cy", **values)
 
 
 def test_a_colleagues_new_room_survives_my_capacity_edit(event, staff_client):
@@ -102,7 +103,7 @@ def test_a_past_start_is_a_field_error_in_the_api_unless_confirmed(moto_ddb, sta
 
 
 def test_editing_an_event_that_has_started_needs_no_confirmation_when_the_start_is_kept(moto_ddb, staff_client):
-    past = services.event_create(title="Past", starts_at=datetime(2020, 1, 1, 10, tzinfo=UTC), capacity=4,
+    past = event_services.event_create(title="Past", starts_at=datetime(2020, 1, 1, 10, tzinfo=UTC), capacity=4,
                                  created_by="staff")
     form = opened(staff_client, past.event_id)
     response = staff_client.post(f"/events/{past.event_id}/edit/", {**form, "description": "Slides online"})

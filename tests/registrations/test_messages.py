@@ -21,8 +21,11 @@ from django.contrib.auth.models import User
 
 from registrations import attendees, selectors, services
 from registrations.checkins import services as checkin_services
-from registrations.models import CONFIRMED, WAITLISTED, Event, EventMessage, Registration
-from registrations.services import cancellation, messages
+from registrations.events import services as event_services
+from registrations.events.models import Event
+from registrations.messages import services as messages
+from registrations.messages.models import EventMessage
+from registrations.models import CONFIRMED, WAITLISTED, Registration
 from registrations.ticket_tokens import ticket_token
 from tems import outbox
 from tems.accounts import email_address_mark_verified
@@ -346,7 +349,7 @@ def reminder_setup(smtp: Sink) -> tuple[Event, User, User, object]:
         pass
     register(event.event_id, late)
     current = selectors.event_get(event_id=event.event_id)
-    services.event_update(event_id=event.event_id, expected_version=int(current.version), title=current.title,
+    event_services.event_update(event_id=event.event_id, expected_version=int(current.version), title=current.title,
                           description="", location="", capacity=10, updated_by="staff", reminder_hours=24,
                           starts_at=reminder_at + timedelta(hours=24))
     drain(smtp)
@@ -379,7 +382,7 @@ def test_the_reminder_check_catches_a_sweep_that_ignores_the_reminder_time(ddb, 
 
 def cancel_event(event_id: str) -> None:
     """The real cancellation: it sets what Event.is_cancelled reads, and queues its own notice."""
-    services.event_cancel_once(event_id=event_id, user_id="staff-key", cancelled_by="staffer",
+    event_services.event_cancel_once(event_id=event_id, user_id="staff-key", cancelled_by="staffer",
                                idempotency_key=new_key(), fingerprint=f"fp-cancel-{event_id}")
 
 
@@ -537,7 +540,7 @@ def test_ten_thousand_recipients_are_queued_a_page_at_a_time_over_many_relay_pas
     else:  # everyone with a seat or a place in line: 7,000 confirmed and 3,000 waiting
         registered = seed_confirmed(event.event_id, 10_000, waiting_from=7_000)
         cancel_event(event.event_id)
-        first_pass = cancellation.CANCELLATION_REQUESTED
+        first_pass = event_services.CANCELLATION_REQUESTED
     pages: list[int] = []
     original = messages._page
 

@@ -6,7 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from registrations import selectors, services
+from registrations import selectors
+from registrations.events import services as event_services
 from tems.identity import user_key
 from tests.registrations.helpers import make_event, register
 
@@ -119,7 +120,7 @@ def test_the_reminder_lead_time_is_set_on_create_kept_by_other_edits_and_checked
                                 headers={"Idempotency-Key": str(uuid.uuid4())})
     assert created.status_code == 201 and created.json()["reminder_hours"] == 48
     event_id = created.json()["id"]
-    services.event_update(event_id=event_id, expected_version=1, title="Lab tour (moved)", description="",
+    event_services.event_update(event_id=event_id, expected_version=1, title="Lab tour (moved)", description="",
                           location="", starts_at=datetime(2030, 1, 2, 10, tzinfo=UTC), capacity=5,
                           updated_by="staff")
     assert selectors.event_get(event_id=event_id).reminder_hours_or_default == 48

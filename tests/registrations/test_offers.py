@@ -1,4 +1,4 @@
-"""Waitlist offers (registrations.services.offers) on DynamoDB Local: a freed seat offered to the head, held
+"""Waitlist offers (registrations.offers.services) on DynamoDB Local: a freed seat offered to the head, held
 until the offer ends, accepted once, passed on by a decline, an expiry or a cancel after the accept.
 
 Each promise is also run against a deliberately broken variant of the write that keeps it, and seen to fail.
@@ -16,10 +16,16 @@ import pytest
 
 from registrations import selectors, services
 from registrations.errors import RegistrationError
-from registrations.models import CONFIRMED, OFFERED, WAITLISTED, Offer, Registration, RegistrationClaim, SeatShard
+from registrations.events import services as event_services
+from registrations.messages import services as messages
+from registrations.models import CONFIRMED, OFFERED, WAITLISTED, Registration, RegistrationClaim
+from registrations.offers import offer_writes
+from registrations.offers import services as offer_services
+from registrations.offers import services as offers
+from registrations.offers.models import Offer
 from registrations.seating.hints import hints
+from registrations.seating.models import SeatShard
 from registrations.services import cancel as cancel_service
-from registrations.services import cancellation, messages, offers
 from registrations.services import promotion as promotion_service
 from tems.clock import utcnow
 from tems.outbox import OutboxMessage, outbox_relay
@@ -56,12 +62,13 @@ def offer_of(user_id: str, registration_id: str) -> Offer:
 
 
 def accept(user_id: str, registration_id: str, *, now=NOW, key: str | None = None):
-    return services.offer_accept(user_id=user_id, registration_id=registration_id, idempotency_key=key or new_key(),
-                                 fingerprint=f"accept:{registration_id}", now=now, sleep=lambda _: None)
+    return offer_services.offer_accept(user_id=user_id, registration_id=registration_id,
+                                       idempotency_key=key or new_key(),
+                                       fingerprint=f"accept:{registration_id}", now=now, sleep=lambda _: None)
 
 
 def decline(user_id: str, registration_id: str, *, now=NOW, key: str | None = None):
-    return services.offer_decline(user_id=user_id, registration_id=registration_id,
+    return offer_services.offer_decline(user_id=user_id, registration_id=registration_id,
                                   idempotency_key=key or new_key(), fingerprint=f"decline:{registration_id}",
                                   now=now, sleep=lambda _: None)
 
@@ -139,7 +146,7 @@ def test_an_accept_is_replayed_per_key(ddb):
 
 def _end_without_the_clock(transaction, *, user_id, registration_id, state, now):
     """Broken: the offer's end conditioned on its state only, not on the clock."""
-    transaction.update(promotion_service.OFFER, Offer(*Offer.key_for(user_id, registration_id)),
+    transaction.update(offer_writes.OFFER, Offer(*Offer.key_for(user_id, registration_id)),
                        actions=[Offer.state.set(state), Offer.gsi1pk.remove(), Offer.gsi1sk.remove()],
                        condition=Offer.state == OFFERED, return_old_on_failure=True)
 
@@ -167,7 +174,7 @@ def test_a_late_accept_is_409_and_the_seat_goes_to_the_next(ddb, monkeypatch, br
 def _decline_keeping_the_seat(offer, *, state, now, response, key=None):
     """Broken: the decline ends the offer and the registration, and nobody gets the seat it held."""
     transaction = offers.LabelledTransaction()
-    promotion_service.add_offer_end(transaction, user_id=offer.user_id, registration_id=offer.registration_id,
+    offer_writes.add_offer_end(transaction, user_id=offer.user_id, registration_id=offer.registration_id,
                                     state=state, now=now)
     transaction.delete(offers.CLAIM, RegistrationClaim(*RegistrationClaim.key_for(offer.event_id, offer.user_id)))
     for label, key_of in ((offers.USER_REGISTRATION, Registration.user_key_for(offer.user_id, offer.registration_id)),
@@ -233,7 +240,7 @@ def test_a_capacity_raise_in_offer_mode_offers_the_new_seats(ddb, monkeypatch, b
         monkeypatch.setattr(promotion_service, "offer_end_for", lambda seats, *, now: None)
     event_id, _, queue = full_event_with_queue(3)
     current = selectors.event_get(event_id=event_id)
-    update = services.event_update(event_id=event_id, expected_version=int(current.version), title=current.title,
+    update = event_services.event_update(event_id=event_id, expected_version=int(current.version), title=current.title,
                                    description="", location="", starts_at=STARTS, capacity=3, updated_by="staff")
     assert update.promoted == 2
     statuses = [status_of(f"w{n}", registration_id) for n, registration_id in enumerate(queue)]
@@ -258,7 +265,7 @@ def test_a_start_moved_before_an_offers_end_ends_it_there(ddb, monkeypatch, brok
     offered_until = offer_of("w0", queue[0]).ends_at
     current = selectors.event_get(event_id=event_id)
     moved = NOW + timedelta(hours=2)
-    services.event_update(event_id=event_id, expected_version=int(current.version), title=current.title,
+    event_services.event_update(event_id=event_id, expected_version=int(current.version), title=current.title,
                           description="", location="", starts_at=moved, capacity=1, updated_by="staff")
     assert moved < offered_until
     row, = selectors.registration_list(user_id="w0")
@@ -368,11 +375,11 @@ def test_a_warm_process_reads_only_the_lanes_that_can_hold_the_head(ddb, setting
 def test_the_sweep_hands_each_expired_offer_on_exactly_once(ddb):
     _, holder, queue = full_event_with_queue(3)
     cancel("holder", holder)
-    assert services.offers_sweep(now=NOW + WINDOW - timedelta(seconds=1)) == 0  # not ended yet
+    assert offer_services.offers_sweep(now=NOW + WINDOW - timedelta(seconds=1)) == 0  # not ended yet
     after = NOW + WINDOW
-    assert race([lambda: services.offers_sweep(now=after) for _ in range(4)]).count(1) == 1
+    assert race([lambda: offer_services.offers_sweep(now=after) for _ in range(4)]).count(1) == 1
     assert status_of("w0", queue[0]) is None and status_of("w1", queue[1]) == OFFERED
-    assert services.offers_sweep(now=after) == 0
+    assert offer_services.offers_sweep(now=after) == 0
     assert status_of("w2", queue[2]) == WAITLISTED
     assert_invariants_clean()
 
@@ -389,9 +396,9 @@ def test_an_expiry_whose_answer_is_lost_hands_the_seat_on_once(ddb):
     # The expiry applies and its answer never comes back (the relay dies, as far as it can tell): the next sweep,
     # and this one's own re-read, find the offer ended and hand nothing on a second time.
     with inject(Fault(LOST, operations={"TransactWriteItems"}, final_attempt_too=True)) as faults:
-        services.offers_sweep(now=after)
+        offer_services.offers_sweep(now=after)
     assert faults.fired(LOST)
-    assert services.offers_sweep(now=after) == 0
+    assert offer_services.offers_sweep(now=after) == 0
     assert status_of("w0", queue[0]) is None and offer_of("w0", queue[0]).state == Offer.EXPIRED
     assert status_of("w1", queue[1]) == OFFERED and offered_mails("w1") == 1
     assert status_of("w2", queue[2]) == WAITLISTED
@@ -403,7 +410,7 @@ def test_an_unswept_expired_offer_breaks_the_invariant(ddb):
     cancel("holder", holder, now=STARTS - timedelta(days=400))
     check = "every offer holds its seat, one offer per seat, and every expired offer is handed on"
     assert any("not handed on" in problem for problem in broken_invariants().get(check, []))
-    assert services.offers_sweep() == 1
+    assert offer_services.offers_sweep() == 1
     assert check not in broken_invariants()
 
 
@@ -417,7 +424,7 @@ def test_the_accept_and_the_expiry_carry_the_clock_in_their_conditions():
     assert [ended["ExpressionAttributeNames"][name] for name in ("#0", "#1")] == ["state", "ends_at"]
     assert ended["ExpressionAttributeValues"][":1"] == {"S": Offer.ends_at.serialize(NOW)}
     transaction = offers.LabelledTransaction()
-    promotion_service.add_offer_end(transaction, user_id="u1", registration_id="r1", state=Offer.EXPIRED, now=NOW)
+    offer_writes.add_offer_end(transaction, user_id="u1", registration_id="r1", state=Offer.EXPIRED, now=NOW)
     (expiry,) = [item["Update"] for item in transaction.transact_items()]
     assert expiry["ConditionExpression"] == "(#0 = :0 AND #1 <= :1)"
 
@@ -427,7 +434,7 @@ def test_an_accept_and_an_expiry_at_once_end_the_offer_once(ddb):
     cancel("holder", holder)
     ends = NOW + WINDOW
     results = race([lambda: accept("w0", queue[0], now=ends - timedelta(seconds=1)),
-                    lambda: services.offer_expire(user_id="w0", registration_id=queue[0], now=ends)])
+                    lambda: offer_services.offer_expire(user_id="w0", registration_id=queue[0], now=ends)])
     state = offer_of("w0", queue[0]).state
     if state == Offer.ACCEPTED:
         assert results[1] is False and status_of("w0", queue[0]) == CONFIRMED
@@ -439,8 +446,8 @@ def test_an_accept_and_an_expiry_at_once_end_the_offer_once(ddb):
 
 
 def cancel_event(event_id: str) -> None:
-    services.event_cancel_once(event_id=event_id, user_id="staff", cancelled_by="staff", idempotency_key=new_key(),
-                               fingerprint=f"cancel-event:{event_id}")
+    event_services.event_cancel_once(event_id=event_id, user_id="staff", cancelled_by="staff",
+                                     idempotency_key=new_key(), fingerprint=f"cancel-event:{event_id}")
 
 
 _ACCEPT = offers._accept_transaction
@@ -467,7 +474,7 @@ def test_an_open_offer_of_a_cancelled_event_admits_nobody_and_is_called_off(ddb)
     # It stands as it was, like every registration of the cancelled event, and is told of the cancellation.
     assert status_of("w0", queue[0]) == OFFERED and status_of("w1", queue[1]) == WAITLISTED
     assert_invariants_clean()
-    outbox_relay(handlers={cancellation.CANCELLATION_REQUESTED: messages.message_fan_out,
+    outbox_relay(handlers={event_services.CANCELLATION_REQUESTED: messages.message_fan_out,
                            messages.FAN_OUT_CONTINUED: messages.message_fan_out})
     told = sorted(m.data["registration_id"] for m in OutboxMessage.scan() if m.message_type == messages.MESSAGE_MAIL)
     assert told == sorted(queue)

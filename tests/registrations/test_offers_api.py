@@ -8,7 +8,8 @@ import pytest
 from django.test import Client
 
 from registrations import selectors, services
-from registrations.services import offers
+from registrations.events import services as event_services
+from registrations.offers import services as offers
 from tems.clock import utcnow
 from tems.identity import user_key
 from tests.helpers import assert_invariants_clean, assert_problem
@@ -93,9 +94,9 @@ def test_staff_choose_the_mode_at_creation_and_edit(ddb, staff_client):
     automatic = staff_client.post("/api/events", {**body, "offer_hours": None}, content_type="application/json",
                                   HTTP_IDEMPOTENCY_KEY=str(uuid.uuid4()))
     assert automatic.json()["offer_hours"] == 0
-    event = services.event_create(title="x", starts_at=utcnow() + timedelta(days=3), capacity=2, created_by="s",
+    event = event_services.event_create(title="x", starts_at=utcnow() + timedelta(days=3), capacity=2, created_by="s",
                                   offer_hours=12)
-    services.event_update(event_id=event.event_id, expected_version=1, title="x", description="", location="",
+    event_services.event_update(event_id=event.event_id, expected_version=1, title="x", description="", location="",
                           starts_at=event.starts_at, capacity=2, updated_by="s", offer_hours=0)
     assert selectors.event_get(event_id=event.event_id).offer_hours is None
     assert selectors.event_get(event_id=event_id).offer_hours == 24

@@ -8,8 +8,9 @@ import pytest
 from django.test import Client
 
 from registrations import notifications, services
-from registrations.models import CONFIRMED, OFFERED, Offer, Registration
+from registrations.models import CONFIRMED, OFFERED, Registration
 from registrations.offers.links import offer_token
+from registrations.offers.models import Offer
 from tems.accounts import email_address_mark_verified
 from tems.identity import user_key
 from tems.outbox import OutboxMessage

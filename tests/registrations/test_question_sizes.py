@@ -1,9 +1,16 @@
 """What answers cost a registration's items: at the caps (registrations.questions) the largest item stays far
 under DynamoDB's 400 KB per item, and a few short answers keep a registration's copies at one write unit each."""
 
-from registrations import questions, services
 from registrations.models import Registration
-from registrations.questions import MAX_LABEL_CHARS, MAX_QUESTIONS, MAX_TEXT_ANSWER_CHARS, Question, QuestionSet
+from registrations.questions import question_sets
+from registrations.questions import services as question_services
+from registrations.questions.question_sets import (
+    MAX_LABEL_CHARS,
+    MAX_QUESTIONS,
+    MAX_TEXT_ANSWER_CHARS,
+    Question,
+    QuestionSet,
+)
 from tems.dynamo import boto3_client, current_config
 from tests.registrations.helpers import make_event, new_key, register
 from tests.support.item_size import KB, item_size
@@ -20,8 +27,8 @@ def stored_copies(event_id: str, registration_id: str) -> list[dict]:
 
 
 def registered_with(event_id: str, asked: tuple[Question, ...], given: dict) -> list[dict]:
-    saved = services.questions_update(event_id=event_id, expected_version=0, questions=asked, updated_by="s")
-    answers = questions.parse_answers(questions=QuestionSet(saved.version, asked), given=given)
+    saved = question_services.questions_update(event_id=event_id, expected_version=0, questions=asked, updated_by="s")
+    answers = question_sets.parse_answers(questions=QuestionSet(saved.version, asked), given=given)
     outcome = register(event_id, USER_ID, new_key(), answers=answers, questions_version=saved.version)
     return stored_copies(event_id, outcome.data["registration_id"])
 

@@ -5,10 +5,15 @@ import json
 
 import pytest
 
-from registrations import questions, selectors, services
+from registrations import selectors, services
 from registrations.errors import RegistrationError
-from registrations.models import EventQuestions, Registration, RegistrationClaim, SeatShard, WaitlistEntry
-from registrations.questions import NO_QUESTIONS, Question, QuestionSet
+from registrations.events import services as event_services
+from registrations.models import Registration, RegistrationClaim, WaitlistEntry
+from registrations.questions import question_sets
+from registrations.questions import services as question_services
+from registrations.questions.models import EventQuestions
+from registrations.questions.question_sets import NO_QUESTIONS, Question, QuestionSet
+from registrations.seating.models import SeatShard
 from tems.metering import metered
 from tests.helpers import assert_invariants_clean, broken_invariants
 from tests.race import race
@@ -22,17 +27,18 @@ SIZE = Question(id="5125125a", label="T-shirt size", kind="text")
 
 @pytest.fixture(autouse=True)
 def cold_questions():
-    questions.known.reset()
+    question_sets.known.reset()
     yield
-    questions.known.reset()
+    question_sets.known.reset()
 
 
 def asked(event_id: str, *items: Question, version: int = 0) -> QuestionSet:
-    return services.questions_update(event_id=event_id, expected_version=version, questions=items, updated_by="staff")
+    return question_services.questions_update(event_id=event_id, expected_version=version, questions=items,
+                                              updated_by="staff")
 
 
 def answers_for(qs: QuestionSet, **given) -> str | None:
-    return questions.parse_answers(questions=qs, given=given)
+    return question_sets.parse_answers(questions=qs, given=given)
 
 
 def event_side(event_id: str, registration_id: str) -> Registration:
@@ -52,7 +58,7 @@ def test_a_first_registration_with_answers_is_one_request_and_both_copies_carry_
     mine = Registration.get(*Registration.user_key_for("ann", registration_id), consistent_read=True)
     expected = [{"id": DIET.id, "label": "Diet", "value": "vegan"}, {"id": SIZE.id, "label": "T-shirt size",
                                                                       "value": "M"}]
-    assert questions.answers_of(stored.answers) == expected == questions.answers_of(mine.answers)
+    assert question_sets.answers_of(stored.answers) == expected == question_sets.answers_of(mine.answers)
     claim = RegistrationClaim.get(*RegistrationClaim.key_for(event.event_id, "ann"), consistent_read=True)
     assert "answers" not in claim.attribute_values  # the claim stays small: the copies carry the answers
     assert_invariants_clean()
@@ -70,7 +76,7 @@ def test_the_same_tap_replays_byte_for_byte(ddb):
 def test_a_required_question_left_out_is_named_and_nothing_is_written():
     qs = QuestionSet(1, (DIET, SIZE))
     with pytest.raises(RegistrationError) as caught:
-        questions.parse_answers(questions=qs, given={SIZE.id: "L"})
+        question_sets.parse_answers(questions=qs, given={SIZE.id: "L"})
     assert caught.value.code == "invalid" and caught.value.status == 400
     assert caught.value.errors == {DIET.field: ["“Diet” is required."]}
     assert "Diet" in caught.value.detail
@@ -116,11 +122,11 @@ def test_a_waiting_registrant_keeps_their_answers_through_the_promotion(ddb):
     entry = next(iter(WaitlistEntry.query(WaitlistEntry.lane_pk_for(event.event_id, waiting_lane(event.event_id)),
                                           WaitlistEntry.sk.startswith(WaitlistEntry.SK_PREFIX),
                                           consistent_read=True)))
-    assert questions.answers_of(entry.answers)[0]["value"] == "vegan"
+    assert question_sets.answers_of(entry.answers)[0]["value"] == "vegan"
     services.registration_cancel(user_id="gil", registration_id=first.data["registration_id"])
     promoted = event_side(event.event_id, waiting.data["registration_id"])
     assert promoted.status == "confirmed"
-    assert questions.answers_of(promoted.answers)[0]["value"] == "vegan"
+    assert question_sets.answers_of(promoted.answers)[0]["value"] == "vegan"
     assert_invariants_clean()
 
 
@@ -150,7 +156,7 @@ def test_a_shard_an_edit_left_behind_is_reported(ddb):
 def test_a_capacity_raise_gives_new_shards_the_questions_version(ddb):
     event = make_event(capacity=50)
     asked(event.event_id, SIZE)
-    services.event_update(event_id=event.event_id, expected_version=1, updated_by="staff", title="Open day",
+    event_services.event_update(event_id=event.event_id, expected_version=1, updated_by="staff", title="Open day",
                           description="", location="", starts_at=event.starts_at, capacity=150)
     shards = [SeatShard.get(*SeatShard.key_for(event.event_id, k), consistent_read=True) for k in range(3)]
     assert [int(s.questions) for s in shards] == [1, 1, 1]
@@ -169,17 +175,17 @@ def test_a_stale_edit_is_refused_with_what_is_stored(ddb):
 def test_two_staff_editing_at_once_lose_nothing(ddb):
     event = make_event()
     opened = asked(event.event_id, SIZE)
-    base = services.questions.canonical(opened.questions)
+    base = question_services.canonical(opened.questions)
     renamed = Question(id=SIZE.id, label="Shirt size", kind="text")
     added = Question(id="ab12cd34", label="Arriving by", kind="single", choices=("car", "train"))
 
     def edit(mine):
-        return lambda: services.questions_edit(event_id=event.event_id, expected_version=1, base=base, mine=mine,
-                                               updated_by="staff")
+        return lambda: question_services.questions_edit(event_id=event.event_id, expected_version=1, base=base,
+                                                        mine=mine, updated_by="staff")
 
     outcomes = race([edit([renamed]), edit([SIZE, added, DIET])])
     assert all(not isinstance(o, Exception) for o in outcomes), outcomes
-    stored = questions.questions_get(event_id=event.event_id)
+    stored = question_sets.questions_get(event_id=event.event_id)
     assert stored.version == 3
     assert {q.id: q.label for q in stored.questions} == {SIZE.id: "Shirt size", added.id: "Arriving by",
                                                           DIET.id: "Diet"}
@@ -190,14 +196,14 @@ def test_two_staff_editing_at_once_lose_nothing(ddb):
 def test_both_changing_one_question_is_a_clash_and_nothing_is_written(ddb):
     event = make_event()
     opened = asked(event.event_id, SIZE)
-    base = services.questions.canonical(opened.questions)
-    services.questions_edit(event_id=event.event_id, expected_version=1, base=base, updated_by="a",
+    base = question_services.canonical(opened.questions)
+    question_services.questions_edit(event_id=event.event_id, expected_version=1, base=base, updated_by="a",
                             mine=[Question(id=SIZE.id, label="Shirt", kind="text")])
     with pytest.raises(RegistrationError) as caught:
-        services.questions_edit(event_id=event.event_id, expected_version=1, base=base, updated_by="b",
+        question_services.questions_edit(event_id=event.event_id, expected_version=1, base=base, updated_by="b",
                                 mine=[Question(id=SIZE.id, label="Size", kind="text")])
     assert caught.value.code == "conflict" and caught.value.extra["merge"].clashing == {SIZE.id}
-    assert questions.questions_get(event_id=event.event_id).questions[0].label == "Shirt"
+    assert question_sets.questions_get(event_id=event.event_id).questions[0].label == "Shirt"
 
 
 def test_removing_a_question_keeps_the_answers_given_to_it(ddb):
@@ -206,7 +212,7 @@ def test_removing_a_question_keeps_the_answers_given_to_it(ddb):
     outcome = register(event.event_id, "jo", answers=answers_for(qs, **{SIZE.id: "XL"}), questions_version=1)
     asked(event.event_id, version=1)  # every question removed
     stored = event_side(event.event_id, outcome.data["registration_id"])
-    assert questions.answers_of(stored.answers) == [{"id": SIZE.id, "label": "T-shirt size", "value": "XL"}]
+    assert question_sets.answers_of(stored.answers) == [{"id": SIZE.id, "label": "T-shirt size", "value": "XL"}]
 
 
 def test_a_blind_overwrite_loses_an_edit_so_the_race_above_can_fail(ddb, monkeypatch):
@@ -214,8 +220,8 @@ def test_a_blind_overwrite_loses_an_edit_so_the_race_above_can_fail(ddb, monkeyp
     version) instead of merged onto it. One editor's change is lost, which the version check and merge prevent."""
     event = make_event()
     opened = asked(event.event_id, SIZE)
-    base = services.questions.canonical(opened.questions)
-    original = services.questions.questions_update
+    base = question_services.canonical(opened.questions)
+    original = question_services.questions_update
 
     def blind(*, event_id, expected_version, questions, updated_by, now=None):
         while True:
@@ -227,19 +233,19 @@ def test_a_blind_overwrite_loses_an_edit_so_the_race_above_can_fail(ddb, monkeyp
                 if error.code != "conflict":
                     raise
 
-    monkeypatch.setattr(services.questions, "questions_update", blind)
+    monkeypatch.setattr(question_services, "questions_update", blind)
     renamed = Question(id=SIZE.id, label="Shirt size", kind="text")
     added = Question(id="ab12cd34", label="Arriving by", kind="single", choices=("car", "train"))
-    race([lambda: services.questions_edit(event_id=event.event_id, expected_version=1, base=base, mine=[renamed],
-                                          updated_by="a"),
-          lambda: services.questions_edit(event_id=event.event_id, expected_version=1, base=base,
-                                          mine=[SIZE, added], updated_by="b")])
-    labels = {q.id: q.label for q in questions.questions_get(event_id=event.event_id).questions}
+    race([lambda: question_services.questions_edit(event_id=event.event_id, expected_version=1, base=base,
+                                                   mine=[renamed], updated_by="a"),
+          lambda: question_services.questions_edit(event_id=event.event_id, expected_version=1, base=base,
+                                                   mine=[SIZE, added], updated_by="b")])
+    labels = {q.id: q.label for q in question_sets.questions_get(event_id=event.event_id).questions}
     assert labels != {SIZE.id: "Shirt size", added.id: "Arriving by"}
 
 
 def questions_get_version(event_id: str) -> int:
-    return questions.questions_get(event_id=event_id).version
+    return question_sets.questions_get(event_id=event_id).version
 
 
 # --- faults on the new writes: the registration with answers, the questions' edit --------------------------------
@@ -251,7 +257,7 @@ def test_a_registration_with_answers_whose_answer_is_lost_is_created_once_with_t
         outcome = register(event.event_id, "kim", answers=answers_for(qs, **{DIET.id: "vegan"}), questions_version=1)
     assert faults.fired(LOST) and outcome.kind == "created"
     stored = event_side(event.event_id, outcome.data["registration_id"])
-    assert questions.answers_of(stored.answers)[0]["value"] == "vegan"
+    assert question_sets.answers_of(stored.answers)[0]["value"] == "vegan"
     assert_invariants_clean()
 
 
@@ -261,7 +267,7 @@ def test_a_questions_edit_meeting_a_fault_is_saved_once(ddb, kind):
     with inject(Fault(kind, operations={"TransactWriteItems"}, times=1)) as faults:
         saved = asked(event.event_id, SIZE)
     assert faults.fired(kind) and saved.version == 1
-    assert questions.questions_get(event_id=event.event_id) == QuestionSet(1, (SIZE,))
+    assert question_sets.questions_get(event_id=event.event_id) == QuestionSet(1, (SIZE,))
     # A lost answer is repeated with the same token: the version moved once, never twice.
     assert int(EventQuestions.get(*EventQuestions.key_for(event.event_id), consistent_read=True).version) == 1
     assert {int(SeatShard.get(*SeatShard.key_for(event.event_id, k)).questions) for k in range(3)} == {1}
@@ -273,6 +279,6 @@ def test_without_the_seat_clause_a_stale_answer_would_be_stored(ddb, monkeypatch
     event = make_event()
     old = asked(event.event_id, SIZE)
     asked(event.event_id, SIZE, DIET, version=old.version)
-    monkeypatch.setattr(questions, "shard_condition", lambda version: SeatShard.pk.exists())
+    monkeypatch.setattr(question_sets, "shard_condition", lambda version: SeatShard.pk.exists())
     outcome = register(event.event_id, "lee", answers=answers_for(old, **{SIZE.id: "S"}), questions_version=1)
     assert outcome.kind == "created"  # stored without the required "Diet": what the real condition refuses

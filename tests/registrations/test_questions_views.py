@@ -7,9 +7,11 @@ import uuid
 
 import pytest
 
-from registrations import questions, selectors, services
+from registrations import selectors
 from registrations.models import Registration
-from registrations.questions import Question
+from registrations.questions import question_sets
+from registrations.questions import services as question_services
+from registrations.questions.question_sets import Question
 from tests.helpers import assert_invariants_clean, assert_problem
 from tests.registrations.helpers import make_event
 
@@ -24,15 +26,15 @@ ALL = (DIET, NOTE, WHEN, COUNT, TOPICS, PHOTO)
 
 @pytest.fixture(autouse=True)
 def cold_questions():
-    questions.known.reset()
+    question_sets.known.reset()
     yield
-    questions.known.reset()
+    question_sets.known.reset()
 
 
 @pytest.fixture
 def event(ddb):
     created = make_event()
-    services.questions_update(event_id=created.event_id, expected_version=0, questions=ALL, updated_by="staff")
+    question_services.questions_update(event_id=created.event_id, expected_version=0, questions=ALL, updated_by="staff")
     return created
 
 
@@ -87,14 +89,14 @@ def test_a_post_with_answers_writes_before_reading_anything(event, student_clien
     assert dynamodb_calls[0] == "TransactWriteItems" and dynamodb_calls.count("TransactWriteItems") == 1
     registration = claim(event.event_id, student)
     copy = Registration.get(*Registration.event_key_for(event.event_id, registration.registration_id))
-    assert {a["label"]: a["value"] for a in questions.answers_of(copy.answers)} == {
+    assert {a["label"]: a["value"] for a in question_sets.answers_of(copy.answers)} == {
         "Diet": "vegan", "Topics": ["AI", "Space"], "Photos OK": "no", "Guests": "2.50", "Arrival date": "2027-04-30"}
     assert_invariants_clean()
 
 
 def test_questions_changed_after_the_page_was_shown_are_a_readable_message(event, student_client, student):
     page = student_client.get(f"/events/{event.event_id}/").content.decode()
-    services.questions_update(event_id=event.event_id, expected_version=1, updated_by="staff",
+    question_services.questions_update(event_id=event.event_id, expected_version=1, updated_by="staff",
                               questions=[DIET, Question(id="9a9b9c9d", label="Shoe size", kind="number",
                                                         required=True)])
     response = student_client.post(f"/events/{event.event_id}/register/", {
@@ -122,7 +124,7 @@ def test_api_missing_required_answer_is_a_400_naming_the_question(event, student
 
 def test_api_first_registration_with_answers_is_one_request_and_replays_byte_for_byte(event, student_client,
                                                                                        dynamodb_calls):
-    questions.known.reset()  # a cold process: the client's read of the questions is what teaches it
+    question_sets.known.reset()  # a cold process: the client's read of the questions is what teaches it
     listed = student_client.get(f"/api/events/{event.event_id}/questions").json()
     assert listed["version"] == 1 and [q["label"] for q in listed["questions"]] == [q.label for q in ALL]
     key, body = str(uuid.uuid4()), {"answers": {DIET.id: "vegan", TOPICS.id: ["Robots"], PHOTO.id: True}}
@@ -137,7 +139,7 @@ def test_api_first_registration_with_answers_is_one_request_and_replays_byte_for
 
 
 def test_api_with_a_stale_copy_of_the_questions_reads_them_and_checks_again(event, student_client):
-    questions.known.remember(event.event_id, questions.NO_QUESTIONS)
+    question_sets.known.remember(event.event_id, question_sets.NO_QUESTIONS)
     body = assert_problem(api_register(student_client, event.event_id), 400)  # Diet is required, as read now
     assert f"answers.{DIET.id}" in body["errors"]
     assert api_register(student_client, event.event_id, {"answers": {DIET.id: "none"}}).status_code == 201
@@ -186,7 +188,7 @@ def test_staff_add_a_question_on_the_page(ddb, staff_client):
         "version": "0", "base": base, "new_id": new_id, "label-new": "Diet", "kind-new": "single",
         "choices-new": "none\nvegan\n", "required-new": "on", "door-new": "on"})
     assert response.status_code == 302
-    stored = questions.questions_get(event_id=plain.event_id)
+    stored = question_sets.questions_get(event_id=plain.event_id)
     assert stored.version == 1 and stored.questions == (Question(id=new_id, label="Diet", kind="single",
                                                                   required=True, choices=("none", "vegan"),
                                                                   door=True),)
@@ -210,12 +212,12 @@ def test_two_staff_pages_saved_from_one_version_merge(event, staff_client):
                              ).status_code == 302
     assert staff_client.post(f"/events/{event.event_id}/questions/", form(**{f"remove-{PHOTO.id}": "on"})
                              ).status_code == 302
-    stored = questions.questions_get(event_id=event.event_id)
+    stored = question_sets.questions_get(event_id=event.event_id)
     assert stored.version == 3
     assert [q.label for q in stored.questions] == ["Diet", "Notes", "Arrival date", "Guests", "Topics"]
     clash = staff_client.post(f"/events/{event.event_id}/questions/", form(**{f"label-{NOTE.id}": "Remarks"}))
     assert clash.status_code == 409 and "You both changed" in clash.content.decode()
-    assert questions.questions_get(event_id=event.event_id).version == 3  # nothing written
+    assert question_sets.questions_get(event_id=event.event_id).version == 3  # nothing written
 
 
 def test_a_question_without_choices_is_refused_on_the_page(ddb, staff_client):
@@ -223,14 +225,14 @@ def test_a_question_without_choices_is_refused_on_the_page(ddb, staff_client):
     response = staff_client.post(f"/events/{plain.event_id}/questions/", {
         "version": "0", "base": "", "new_id": "abcdef01", "label-new": "Pick", "kind-new": "single"})
     assert response.status_code == 400 and "at least two choices" in response.content.decode()
-    assert questions.questions_get(event_id=plain.event_id).version == 0
+    assert question_sets.questions_get(event_id=plain.event_id).version == 0
 
 
 def test_students_cannot_edit_questions(event, student_client):
     assert student_client.get(f"/events/{event.event_id}/questions/").status_code in (302, 403)
     assert_problem(student_client.put(f"/api/events/{event.event_id}/questions", content_type="application/json",
                                       data=json.dumps({"version": 1, "questions": []})), 403)
-    assert questions.questions_get(event_id=event.event_id).version == 1
+    assert question_sets.questions_get(event_id=event.event_id).version == 1
 
 
 def test_api_put_of_a_stale_version_is_409_with_the_stored_questions(event, staff_client):
@@ -261,7 +263,7 @@ def test_hostile_question_edits_are_400_and_write_nothing(event, staff_client, b
     response = staff_client.put(f"/api/events/{event.event_id}/questions", data=json.dumps(body),
                                 content_type="application/json")
     assert_problem(response, 400)
-    assert questions.questions_get(event_id=event.event_id).version == 1
+    assert question_sets.questions_get(event_id=event.event_id).version == 1
 
 
 # --- where answers are shown --------------------------------------------------------------------------------------
@@ -274,7 +276,7 @@ def test_answers_appear_on_the_attendee_list_in_the_csv_and_at_the_door(event, s
     listing = staff_client.get(f"/events/{event.event_id}/attendees/").content.decode()
     assert "vegan" in listing and "AI, Space" in listing
     # A question removed later still shows its answers, in the CSV's "other answers".
-    services.questions_update(event_id=event.event_id, expected_version=1, updated_by="staff",
+    question_services.questions_update(event_id=event.event_id, expected_version=1, updated_by="staff",
                               questions=[q for q in ALL if q.id != NOTE.id])
     csv = b"".join(staff_client.get(f"/events/{event.event_id}/attendees.csv").streaming_content).decode()
     header, row = csv.splitlines()[:2]
@@ -301,10 +303,10 @@ def test_hostile_form_answers_are_a_readable_message_and_write_nothing(event, st
 def test_api_retry_after_the_questions_changed_replays_the_first_answer(event, student_client):
     key, body = str(uuid.uuid4()), {"answers": {DIET.id: "none"}}
     first = api_register(student_client, event.event_id, body, key)
-    services.questions_update(event_id=event.event_id, expected_version=1, updated_by="staff",
+    question_services.questions_update(event_id=event.event_id, expected_version=1, updated_by="staff",
                               questions=[DIET, Question(id="9a9b9c9d", label="Shoe size", kind="number",
                                                         required=True)])
-    questions.known.reset()
+    question_sets.known.reset()
     again = api_register(student_client, event.event_id, body, key)  # checked now, Shoe size would be missing
     assert again.status_code == 201 and again.content == first.content and again["Idempotent-Replayed"] == "true"
 
@@ -324,4 +326,4 @@ def test_hostile_question_rows_on_the_page_are_a_readable_message_and_write_noth
             **changes}
     response = staff_client.post(f"/events/{event.event_id}/questions/", data)
     assert response.status_code == 400 and says in response.content.decode()
-    assert questions.questions_get(event_id=event.event_id).version == 1
+    assert question_sets.questions_get(event_id=event.event_id).version == 1

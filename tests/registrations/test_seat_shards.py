@@ -13,19 +13,16 @@ import pytest
 
 from registrations import selectors, services
 from registrations.errors import RegistrationError
-from registrations.models import (
-    CONFIRMED,
-    WAITLISTED,
-    EventSeats,
-    SeatGate,
-    SeatShard,
-)
+from registrations.events import services as event_services
+from registrations.events.models import EventSeats
+from registrations.models import CONFIRMED, WAITLISTED
 from registrations.seating import gate as gate_service
-from registrations.seating import positions, router, shards, tickets
+from registrations.seating import lanes, positions, router, shards
 from registrations.seating.hints import hints
+from registrations.seating.models import SeatGate, SeatShard
 from registrations.services import cancel as cancel_service
+from registrations.services import create as registration_service
 from registrations.services import promotion as promotion_service
-from registrations.services import registration as registration_service
 from tems.clock import utcnow
 from tems.metering import metered
 from tems.transactions import Reason, TransactionCancelled
@@ -62,9 +59,9 @@ def shards_of(event_id: str) -> list[SeatShard]:
 LANES_AND_GATE = "the waiting list's lanes count their entries and its gate is closed only on a full event"
 
 
-def edit_capacity(event_id: str, capacity: int) -> services.EventUpdate:
+def edit_capacity(event_id: str, capacity: int) -> event_services.EventUpdate:
     current = selectors.event_get(event_id=event_id)
-    return services.event_update(event_id=event_id, expected_version=int(current.version), title=current.title,
+    return event_services.event_update(event_id=event_id, expected_version=int(current.version), title=current.title,
                                  description="", location="", starts_at=STARTS, capacity=capacity,
                                  updated_by="staff")
 
@@ -341,7 +338,7 @@ def test_a_join_whose_block_claim_is_throttled_pauses_and_claims_again_in_its_la
     for lane in (1, 2, 3):  # the others have tickets left in their block of 4: where a move would go
         for joiner in homed[lane][:2]:
             assert register(event.event_id, joiner).data["status"] == WAITLISTED
-    seq = int(tickets.queue_read(event.event_id).seq)
+    seq = int(lanes.queue_read(event.event_id).seq)
     student = next(f"late{n}" for n in range(200) if shards.home_shard(f"late{n}", 4) == 0)
     claims = Fault(THROTTLE, operations={"UpdateItem"}, final_attempt_too=True, times=4,
                    when=lambda params: "EVENTQUEUE#" in json.dumps(params["Key"]))
@@ -351,7 +348,7 @@ def test_a_join_whose_block_claim_is_throttled_pauses_and_claims_again_in_its_la
     assert faults.fired(THROTTLE) and pauses
     assert outcome.data["status"] == WAITLISTED
     assert int(selectors.claim_get(event_id=event.event_id, user_id=student).lane) == 0
-    assert int(tickets.queue_read(event.event_id).seq) > seq  # its lane's next block, claimed once let through
+    assert int(lanes.queue_read(event.event_id).seq) > seq  # its lane's next block, claimed once let through
     assert_invariants_clean()
 
 
@@ -431,7 +428,7 @@ def test_a_full_event_at_the_most_shards_closes_its_gate_with_an_old_block_to_re
     event_id = event.event_id
     for n in range(shards.MAX_SHARDS):
         assert register(event_id, f"seated{n:02d}").data["status"] == CONFIRMED
-    monkeypatch.setattr(tickets, "next_block_size", lambda lane, now, crowded=False: tickets.max_block())
+    monkeypatch.setattr(lanes, "next_block_size", lambda lane, now, crowded=False: lanes.max_block())
     first = register(event_id, "waits").data
     assert first["status"] == WAITLISTED
     lane = int(selectors.claim_get(event_id=event_id, user_id="waits").lane)
@@ -674,7 +671,7 @@ def test_a_burst_spreads_its_seat_writes_over_the_shards_and_leaves_the_event_al
     # No waitlist join committed (a student whose home shard filled tried one, and its checks sent them to a shard
     # with room), and the claims and event-side copies live elsewhere: the event's partition was only in those
     # refused joins (their check of METADATA), never a registration.
-    assert int(tickets.queue_read(event.event_id).seq) == 0
+    assert int(lanes.queue_read(event.event_id).seq) == 0
     assert writes_per_partition["EVENT REGCLAIM"] == writes_per_partition["EVENT REGISTRATION"] == 0
     assert writes_per_partition["EVENT"] == writes_per_partition["EVENT METADATA"] <= sent - 96
     assert len(bucket_writes) >= 12
@@ -706,7 +703,7 @@ def test_a_burst_of_waitlisters_measured(ddb, settings, writes_per_partition):
 def lower_while_seats_are_taken(monkeypatch) -> str:
     """An edit lowers 6 seats (two shards of 3) to 4, proposing slices [2, 2] from a read of empty shards;
     between that read and its commit three students take seats of shard 0 (a cold process starts there)."""
-    from registrations.services import events as events_module
+    from registrations.events import services as events_module
 
     event = make_event(capacity=6)
     original = shards.shards_get
@@ -734,7 +731,7 @@ def test_a_reslice_from_a_stale_read_is_refused_by_the_shards_condition(ddb, mon
 
 
 def test_a_reslice_without_the_taken_condition_is_caught(ddb, monkeypatch):
-    from registrations.services import events as events_module
+    from registrations.events import services as events_module
 
     def unconditional(transaction, *, event_id, shards_read, sizes, starts_at, gate, reopen=False, raised=False):
         for shard, size in enumerate(sizes):

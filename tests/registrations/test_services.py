@@ -5,11 +5,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from registrations import selectors, serializers, services
+from registrations import selectors, serializers, services, write_rules
 from registrations.errors import RegistrationError
-from registrations.models import Registration, SeatShard, WaitlistQueue
-from registrations.services.common import WAITLIST_ENTRY
+from registrations.events import services as event_services
+from registrations.models import Registration
+from registrations.seating.models import SeatShard, WaitlistQueue
 from registrations.ticket_tokens import ticket_url
+from registrations.write_rules import WAITLIST_ENTRY
 from tems.idempotency import IdempotencyRecord
 from tems.metering import metered
 from tems.outbox import OutboxMessage
@@ -21,7 +23,7 @@ from tests.registrations.helpers import STARTS, make_event, new_key, register
 
 def edit(event_id, version, **changes):
     fields = {"title": "Open day", "description": "", "location": "", "starts_at": STARTS, "capacity": 5}
-    return services.event_update(
+    return event_services.event_update(
         event_id=event_id, expected_version=version, updated_by="editor", **{**fields, **changes}
     )
 
@@ -269,7 +271,7 @@ def test_conflicts_are_retried_with_jitter_then_succeed(ddb, monkeypatch):
     pauses = []
     outcome = register(event.event_id, "ann", sleep=pauses.append)
     assert outcome.kind == "created"
-    assert len(pauses) == 2 and all(0 <= p <= services.CONFLICT_MAX_DELAY for p in pauses)
+    assert len(pauses) == 2 and all(0 <= p <= write_rules.CONFLICT_MAX_DELAY for p in pauses)
     assert_invariants_clean()
 
 
@@ -283,7 +285,7 @@ def test_endless_conflicts_become_busy_not_a_crash(ddb, monkeypatch):
         register(event.event_id, "ann", sleep=pauses.append)
     assert caught.value.code == "busy" and caught.value.status == 503
     assert caught.value.extra["retry_after"] >= 1
-    assert len(pauses) == services.MAX_CONFLICTS
+    assert len(pauses) == write_rules.MAX_CONFLICTS
     assert selectors.claim_get(event_id=event.event_id, user_id="ann") is None
 
 
@@ -309,7 +311,7 @@ def test_thirty_students_race_for_ten_seats(ddb):
         by_status.setdefault(outcome.data["status"], []).append((student, outcome.data))
     assert len(by_status["confirmed"]) == 10 and len(by_status["waitlisted"]) == 20
     # Positions handed out are 1..20, each once, and agree with the ticket order of the stored queue (tickets are
-    # unique and ordered, not dense: a lane's block can lapse with tickets unused, see registrations.seating.tickets).
+    # unique and ordered, not dense: a lane's block can lapse with tickets unused, see registrations.seating.lanes).
     entries = selectors.waitlist_entries(event_id=event.event_id)
     tickets = [e.ticket for e in entries]
     assert len(tickets) == 20 and tickets == sorted(set(tickets))

@@ -6,6 +6,7 @@ import uuid
 import pytest
 
 from registrations import selectors, services
+from registrations.events import services as event_services
 from registrations.seating import shards
 from registrations.seating.hints import hints
 from tems.identity import user_key
@@ -15,7 +16,7 @@ from tests.registrations.helpers import STARTS, make_event, register
 
 @pytest.fixture
 def event(moto_ddb):
-    return services.event_create(title="Chess club", starts_at=STARTS, capacity=4, created_by="staff",
+    return event_services.event_create(title="Chess club", starts_at=STARTS, capacity=4, created_by="staff",
                                  location="Room 1")
 
 

@@ -15,9 +15,11 @@ from typing import Any
 import pytest
 
 from registrations import selectors, services
-from registrations.models import CONFIRMED, WAITLISTED, SeatShard, WaitlistQueue
-from registrations.seating import positions, router, shards, tickets
+from registrations.events import services as event_services
+from registrations.models import CONFIRMED, WAITLISTED
+from registrations.seating import lanes, positions, router, shards
 from registrations.seating.hints import hints
+from registrations.seating.models import SeatShard, WaitlistQueue
 from tems.clock import utcnow
 from tems.metering import metered
 from tems.transactions import LabelledTransaction
@@ -117,7 +119,7 @@ def run_scenario(seed: int) -> None:
         if step == 1:
             # Raised capacity: a batch promotion from the head.
             current = selectors.event_get(event_id=event_id)
-            services.event_update(event_id=event_id, expected_version=int(current.version),
+            event_services.event_update(event_id=event_id, expected_version=int(current.version),
                                   title=current.title, description="", location="", starts_at=STARTS,
                                   capacity=int(current.capacity) + 3, updated_by="staff")
             assert_positions_exact(event_id)
@@ -153,19 +155,19 @@ def test_a_counter_moved_outside_the_transaction_is_caught(ddb, monkeypatch):
 def test_a_lane_that_used_up_its_block_within_the_second_claims_one_four_times_as_big(used, grows_to):
     now = utcnow()
     lane = SeatShard(*SeatShard.key_for("e", 0), lane_next=10, lane_end=10, lane_size=used,
-                     lane_at=now - timedelta(seconds=tickets.block_seconds() / 2))
-    assert tickets.next_block_size(lane, now) == grows_to
-    lane.lane_at = now - timedelta(seconds=2 * tickets.block_seconds())  # used up, but a second ago: quiet
-    assert tickets.next_block_size(lane, now) == 1
+                     lane_at=now - timedelta(seconds=lanes.block_seconds() / 2))
+    assert lanes.next_block_size(lane, now) == grows_to
+    lane.lane_at = now - timedelta(seconds=2 * lanes.block_seconds())  # used up, but a second ago: quiet
+    assert lanes.next_block_size(lane, now) == 1
 
 
 @pytest.mark.parametrize(("used", "grows_to"), [(None, 16), (1, 16), (4, 64), (64, 64)])
 def test_a_joiner_that_met_the_crowd_claims_sixteen_times_as_big_and_starts_a_lane_at_sixteen(used, grows_to):
     now = utcnow()
     lane = SeatShard(*SeatShard.key_for("e", 0), lane_next=10, lane_end=10, lane_size=used,
-                     lane_at=None if used is None else now - timedelta(seconds=tickets.block_seconds() / 2))
-    assert tickets.next_block_size(lane, now, crowded=True) == grows_to
-    assert tickets.next_block_size(lane, now) == (1 if used is None else min(4 * used, 64))
+                     lane_at=None if used is None else now - timedelta(seconds=lanes.block_seconds() / 2))
+    assert lanes.next_block_size(lane, now, crowded=True) == grows_to
+    assert lanes.next_block_size(lane, now) == (1 if used is None else min(4 * used, 64))
 
 
 @pytest.mark.parametrize("conflicts", [0, 1])
@@ -181,7 +183,7 @@ def test_a_join_after_a_conflict_starts_its_lane_with_a_block_of_sixteen(ddb, co
         outcome = register(event.event_id, "bob", sleep=lambda _: None)
     assert bool(faults.fired(CONFLICT)) == bool(conflicts)
     assert (outcome.data["status"], outcome.data["position_at_most"]) == (WAITLISTED, 1)
-    assert int(tickets.queue_read(event.event_id).seq) == (16 if conflicts else 1)
+    assert int(lanes.queue_read(event.event_id).seq) == (16 if conflicts else 1)
     assert_invariants_clean()
 
 
@@ -211,9 +213,9 @@ def test_a_claim_repeated_after_a_lost_answer_finds_its_own_block_pending(ddb, s
     settings.WAITLIST_BLOCK_SECONDS = 60  # a slow machine must not make the pending block stale
     event_id = full_with_one_waiting()
     image = lane_image(event_id)
-    first = tickets.claim_block(event_id=event_id, lane=image, size=1, now=utcnow())
+    first = lanes.claim_block(event_id=event_id, lane=image, size=1, now=utcnow())
     # The answer was lost and the same claim is sent again (by botocore, or by the app's next round).
-    again = tickets.claim_block(event_id=event_id, lane=image, size=1, now=utcnow())
+    again = lanes.claim_block(event_id=event_id, lane=image, size=1, now=utcnow())
     assert (first.first, first.end, first.claimed) == (2, 3, True)
     assert (again.first, again.end, again.claimed) == (2, 3, False)
     # Nobody installed it yet: its ticket counts as unused, so positions stay exact.
@@ -231,15 +233,15 @@ def test_a_claim_without_the_per_lane_condition_loses_a_block_and_positions_drif
     settings.WAITLIST_BLOCK_SECONDS = 60
     # The broken variant: a second claim replaces a pending one, whose ticket is then neither waiting, gone nor
     # unused, and every position behind it is one too high.
-    monkeypatch.setattr(tickets, "claim_condition", lambda lane: WaitlistQueue.claim_last.exists())
+    monkeypatch.setattr(lanes, "claim_condition", lambda lane: WaitlistQueue.claim_last.exists())
     event_id = full_with_one_waiting()
     image = lane_image(event_id)
     # A quiet lane's image (its block installed long ago): no read of the queue before the claim, as for two
     # claimers who both read it before either wrote (on a busy lane, or for a lane's first block, the read would
     # find the first claim pending): only the condition decides.
-    image.lane_at = utcnow() - timedelta(seconds=2 * tickets.block_seconds())
-    tickets.claim_block(event_id=event_id, lane=image, size=1, now=utcnow())
-    tickets.claim_block(event_id=event_id, lane=image, size=1, now=utcnow())
+    image.lane_at = utcnow() - timedelta(seconds=2 * lanes.block_seconds())
+    lanes.claim_block(event_id=event_id, lane=image, size=1, now=utcnow())
+    lanes.claim_block(event_id=event_id, lane=image, size=1, now=utcnow())
     register(event_id, "bob")
     with pytest.raises(AssertionError):
         assert_positions_exact(event_id)
@@ -247,7 +249,7 @@ def test_a_claim_without_the_per_lane_condition_loses_a_block_and_positions_drif
 
 def test_a_block_left_pending_too_long_is_retired_not_handed_out_late(ddb):
     event_id = full_with_one_waiting()
-    old = tickets.claim_block(event_id=event_id, lane=lane_image(event_id), size=1,
+    old = lanes.claim_block(event_id=event_id, lane=lane_image(event_id), size=1,
                                now=utcnow() - timedelta(seconds=5))
     assert (old.first, old.end) == (2, 3)
     # Ticket 2 would put bob ahead of everyone who joined other lanes in those five seconds: it goes unused
@@ -275,7 +277,7 @@ def test_a_claim_that_counted_an_old_block_gone_is_corrected_when_the_lane_used_
     register(event.event_id, "dan")  # ticket 1
     register(event.event_id, "eve")  # within the block's time: a block of two, [2, 4); ticket 3 is left
     # A claim on a clock two minutes ahead finds that block expired and counts ticket 3 gone...
-    tickets.claim_block(event_id=event.event_id, lane=lane_image(event.event_id), size=1,
+    lanes.claim_block(event_id=event.event_id, lane=lane_image(event.event_id), size=1,
                          now=utcnow() + timedelta(minutes=2))
     # ...but on the app's clock it is not, and frank takes ticket 3 before anyone installs the claim.
     register(event.event_id, "frank")
@@ -324,7 +326,7 @@ def test_a_position_skips_lanes_with_nothing_unused_below_it_until_a_block_is_cl
     bob = homed[1][0]
     assert register(event_id, dan).data["position_at_most"] == 1  # lane 0: ticket 1
     # Lane 0's next block, ticket 2, is claimed and left pending (its joiner's transaction never landed)...
-    tickets.claim_block(event_id=event_id, lane=lane_image(event_id, 0), size=1, now=utcnow())
+    lanes.claim_block(event_id=event_id, lane=lane_image(event_id, 0), size=1, now=utcnow())
     # ...bob takes ticket 3 in lane 1, and his position read counts ticket 2 unused.
     register(event_id, bob)
     assert int(selectors.claim_get(event_id=event_id, user_id=bob).ticket) == 3

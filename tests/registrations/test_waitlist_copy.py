@@ -7,7 +7,7 @@ import pytest
 
 from registrations import attendees, selectors, services
 from registrations.models import CONFIRMED, WAITLISTED, Registration
-from registrations.services.common import EVENT_REGISTRATION, WAITLIST_ENTRY
+from registrations.write_rules import EVENT_REGISTRATION, WAITLIST_ENTRY
 from tems.transactions import LabelledTransaction
 from tests.helpers import assert_invariants_clean, broken_invariants
 from tests.registrations.helpers import make_event, register

@@ -13,17 +13,11 @@ from typing import Any
 
 from lab.techniques.registration import Attempt, no_pause
 from registrations import selectors, services
-from registrations.models import (
-    CONFIRMED,
-    OFFERED,
-    WAITLISTED,
-    CheckIn,
-    EventCheckins,
-    Registration,
-    RegistrationClaim,
-    SeatShard,
-)
-from registrations.services import messages
+from registrations.checkins.models import CheckIn, EventCheckins
+from registrations.messages import services as messages
+from registrations.models import CONFIRMED, OFFERED, WAITLISTED, Registration, RegistrationClaim
+from registrations.offers import services as offer_services
+from registrations.seating.models import SeatShard
 from registrations.ticket_tokens import ticket_read
 from tems import outbox
 from tems.clock import utcnow
@@ -139,7 +133,7 @@ def door_read_then_write(*, event_id: str, ticket_text: str, door: str, staff_id
 def accept_deciding_from_a_read(monkeypatch) -> None:
     """An accept that first reads "is this offer still open?" and, when it is not, tells the student their seat
     went on: a second click on the mail's link gets a false answer."""
-    real = services.offer_accept
+    real = offer_services.offer_accept
 
     def accept(*, user_id: str, registration_id: str, **kwargs):
         offer = selectors.offer_get(user_id=user_id, registration_id=registration_id)
@@ -148,7 +142,7 @@ def accept_deciding_from_a_read(monkeypatch) -> None:
                                              "This offer has run out: the seat went to the next in line.")
         return real(user_id=user_id, registration_id=registration_id, **kwargs)
 
-    monkeypatch.setattr(services, "offer_accept", accept)
+    monkeypatch.setattr(offer_services, "offer_accept", accept)
 
 
 def message_per_click(monkeypatch) -> None:

@@ -20,6 +20,7 @@ from django.contrib.auth.models import User
 
 from lab.techniques.registration import Attempt, registration_fingerprint
 from registrations import selectors, services
+from registrations.events import services as event_services
 from registrations.models import CONFIRMED, WAITLISTED
 from tems import outbox
 from tems.accounts import email_address_mark_verified
@@ -60,7 +61,7 @@ def new_key() -> str:
 
 
 def event(capacity: int, **fields):
-    return services.event_create(title="Open day", starts_at=STARTS, capacity=capacity, created_by="staff",
+    return event_services.event_create(title="Open day", starts_at=STARTS, capacity=capacity, created_by="staff",
                                  **fields)
 
 

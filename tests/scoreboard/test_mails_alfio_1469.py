@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from registrations import selectors
+from registrations.messages import services as messages
 from registrations.models import CONFIRMED
-from registrations.services import messages
 from tems.idempotency import fingerprint
 from tests.race import race
 from tests.scoreboard import broken

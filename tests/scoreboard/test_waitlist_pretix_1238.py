@@ -9,6 +9,7 @@ import pytest
 
 from registrations import services
 from registrations.models import CONFIRMED, OFFERED
+from registrations.offers import services as offer_services
 from tems.clock import utcnow
 from tems.identity import user_key
 from tests.race import WindowHeldOpen, race
@@ -57,7 +58,7 @@ def test_an_expired_offer_is_handed_on_once_however_many_relays_sweep(ddb, db, m
     with monkeypatch.context() as sweeping:  # the relays' sweep only: the relay that mails is TEMS's
         if variant != TEMS:
             broken.conditions_dropped(sweeping, WindowHeldOpen())
-        race([lambda: services.offers_sweep(now=ended)] * 3)
+        race([lambda: offer_services.offers_sweep(now=ended)] * 3)
     relay_until_empty(now=lambda: ended)  # the relay runs on the sweep's clock
     offers = [len(mails_to(mailoutbox, student, OFFER_MAIL)) for student in line]
     assert offers == [0, 1, 0, 0], f"offer mails after the expiry, in line order: {offers}"

@@ -9,7 +9,7 @@ from django.core.management.base import CommandError
 
 from inventory import selectors as inventory_selectors
 from registrations import selectors
-from registrations.models import SeatShard
+from registrations.seating.models import SeatShard
 from tems.dynamo import TABLE_SCHEMA, boto3_client, ensure_table
 
 

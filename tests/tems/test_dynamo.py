@@ -11,8 +11,10 @@ from pathlib import Path
 
 from botocore.client import BaseClient
 
-from registrations import selectors, services
-from registrations.models import Event, SeatShard
+from registrations import selectors
+from registrations.events import services as event_services
+from registrations.events.models import Event
+from registrations.seating.models import SeatShard
 from tems.dynamo import TableConfig, batch_get_models, configure_models, current_config
 from tems.metering import metered
 
@@ -21,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_meter_counts_requests_and_capacity(ddb):
     with metered() as meter:
-        event = services.event_create(title="Gig", starts_at=datetime(2027, 1, 1, tzinfo=UTC), capacity=5,
+        event = event_services.event_create(title="Gig", starts_at=datetime(2027, 1, 1, tzinfo=UTC), capacity=5,
                                       created_by="s")
         selectors.event_get(event_id=event.event_id)
     # A creation is a transaction (its token makes the SDK's retry after a lost answer safe); a read of the event
@@ -31,7 +33,7 @@ def test_meter_counts_requests_and_capacity(ddb):
 
 
 def test_nested_meters_both_count_and_threads_inherit(ddb):
-    event = services.event_create(title="Gig", starts_at=datetime(2027, 1, 1, tzinfo=UTC), capacity=5,
+    event = event_services.event_create(title="Gig", starts_at=datetime(2027, 1, 1, tzinfo=UTC), capacity=5,
                                   created_by="s")
     with metered() as outer:
         with metered() as inner:
@@ -46,7 +48,7 @@ def test_nested_meters_both_count_and_threads_inherit(ddb):
 def test_nothing_is_counted_outside_a_meter(ddb):
     with metered() as meter:
         pass
-    services.event_create(title="Gig", starts_at=datetime(2027, 1, 1, tzinfo=UTC), capacity=5, created_by="s")
+    event_services.event_create(title="Gig", starts_at=datetime(2027, 1, 1, tzinfo=UTC), capacity=5, created_by="s")
     assert meter.total_requests == 0
 
 
@@ -68,7 +70,7 @@ def test_pynamodb_is_pinned_to_the_minor_it_is_tested_on():
 
 def test_batch_get_models_pages_keys_of_several_models(moto_ddb):
     # Model._batch_get_page: one BatchGetItem page, unprocessed keys handed back.
-    event = services.event_create(title="Gig", starts_at=datetime(2027, 1, 1, tzinfo=UTC), capacity=5,
+    event = event_services.event_create(title="Gig", starts_at=datetime(2027, 1, 1, tzinfo=UTC), capacity=5,
                                   created_by="s")
     wanted = [(Event, Event.key_for(event.event_id)), (SeatShard, SeatShard.key_for(event.event_id, 0)),
               (Event, Event.key_for("no-such-event"))]

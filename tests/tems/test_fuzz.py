@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from inventory import services as inventory_services
-from registrations import services as registration_services
+from registrations.events import services as event_services
 from tems.ids import ID_REGEX
 from tests.helpers import assert_invariants_clean
 
@@ -105,7 +105,7 @@ def world(ddb, db):
     clients = {"anonymous": Client(), "student": Client(), "staff": Client()}
     clients["student"].force_login(student)
     clients["staff"].force_login(staff)
-    event = registration_services.event_create(title="Fuzz night", starts_at=datetime(2030, 1, 1, tzinfo=UTC),
+    event = event_services.event_create(title="Fuzz night", starts_at=datetime(2030, 1, 1, tzinfo=UTC),
                                                capacity=2, created_by="fuzz-staff")
     inventory_services.item_create(sku="FUZZ-1", name="Fuzz", quantity=5, actor="fuzz-staff")
     registered = clients["student"].post(f"/api/events/{event.event_id}/registrations",

@@ -6,7 +6,7 @@ import uuid
 import pytest
 from django.urls import reverse
 
-from registrations.services.common import CONFLICT_MAX_DELAY, MAX_CONFLICTS
+from registrations.write_rules import CONFLICT_MAX_DELAY, MAX_CONFLICTS
 from tems.errors import DomainError
 from tems.idempotency import MAX_KEY_CHARS, POLICY_PATH, RECORD_TTL, parse_key, policy_url
 from tests.helpers import assert_problem

@@ -10,16 +10,9 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from inventory import services as inventory_services
-from registrations.models import (
-    CONFIRMED,
-    WAITLISTED,
-    Event,
-    Registration,
-    RegistrationClaim,
-    SeatGate,
-    SeatShard,
-    WaitlistQueue,
-)
+from registrations.events.models import Event
+from registrations.models import CONFIRMED, WAITLISTED, Registration, RegistrationClaim
+from registrations.seating.models import SeatGate, SeatShard, WaitlistQueue
 from tems.invariants import check_all, check_items
 from tests.helpers import assert_invariants_clean
 from tests.registrations.helpers import make_event, register

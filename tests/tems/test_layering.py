@@ -166,3 +166,31 @@ def test_the_fence_word_finder_finds_one(tmp_path):
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_it.py").write_text("# an upgrade_if_old_shape test may name it\n")
     assert fence_words(tmp_path) == ["app/services.py:2"]
+
+
+# Names a module may share with another: the layer it is (``events/services.py`` beside ``offers/services.py``).
+LAYER_NAMES = {"__init__", "api", "views", "services", "selectors", "models", "urls", "forms", "serializers", "admin",
+               "apps", "errors", "demo", "invariants", "notifications", "edits"}
+
+
+def shared_names(root: Path, packages: tuple[str, ...]) -> list[str]:
+    """Module names used by more than one module of ``packages`` that are not a layer's name."""
+    seen: dict[str, list[str]] = {}
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            seen.setdefault(path.stem, []).append(str(path.relative_to(root)))
+    return sorted(f"{name}: {', '.join(paths)}" for name, paths in seen.items()
+                  if len(paths) > 1 and name not in LAYER_NAMES and "migrations" not in paths[0])
+
+
+def test_no_two_modules_share_a_name_unless_it_is_a_layer():
+    # A newcomer guesses the file from the noun: services/cancel.py beside services/cancellation.py, or two
+    # common.py, told them nothing.
+    assert shared_names(ROOT, PACKAGES) == []
+
+
+def test_the_shared_name_finder_finds_one(tmp_path):
+    for path in ("app/services/common.py", "app/offers/services.py", "app/events/services.py", "lab/common.py"):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text("")
+    assert shared_names(tmp_path, ("app", "lab")) == ["common: app/services/common.py, lab/common.py"]

@@ -11,7 +11,7 @@ import pytest
 from django.http import HttpResponse
 from django.test import RequestFactory
 
-from registrations.models import SeatShard
+from registrations.seating.models import SeatShard
 from tems import telemetry
 from tems.clock import utcnow
 from tems.middleware import RequestLogMiddleware

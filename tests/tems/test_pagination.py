@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from registrations.models import Event
+from registrations.events.models import Event
 from tems.clock import utcnow
 from tems.errors import DomainError
 from tems.pagination import decode_cursor, encode_cursor, page_size, query_page

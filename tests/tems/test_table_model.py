@@ -1,7 +1,11 @@
 """The single table's base model: every model inherits its Meta, keys and entity marker, and the items they
 write are the same as when each model declared them itself."""
 
+import os
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -10,7 +14,8 @@ import registrations.models
 import registrations.privacy.models  # noqa: F401
 import tems.outbox
 import tems.ratelimit  # noqa: F401
-from registrations.models import Event, EventSeats, Registration
+from registrations.events.models import Event, EventSeats
+from registrations.models import Registration
 from tems.dynamo import TableMeta, TableModel, table_models
 from tems.idempotency import IdempotencyRecord
 
@@ -100,6 +105,31 @@ def test_each_model_writes_the_same_attribute_names(name):
     assert {attribute.attr_name for attribute in model.get_attributes().values()} == ITEM_SHAPES[name]
     assert (model._hash_keyname, model._range_keyname) == ("pk", "sk")
     assert (model.get_attributes()["pk"].attr_name, model.get_attributes()["sk"].attr_name) == ("PK", "SK")
+
+
+def test_the_apps_load_every_table_model_at_start_up():
+    # A fresh interpreter that only starts Django, as the server and the relay do, finds the same models as one
+    # that then imports every module of the apps: the feature packages' models modules are loaded by the apps,
+    # not by whatever a caller happened to import first.
+    script = """
+import importlib, pkgutil
+import django
+django.setup()
+from tems.dynamo import table_models
+names = lambda: sorted(model.__name__ for model in table_models())
+print(" ".join(names()))
+import inventory, lab, registrations, tems
+for package in (registrations, inventory, lab, tems):
+    for module in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+        importlib.import_module(module.name)
+print(" ".join(names()))
+"""
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tems.settings", "DJANGO_DEBUG": "1"}
+    found = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True,
+                           cwd=Path(__file__).resolve().parents[2])
+    at_start_up, everything = found.stdout.splitlines()
+    assert at_start_up.split() == everything.split()
+    assert set(ITEM_SHAPES) <= set(at_start_up.split())
 
 
 def test_the_base_is_not_a_table_model_of_its_own():

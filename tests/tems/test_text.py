@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from inventory import services as inventory_services
-from registrations import services as registration_services
+from registrations.events import services as event_services
 from tems.text import unsafe_text_problem
 
 BAD_TITLE = "Open\ud800day"
@@ -29,7 +29,7 @@ def poisoned(ddb, student_client, staff_client):
 
     DynamoDB Local: moto cannot store such a string at all, real DynamoDB (like DynamoDB Local) did.
     """
-    event = registration_services.event_create(
+    event = event_services.event_create(
         title=BAD_TITLE, description="d\ud800", location="l\udfff", starts_at=datetime(2030, 1, 1, tzinfo=UTC),
         capacity=5, created_by="staffer")
     response = student_client.post(f"/api/events/{event.event_id}/registrations",

@@ -6,8 +6,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from registrations import questions, services
-from registrations.questions import Question, QuestionSet
+from registrations.questions import question_sets
+from registrations.questions import services as question_services
+from registrations.questions.question_sets import Question, QuestionSet
 from tests.registrations.helpers import make_event, register
 
 pytestmark = pytest.mark.browser
@@ -18,9 +19,9 @@ SECRET = Question(id="5ec5ec5e", label="Staff only note", kind="text")
 
 def test_a_scan_shows_the_door_answers_and_only_those(ddb, browser, live_server, transactional_db):
     event = make_event(title="Gala")
-    saved = services.questions_update(event_id=event.event_id, expected_version=0, questions=[DIET, SECRET],
+    saved = question_services.questions_update(event_id=event.event_id, expected_version=0, questions=[DIET, SECRET],
                                       updated_by="staff")
-    answers = questions.parse_answers(questions=QuestionSet(saved.version, (DIET, SECRET)),
+    answers = question_sets.parse_answers(questions=QuestionSet(saved.version, (DIET, SECRET)),
                                       given={DIET.id: "vegan", SECRET.id: "not for the door"})
     ticket = register(event.event_id, "ann", answers=answers, questions_version=saved.version).data["ticket_url"]
     staff = User.objects.create_user("staff2", "staff2@uni.test", "pw-staff-2", is_staff=True)

@@ -10,8 +10,8 @@ import pytest
 
 from registrations import services as registration_services
 from registrations.checkins import selectors, services
+from registrations.checkins.models import CheckIn, EventCheckins
 from registrations.errors import RegistrationError
-from registrations.models import CheckIn, EventCheckins
 from registrations.ticket_tokens import ticket_token
 from tems.dynamo import transaction_connection
 from tems.metering import metered

@@ -10,7 +10,9 @@ from django.test import Client
 
 from registrations import selectors
 from registrations.checkins import services as checkins
-from registrations.models import CheckIn, Offer, Registration
+from registrations.checkins.models import CheckIn
+from registrations.models import Registration
+from registrations.offers.models import Offer
 from registrations.privacy import services as privacy
 from registrations.privacy.models import Erasure
 from registrations.privacy.services import personal_data_erase, pseudonym_for

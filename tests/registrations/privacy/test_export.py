@@ -5,10 +5,10 @@ import json
 import pytest
 
 from registrations.checkins import services as checkins
+from registrations.messages import services as messages
 from registrations.models import Registration
 from registrations.privacy.selectors import personal_data_read
 from registrations.serializers import personal_data_to_dict
-from registrations.services import messages
 from registrations.ticket_tokens import ticket_token
 from tems import accounts
 from tems.clock import utcnow

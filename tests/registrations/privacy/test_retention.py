@@ -7,10 +7,10 @@ import pytest
 
 from registrations import selectors
 from registrations.errors import RegistrationError
+from registrations.events.services import event_update
 from registrations.models import Registration, RegistrationClaim
 from registrations.privacy import services as privacy
 from registrations.privacy.selectors import retention_get
-from registrations.services import event_update
 from tems.dynamo import boto3_client, current_config
 from tems.identity import user_key
 from tests.helpers import assert_invariants_clean

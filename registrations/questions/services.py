@@ -18,8 +18,8 @@ from datetime import datetime
 from typing import Any
 
 from registrations.errors import RegistrationError
-from registrations.models import EventQuestions, SeatGate, SeatShard
-from registrations.questions import (
+from registrations.questions.models import EventQuestions
+from registrations.questions.question_sets import (
     Question,
     QuestionSet,
     checked_questions,
@@ -27,7 +27,8 @@ from registrations.questions import (
     questions_from_json,
     questions_to_json,
 )
-from registrations.services.common import WRITE_POLICY, busy_error
+from registrations.seating.models import SeatGate, SeatShard
+from registrations.write_rules import WRITE_POLICY, busy_error
 from tems.clock import utcnow
 from tems.merge import MERGE_ATTEMPTS, Merge, three_way_merge
 from tems.transactions import LabelledTransaction, TransactionCancelled

@@ -22,10 +22,16 @@ EVENT_REGISTRATION = "event_registration"
 WAITLIST_ENTRY = "waitlist_entry"
 EVENT_SEATS = "event"
 SEAT = "seat"  # one seat shard (registrations.seating.shards); the waitlist join checks each as "seat_<k>"
-LANE = "lane"  # the seat shard a waitlist join takes its ticket from (registrations.seating.tickets, "Lanes")
+LANE = "lane"  # the seat shard a waitlist join takes its ticket from (registrations.seating.lanes, "Lanes")
 EVENT = EVENT_SEATS  # the event item, in an edit's or a creation's transaction
 OUTBOX = "outbox"
-QUEUE = "queue"  # the event's waitlist queue item (registrations.seating.tickets, "Claims")
+QUEUE = "queue"  # the event's waitlist queue item (registrations.seating.lanes, "Claims")
+# The waitlist head's items in a promotion or an offer (registrations.services.promotion, offers.offer_writes).
+HEAD_CLAIM = "head_claim"
+HEAD_USER_REGISTRATION = "head_user_registration"
+HEAD_EVENT_REGISTRATION = "head_event_registration"
+HEAD_WAITLIST_ENTRY = "head_waitlist_entry"
+OUTBOX_PROMOTED = "outbox_promoted"
 
 # Each round is one request. Losing the waitlist ticket to another joiner costs a round, so a burst of N
 # waitlisters needs up to N rounds for the last of them; 64 covers a burst far above a real event's and still

@@ -16,9 +16,12 @@ from datetime import datetime
 from typing import Any
 
 from registrations.errors import RegistrationError, cancelled_in_image, event_cancelled_error
-from registrations.models import CONFIRMED, OFFERED, EventSeats, Offer, Registration, RegistrationClaim
+from registrations.events.models import EventSeats
+from registrations.models import CONFIRMED, OFFERED, Registration, RegistrationClaim
+from registrations.offers.models import Offer
+from registrations.offers.offer_writes import OFFER, add_offer_end
 from registrations.services.cancel import FreedSeat, FreeingCommit, cancel_transaction, freed_seat
-from registrations.services.common import (
+from registrations.write_rules import (
     CLAIM,
     EVENT_REGISTRATION,
     EVENT_SEATS,
@@ -31,7 +34,6 @@ from registrations.services.common import (
     remember_answer,
     stored_answer,
 )
-from registrations.services.promotion import OFFER, add_offer_end
 from tems.clock import utcnow
 from tems.idempotency import StoredResponse, add_completed_record
 from tems.outbox import outbox_message

@@ -20,21 +20,17 @@ from typing import Any
 
 from pynamodb.exceptions import PynamoDBException
 
-from registrations import attendees, questions, selectors
-from registrations.models import (
-    CONFIRMED,
-    WAITLISTED,
-    Registration,
-    RegistrationClaim,
-    SeatShard,
-    WaitlistEntry,
-    WaitlistQueue,
-)
-from registrations.seating import positions, shards, tickets
+from registrations import attendees, selectors
+from registrations.models import CONFIRMED, WAITLISTED, Registration, RegistrationClaim, WaitlistEntry
+from registrations.questions import question_sets
+from registrations.seating import lanes, positions, shards
 from registrations.seating.gate import CLOSED, GateBusy
+from registrations.seating.models import SeatShard, WaitlistQueue
 from registrations.seating.router import Join, Router
 from registrations.serializers import registration_to_dict
-from registrations.services.common import (
+from registrations.services.outcome import RegistrationOutcome, new_registration_id
+from registrations.services.promotion import waitlist_promote_best_effort
+from registrations.write_rules import (
     CLAIM,
     CROWDED,
     EVENT_REGISTRATION,
@@ -52,8 +48,6 @@ from registrations.services.common import (
     stored_answer,
     ticket_pause,
 )
-from registrations.services.outcome import RegistrationOutcome, new_registration_id
-from registrations.services.promotion import waitlist_promote_best_effort
 from tems.clock import utcnow
 from tems.idempotency import StoredResponse, add_completed_record
 from tems.outbox import outbox_message
@@ -119,7 +113,7 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
             continue
         try:
             join = route.plan_join() if shard is None else None
-        except tickets.QueueBusy:
+        except lanes.QueueBusy:
             conflicts.pause()  # held by a departure, or throttled: another lane only adds reads and claims there
             continue
         transaction, response = (join_transaction(attempt, join) if join is not None
@@ -136,12 +130,12 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
                 claim = RegistrationClaim.from_raw_data(cancelled.reasons[CLAIM].raw_item)
                 return _already_registered(claim, attempt, sleep=sleep)
             if join is None and cancelled.failed(SEAT):
-                if moved := questions.questions_changed(cancelled.reasons[SEAT].raw_item, questions_version):
+                if moved := question_sets.questions_changed(cancelled.reasons[SEAT].raw_item, questions_version):
                     raise moved from None
                 route.refused(shard, cancelled.reasons[SEAT].raw_item)
             elif join is not None and cancelled.codes & {CONDITIONAL_CHECK_FAILED}:
                 lane = cancelled.reasons[LANE].raw_item if cancelled.failed(LANE) else None
-                if moved := questions.questions_changed(lane, questions_version):
+                if moved := question_sets.questions_changed(lane, questions_version):
                     raise moved from None
                 if not route.join_refused(join, lane):
                     ticket_pause(sleep)
@@ -214,7 +208,7 @@ def confirm_transaction(attempt: NewRegistration, shard: int) -> tuple[LabelledT
         SEAT, SeatShard(*SeatShard.key_for(attempt.event_id, shard)),
         actions=[SeatShard.taken.add(1)],
         condition=(SeatShard.pk.exists() & (SeatShard.taken < SeatShard.capacity) & shards.admitting(attempt.created_at)
-                   & questions.shard_condition(attempt.questions_version)),
+                   & question_sets.shard_condition(attempt.questions_version)),
         return_old_on_failure=True,
     )
     return transaction, response
@@ -231,7 +225,7 @@ def join_transaction(attempt: NewRegistration, join: Join) -> tuple[LabelledTran
     # The lane's block is still what its image showed: two joiners of one lane never take the same ticket.
     condition = (SeatShard.pk.exists() & _unchanged(SeatShard.lane_next, image.lane_next)
                  & _unchanged(SeatShard.lane_end, image.lane_end) & shards.admitting(attempt.created_at)
-                 & questions.shard_condition(attempt.questions_version))
+                 & question_sets.shard_condition(attempt.questions_version))
     # Gate 1: closed. Gate 2 (RAISED): closed with seats of a raise waiting to go to the people waiting; a
     # newcomer finishes that promotion first, and joins behind them only if it could not.
     condition &= (SeatShard.gate >= CLOSED) if join.healed else (SeatShard.gate == CLOSED)

@@ -30,7 +30,7 @@ from django.conf import settings
 from pynamodb.exceptions import PynamoDBException, UpdateError
 
 from registrations.errors import RegistrationError
-from registrations.models import SeatShard, WaitlistQueue
+from registrations.seating.models import SeatShard, WaitlistQueue
 from tems.transactions import TRANSIENT, is_conditional_check_failed, response_code
 
 # A lane keeps handing out its block for this long after claiming it; bounded overtaking, see the module doc.

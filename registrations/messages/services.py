@@ -30,20 +30,13 @@ from datetime import datetime, timedelta
 from pynamodb.exceptions import UpdateError
 
 from registrations import selectors
+from registrations.checkins.models import CheckIn
 from registrations.errors import RegistrationError
-from registrations.models import (
-    CONFIRMED,
-    MAX_REMINDER_HOURS,
-    OFFERED,
-    REGISTRATION_BUCKETS,
-    WAITLISTED,
-    CheckIn,
-    Event,
-    EventMessage,
-    Registration,
-)
+from registrations.events.models import MAX_REMINDER_HOURS, Event
+from registrations.messages.models import EventMessage
+from registrations.models import CONFIRMED, OFFERED, REGISTRATION_BUCKETS, WAITLISTED, Registration
 from registrations.serializers import message_api_location, message_to_dict
-from registrations.services.common import IDEMPOTENCY, OUTBOX, WRITE_POLICY, StoredOutcome, busy_error, stored_answer
+from registrations.write_rules import IDEMPOTENCY, OUTBOX, WRITE_POLICY, StoredOutcome, busy_error, stored_answer
 from tems.clock import utcnow
 from tems.dynamo import batch_get_models
 from tems.idempotency import StoredResponse, add_completed_record
