@@ -28,6 +28,8 @@ from django.shortcuts import render
 from django.urls import reverse
 from pynamodb.attributes import NumberAttribute, TTLAttribute
 from pynamodb.exceptions import UpdateError
+from pynamodb.expressions.condition import Condition
+from pynamodb.expressions.update import Action
 
 from tems.api import problem
 from tems.clock import utcnow
@@ -72,7 +74,7 @@ def _window(now: datetime) -> tuple[int, int, datetime]:
         (window + 1) * WINDOW_SECONDS, tz=UTC)
 
 
-def _count_update(*, user_id: str, limit: int, now: datetime):
+def _count_update(*, user_id: str, limit: int, now: datetime) -> tuple[WriteRateCounter, list[Action], Condition]:
     """The counter of ``now``'s window, and the actions and condition that count one request in it."""
     window, _, window_end = _window(now)
     counter = WriteRateCounter(*WriteRateCounter.key_for(user_id, window))

@@ -131,6 +131,18 @@ def test_the_61st_tap_in_a_minute_is_429_and_writes_nothing(ddb, student, studen
     assert_invariants_clean()
 
 
+def test_a_page_tap_refused_by_its_transaction_gets_the_fragment(ddb, student, student_client, dynamodb_calls):
+    event = make_event()
+    fill_the_minute(user_key(student))
+    dynamodb_calls.clear()
+    fragment = student_client.post(f"/events/{event.event_id}/register/", {"idempotency_key": new_key()},
+                                   HTTP_HX_REQUEST="true")
+    assert dynamodb_calls == ["TransactWriteItems"]
+    assert fragment.status_code == 429 and fragment["Retry-After"] and "<html" not in fragment.content.decode()
+    assert 'role="alert"' in fragment.content.decode() and fragment["HX-Retarget"] == "#main"
+    assert selectors.claim_get(event_id=event.event_id, user_id=user_key(student)) is None
+
+
 def test_the_count_follows_the_minute_and_a_replay_is_never_refused(ddb):
     """The service on an injected clock, with a limit of 3: the first, the already-registered and the new
     registration are counted, a replay is not and is answered even past the limit; the fourth write of the minute
