@@ -3,6 +3,9 @@
 A registration counts itself (tems.ratelimit.add_write_count): first / replay / already registered stay 1 / 1 / 2
 requests, a tap past the limit is the same 429 as the middleware's and writes nothing, and every other unsafe
 route is still counted by the middleware's own UpdateItem.
+
+One table for the module: every key is unique to its test (new events, new users, a new student key each test),
+and each test leaves the table whole, so the invariants checked over all of it hold whatever ran before.
 """
 
 import uuid
@@ -21,6 +24,12 @@ from tests.support.faults import CONFLICT, LOST, Fault, inject
 LIMIT = 60
 # A moment 5 s into a minute, so a test's taps all fall in one window whatever the real clock says.
 T0 = datetime(2026, 12, 6, 12, 0, 5, tzinfo=UTC)
+
+pytestmark = pytest.mark.shared_table
+
+
+def someone() -> str:
+    return f"user-{uuid.uuid4().hex[:10]}"
 
 
 @pytest.fixture(autouse=True)
@@ -148,34 +157,35 @@ def test_the_count_follows_the_minute_and_a_replay_is_never_refused(ddb):
     registration are counted, a replay is not and is answered even past the limit; the fourth write of the minute
     is refused with nothing written, and the next minute takes it."""
     first_event, second_event, third_event = make_event(), make_event(), make_event()
+    ann = someone()
     key = new_key()
-    first = register(first_event.event_id, "ann", key, now=T0, write_limit=3)
-    assert register(first_event.event_id, "ann", now=T0, write_limit=3).kind == "already_registered"
-    assert register(second_event.event_id, "ann", now=T0, write_limit=3).kind == "created"
-    assert counted("ann") == 3
+    first = register(first_event.event_id, ann, key, now=T0, write_limit=3)
+    assert register(first_event.event_id, ann, now=T0, write_limit=3).kind == "already_registered"
+    assert register(second_event.event_id, ann, now=T0, write_limit=3).kind == "created"
+    assert counted(ann) == 3
 
-    replay = register(first_event.event_id, "ann", key, now=T0 + timedelta(seconds=1), write_limit=3)
+    replay = register(first_event.event_id, ann, key, now=T0 + timedelta(seconds=1), write_limit=3)
     assert replay.kind == "replayed" and replay.response.body == first.response.body
     with pytest.raises(WriteRateExceeded) as refused:
-        register(third_event.event_id, "ann", now=T0 + timedelta(seconds=10), write_limit=3)
+        register(third_event.event_id, ann, now=T0 + timedelta(seconds=10), write_limit=3)
     assert refused.value.refusal.retry_after == 45
     with pytest.raises(WriteRateExceeded):  # "already registered" is an answer stored, so it is counted too
-        register(first_event.event_id, "ann", now=T0 + timedelta(seconds=10), write_limit=3)
-    assert selectors.claim_get(event_id=third_event.event_id, user_id="ann") is None
+        register(first_event.event_id, ann, now=T0 + timedelta(seconds=10), write_limit=3)
+    assert selectors.claim_get(event_id=third_event.event_id, user_id=ann) is None
     assert selectors.event_get(event_id=third_event.event_id).registered_count == 0
-    assert counted("ann") == 3
+    assert counted(ann) == 3
 
-    assert register(third_event.event_id, "ann", now=T0 + timedelta(minutes=1), write_limit=3).kind == "created"
-    assert counted("ann") == 4
+    assert register(third_event.event_id, ann, now=T0 + timedelta(minutes=1), write_limit=3).kind == "created"
+    assert counted(ann) == 4
     assert_invariants_clean()
 
 
 @pytest.mark.parametrize("fault", [LOST, CONFLICT])
 def test_a_round_sent_again_counts_once(ddb, fault):
     """A lost answer (the SDK repeats the transaction's token) and a conflict (the app sends the round again)."""
-    event = make_event()
+    event, bob = make_event(), someone()
     with inject(Fault(fault, operations={"TransactWriteItems"}, times=1)) as faults:
-        outcome = register(event.event_id, "bob", now=T0, write_limit=LIMIT)
+        outcome = register(event.event_id, bob, now=T0, write_limit=LIMIT)
     assert faults.fired(fault) and outcome.kind == "created"
-    assert counted("bob") == 1
+    assert counted(bob) == 1
     assert selectors.event_get(event_id=event.event_id).registered_count == 1
