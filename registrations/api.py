@@ -1,6 +1,7 @@
 """JSON API of registrations (session auth, CSRF via X-CSRFToken, problem+json errors): register, list the
 caller's own, cancel one."""
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
 from registrations import selectors, serializers, services
@@ -12,9 +13,11 @@ from tems.idempotency import key_from_request, request_fingerprint
 from tems.idempotency.record import replay_if_stored
 from tems.identity import user_key
 from tems.pagination import next_page_url, page_args
+from tems.ratelimit import counts_own_writes
 
 
 @api_view("POST")
+@counts_own_writes
 def registration_create(request: HttpRequest, event_id: str) -> HttpResponse:
     """Register the caller for the event; exactly once per student, replayed per Idempotency-Key.
 
@@ -43,6 +46,7 @@ def registration_create(request: HttpRequest, event_id: str) -> HttpResponse:
             outcome = services.registration_create(
                 event_id=event_id, user_id=user_id, user_name=request.user.get_username(), idempotency_key=key,
                 fingerprint=fingerprint, questions_version=asked.version, answers=answers,
+                write_limit=settings.TEMS_WRITE_RATE,
             )
         except RegistrationError as error:
             if error.code != "precondition_failed" or last:

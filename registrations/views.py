@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
@@ -29,6 +30,7 @@ from tems.http import after_save
 from tems.idempotency import REPLAYED_HEADER, key_from_request, request_fingerprint
 from tems.identity import user_key
 from tems.pagination import next_page_url, page_args
+from tems.ratelimit import counts_own_writes
 
 
 def event_or_404(event_id: str):
@@ -123,6 +125,7 @@ def error_redirect(request: HttpRequest, error: DomainError, url: str) -> HttpRe
 
 @require_POST
 @login_required
+@counts_own_writes
 def registration_create(request: HttpRequest, event_id: str) -> HttpResponse:
     user_id = user_key(request.user)
     event_url = reverse("registrations:event_detail", kwargs={"event_id": event_id})
@@ -136,6 +139,7 @@ def registration_create(request: HttpRequest, event_id: str) -> HttpResponse:
             idempotency_key=key_from_request(request),
             fingerprint=request_fingerprint(request),
             answers=question_sets.parse_answers(questions=seen, given=given), questions_version=seen.version,
+            write_limit=settings.TEMS_WRITE_RATE,
         )
     except RegistrationError as error:
         if error.code in ("invalid", "precondition_failed"):

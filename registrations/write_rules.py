@@ -12,6 +12,7 @@ from typing import Any
 from registrations.errors import RegistrationError
 from tems.errors import DomainError
 from tems.idempotency import RECORD_LABEL, StoredResponse, add_completed_record, replay_from_raw
+from tems.ratelimit import add_write_count, raise_if_write_rate_refused
 from tems.transactions import Backoff, LabelledTransaction, RetryPolicy, TransactionCancelled
 
 # Labels of the items in a registration's transaction; the loser paths are decided by these, never by position.
@@ -102,22 +103,26 @@ WRITE_POLICY = RetryPolicy()
 def remember_answer(*, user_id: str, key: str, fingerprint: str, response: StoredResponse, now: datetime,
                     sleep: Callable[[float], None], busy_detail: str = (
                         "This request is being answered by another attempt right now; try again in a moment."),
-                    ) -> dict[str, Any] | None:
-    """Store ``response`` under the tap's key in a transaction of its own (nothing else changes with it).
+                    write_limit: int = 0) -> dict[str, Any] | None:
+    """Store ``response`` under the tap's key in a transaction of its own (nothing else changes with it but the
+    user's write count, when ``write_limit`` is set: tems.ratelimit.add_write_count).
 
     Returns None once stored, or the raw record (ALL_OLD) when a duplicate of this very tap stored its answer
-    first: the caller replays those bytes. Raises RegistrationError('busy') when conflicts do not clear.
+    first: the caller replays those bytes. Raises RegistrationError('busy') when conflicts do not clear, and
+    WriteRateExceeded when the user's writes this minute are used up (nothing stored).
     """
     def store() -> None:
         transaction = LabelledTransaction()
         add_completed_record(transaction, user_id=user_id, key=key, fingerprint=fingerprint, response=response,
                              now=now)
+        add_write_count(transaction, user_id=user_id, limit=write_limit, now=now)
         transaction.commit()
 
     try:
         WRITE_POLICY.sleeping(sleep).run(store, busy=lambda _: busy_error(busy_detail))
     except TransactionCancelled as cancelled:
         if not cancelled.failed(IDEMPOTENCY):
+            raise_if_write_rate_refused(cancelled, now=now)
             raise
         return cancelled.reasons[IDEMPOTENCY].raw_item
     return None

@@ -17,6 +17,7 @@ from django.test import Client, override_settings
 from tems.dynamo import LOCAL_CREDENTIALS, TableConfig, configure_models, ensure_table
 from tems.local_dynamodb import DynamoDBLocal
 from tems.metering import ready_clients
+from tems.ratelimit import forget_refusals
 from tests.helpers import REGION
 
 
@@ -138,8 +139,9 @@ def fast_password_hashing():
 @pytest.fixture(autouse=True)
 def no_write_limit(settings):
     """The suite writes far faster than a person: the per-user write limit is off unless a test turns it on
-    (tests/tems/test_ratelimit.py)."""
+    (tests/tems/test_ratelimit.py). No refusal a test's server remembered outlives it."""
     settings.TEMS_WRITE_RATE = 0
+    forget_refusals()
 
 
 def pytest_collection_modifyitems(items):

@@ -8,6 +8,7 @@ the router's (``registrations.seating.router``); this module builds the rounds a
     claim        the student is already registered (another tap, another key): answer with that registration
     seat / lane  no free seat, or the lane moved: the router learns from the image and plans the next round
     conflict     another transaction held an item: try again after a jittered pause, bounded, then "busy"
+    write_rate   the student's write limit for the minute is used up: WriteRateExceeded (tems.ratelimit)
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from registrations.write_rules import (
 from tems.clock import utcnow
 from tems.idempotency import StoredResponse, add_completed_record
 from tems.outbox import outbox_message
+from tems.ratelimit import add_write_count, raise_if_write_rate_refused
 from tems.transactions import (
     CONDITIONAL_CHECK_FAILED,
     TRANSIENT,
@@ -74,30 +76,34 @@ class NewRegistration:
     user_name: str | None = None
     answers: str | None = None  # checked against the event's questions at ``questions_version`` (JSON)
     questions_version: int = 0
+    write_limit: int = 0  # the student's writes a minute, counted in the round's transaction (0: not counted)
 
 
 def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fingerprint: str,
                         user_name: str | None = None, answers: str | None = None, questions_version: int = 0,
                         now: datetime | None = None, sleep: Callable[[float], None] = time.sleep,
-                        clock: Callable[[], datetime] = utcnow) -> RegistrationOutcome:
+                        clock: Callable[[], datetime] = utcnow, write_limit: int = 0) -> RegistrationOutcome:
     """Register ``user_id`` for ``event_id`` exactly once per student and once per idempotency key.
 
     ``user_id`` is the student's immutable key (``tems.identity.user_key``); ``user_name`` is only shown. ``now``
     is the registration's time (``clock()`` if not given); ``clock`` is what a waitlist join reads the age of a
     lane's block against, and ``sleep`` what the pauses between rounds wait with. ``answers`` were checked
     (registrations.questions) against the event's questions at ``questions_version``; the seat's condition
-    holds them to it.
+    holds them to it. ``write_limit`` (``settings.TEMS_WRITE_RATE``; 0: none) is counted in the transaction that
+    registers or answers "already registered" (tems.ratelimit.add_write_count); a replay is not counted again.
 
     One request when the seat is free and the key is new. Returns the 201 of a new registration (confirmed, or
     waitlisted with ``position_at_most``), the 200 of the student's registration, or the key's first response.
     Raises RegistrationError:
     'not_found' (no such event), 'unprocessable' (the key was used for another request), 'busy' (contention
     did not clear in time; nothing was written), 'precondition_failed' (the questions are no longer at
-    ``questions_version``, ``extra`` ``questions_version`` the stored one; nothing was written).
+    ``questions_version``, ``extra`` ``questions_version`` the stored one; nothing was written). Raises
+    WriteRateExceeded when the student's writes this minute are used up (nothing was written).
     """
     attempt = NewRegistration(registration_id=new_registration_id(), event_id=event_id, user_id=user_id,
                               created_at=now or clock(), idempotency_key=idempotency_key, fingerprint=fingerprint,
-                              user_name=user_name, answers=answers, questions_version=questions_version)
+                              user_name=user_name, answers=answers, questions_version=questions_version,
+                              write_limit=write_limit)
     route = Router(event_id=event_id, user_id=user_id, created_at=attempt.created_at, clock=clock,
                    heal=waitlist_promote_best_effort)
     conflicts = conflict_backoff(sleep)
@@ -129,6 +135,7 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
             if cancelled.failed(CLAIM):
                 claim = RegistrationClaim.from_raw_data(cancelled.reasons[CLAIM].raw_item)
                 return _already_registered(claim, attempt, sleep=sleep)
+            raise_if_write_rate_refused(cancelled, now=attempt.created_at)
             if join is None and cancelled.failed(SEAT):
                 if moved := question_sets.questions_changed(cancelled.reasons[SEAT].raw_item, questions_version):
                     raise moved from None
@@ -171,6 +178,8 @@ def _base_transaction(attempt: NewRegistration, *, status: str, position: int | 
     transaction = LabelledTransaction()
     add_completed_record(transaction, user_id=attempt.user_id, key=attempt.idempotency_key,
                          fingerprint=attempt.fingerprint, response=response, now=attempt.created_at)
+    # Counted only in a round that registers: a refused round wrote nothing, so the next one counts once.
+    add_write_count(transaction, user_id=attempt.user_id, limit=attempt.write_limit, now=attempt.created_at)
     transaction.save(
         CLAIM, RegistrationClaim(*RegistrationClaim.key_for(attempt.event_id, attempt.user_id), **fields),
         condition=RegistrationClaim.pk.does_not_exist(), return_old_on_failure=True,
@@ -270,7 +279,8 @@ def _already_registered(claim: RegistrationClaim, attempt: NewRegistration, *,
         raise
     response = StoredResponse.json(view, status=200)
     first = remember_answer(user_id=attempt.user_id, key=attempt.idempotency_key, fingerprint=attempt.fingerprint,
-                            response=response, now=attempt.created_at, sleep=sleep)
+                            response=response, now=attempt.created_at, sleep=sleep,
+                            write_limit=attempt.write_limit)
     if first is not None:
         return _replay(first, attempt)  # a duplicate of this very tap stored its answer first: the same bytes
     return RegistrationOutcome(response, "already_registered")
