@@ -176,3 +176,18 @@ def test_an_sso_account_has_no_password_to_change(client):
 def test_password_change_needs_a_log_in(client):
     response = client.get("/accounts/password/")
     assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("uid, token", [
+    ("!!", "set-password"), ("OTk5OTk5OTk5OTk5OTk5OTk5OTk5OTk5OTk5", "abc-def"), ("MQ", "x" * 2000),
+    ("MQ", "set-password"), ("%00", "%00"), ("w4k", "ü-ü"),
+])
+def test_a_mangled_link_is_a_message_not_a_5xx(client, student, uid, token):
+    response = client.get(f"/accounts/password/reset/{uid}/{token}/", follow=True)
+    assert response.status_code in (200, 404)
+    if response.status_code == 200:
+        assert "This link does not work any more" in response.text
+    assert client.post(f"/accounts/password/reset/{uid}/{token}/",
+                       {"new_password1": NEW_PASSWORD, "new_password2": NEW_PASSWORD}).status_code in (200, 404)
+    assert logs_in("student1", "pw-student-1")
