@@ -157,11 +157,15 @@ def offer_fields(registration: Registration, *, starts_at: datetime | None) -> d
     }}
 
 
-def attendee_to_dict(registration: Registration, position: int | None) -> dict[str, Any]:
-    """A row of the staff's attendee list (``position`` for the waitlisted) and of its CSV."""
+def attendee_to_dict(registration: Registration, position: int | None,
+                     names: tuple[str, str] = ("", "")) -> dict[str, Any]:
+    """A row of the staff's attendee list (``position`` for the waitlisted) and of its CSV; ``names`` is the
+    account's (first, last) name as it is now (empty for an account without one, or gone)."""
     return {
         "registration_id": registration.registration_id,
         "user": registration.user_name or registration.user_id,
+        "first_name": names[0],
+        "last_name": names[1],
         "status": registration.status,
         "position": position,
         "registered_at": registration.created_at.isoformat(),

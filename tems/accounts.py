@@ -39,6 +39,9 @@ logger = logging.getLogger(__name__)
 VERIFICATION_SALT = "tems.accounts.email-verification"
 VERIFICATION_MAIL = "verification"
 NOTIFICATION_MAIL = "notification"
+PASSWORD_RESET_MAIL = "password-reset"
+# Django's first_name and last_name columns.
+NAME_MAX_CHARS = 150
 
 
 class AccountError(DomainError):
@@ -151,6 +154,67 @@ def notification_recipient(*, user: AbstractBaseUser) -> str | None:
     return user.email
 
 
+# --- password reset ----------------------------------------------------------------------------------------
+
+def password_reset_may_mail(*, user: AbstractBaseUser) -> bool:
+    """True if ``user`` may be sent a password reset link now; asking spends one mail of the hour's budget.
+
+    Only to a proven address: an address typed at sign-up (a typo, or someone else's on purpose) has shown no
+    owner, and a reset link sent there would hand the account to whoever reads it. Within
+    ``TEMS_VERIFICATION_MAILS_PER_HOUR`` reset mails an hour, so the public form cannot flood anyone. A refusal
+    is only logged: the form answers the same page whether or not a mail went out, so it never tells a stranger
+    whether an address has an account.
+    """
+    if not email_address_verified(user=user):
+        logger.info("no password reset mail to account %s: address not verified", user.pk)
+        return False
+    if not mail_quota_take(user=user, kind=PASSWORD_RESET_MAIL, limit=settings.TEMS_VERIFICATION_MAILS_PER_HOUR):
+        logger.warning("no password reset mail to account %s: over %s this hour", user.pk,
+                       settings.TEMS_VERIFICATION_MAILS_PER_HOUR)
+        return False
+    return True
+
+
+# --- names ---------------------------------------------------------------------------------------------------
+
+# Control characters (C0, DEL, C1) and the invisible bidirectional controls: a name with them could reorder or
+# hide the text around it on a staff list, and nobody's name needs them.
+_NAME_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def name_problem(value: str) -> str | None:
+    """Why ``value`` cannot be a first or last name, or None if it can."""
+    if _NAME_UNSAFE.search(value):
+        return "Use letters, spaces and punctuation only."
+    return None
+
+
+def name_from_claim(value: object) -> str:
+    """A provider's name claim as a name TEMS can store: text only, unsafe characters dropped, cut to fit."""
+    if not isinstance(value, str):
+        return ""
+    return " ".join(_NAME_UNSAFE.sub(" ", value).split())[:NAME_MAX_CHARS]
+
+
+def sso_names_update(*, user: AbstractBaseUser, claims: dict) -> None:
+    """Set an SSO account's first and last name from the provider's ``given_name`` and ``family_name``.
+
+    Only an account made by single sign-on (no usable password) takes them, at every log-in: the university
+    keeps its names, and its account page shows them rather than offering an edit the next log-in would undo.
+    A local account linked to the provider keeps the names its owner typed. A claim that is missing or not text
+    leaves the name as it is.
+    """
+    if user.has_usable_password():
+        return
+    names = {field: name_from_claim(claims.get(claim)) for field, claim in
+             (("first_name", "given_name"), ("last_name", "family_name")) if isinstance(claims.get(claim), str)}
+    changed = {field: value for field, value in names.items() if getattr(user, field) != value}
+    if changed:
+        get_user_model().objects.filter(pk=user.pk).update(**changed)
+        for field, value in changed.items():
+            setattr(user, field, value)
+
+
 # --- single sign-on ---------------------------------------------------------------------------------------
 
 # What Django's username validator accepts; anything else in a provider's name becomes a hyphen.
@@ -177,7 +241,9 @@ def sso_account_for(*, issuer: str, subject: str, claims: dict) -> AbstractBaseU
         username = _sso_username(claims, suffixed=attempt > 0)
         try:
             with transaction.atomic():
-                user = get_user_model().objects.create_user(username, email=email, password=None)
+                user = get_user_model().objects.create_user(
+                    username, email=email, password=None, first_name=name_from_claim(claims.get("given_name")),
+                    last_name=name_from_claim(claims.get("family_name")))
                 SingleSignOnIdentity.objects.create(user=user, issuer=issuer, subject=subject)
         except IntegrityError:
             link = SingleSignOnIdentity.objects.select_related("user").filter(issuer=issuer, subject=subject).first()

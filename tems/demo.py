@@ -7,6 +7,9 @@ from tems.accounts import email_address_mark_verified, email_address_verified
 DEMO_PASSWORD = "tems-demo-pass"
 DEMO_STAFF = "staff"
 DEMO_STUDENTS = ("alice", "bob", "chen", "dara", "emeka")
+# Names, so the demo's attendee lists show what staff see in use.
+DEMO_NAMES = {"staff": ("Sam", "Staff"), "alice": ("Alice", "Adeyemi"), "bob": ("Bob", "Brennan"),
+              "chen": ("Chen", "Wei"), "dara": ("Dara", "Ó Briain"), "emeka": ("Emeka", "Okafor")}
 
 
 def seed_users() -> list[str]:
@@ -14,7 +17,8 @@ def seed_users() -> list[str]:
     created = []
     for username in (DEMO_STAFF, *DEMO_STUDENTS):
         user, was_created = User.objects.get_or_create(
-            username=username, defaults={"email": f"{username}@demo.tems.invalid", "is_staff": username == DEMO_STAFF}
+            username=username, defaults={"email": f"{username}@demo.tems.invalid", "is_staff": username == DEMO_STAFF,
+                                         "first_name": DEMO_NAMES[username][0], "last_name": DEMO_NAMES[username][1]}
         )
         if was_created:
             user.set_password(DEMO_PASSWORD)

@@ -105,6 +105,22 @@ def user_names_for_keys(keys: list[str]) -> dict[str, str]:
     return {str(identity.key): identity.user.get_username() for identity in identities}
 
 
+def user_full_names_for_keys(keys: list[str]) -> dict[str, tuple[str, str]]:
+    """(first name, last name) by key for the keys whose account has a name, in one query (for lists staff
+    read). Read when the list is shown, never copied into the table: a changed name shows at once, and an
+    erased account's name is gone with its row."""
+    parsed = set()
+    for key in keys:
+        try:
+            parsed.add(uuid.UUID(str(key)))
+        except ValueError:
+            continue
+    if not parsed:
+        return {}
+    rows = UserIdentity.objects.filter(key__in=parsed).values_list("key", "user__first_name", "user__last_name")
+    return {str(key): (first, last) for key, first, last in rows if first or last}
+
+
 def _identity_for(user) -> UserIdentity:
     # A new account's first taps arrive together (a double click): two get_or_create calls race to insert the
     # row, and the loser's insert fails (IntegrityError, or SQLite's "database is locked"). The row exists by

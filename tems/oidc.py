@@ -144,7 +144,11 @@ class OidcBackend(OIDCAuthenticationBackend):
             accounts.sso_link(user=self.request.user, issuer=settings.TEMS_OIDC_ISSUER, subject=payload["sub"])
             return self.request.user
         user = accounts.sso_account_for(issuer=settings.TEMS_OIDC_ISSUER, subject=payload["sub"], claims=claims)
-        return user if self.user_can_authenticate(user) else None
+        if not self.user_can_authenticate(user):
+            return None
+        # What the library's update_user is for: the provider's names, as they are at this log-in.
+        accounts.sso_names_update(user=user, claims=claims)
+        return user
 
     def get_user(self, user_id):
         return IdentityModelBackend().get_user(user_id)

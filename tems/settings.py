@@ -122,6 +122,9 @@ OIDC_STORE_ID_TOKEN = True
 TEMS_EMAIL_VERIFICATION_MAX_AGE = timedelta(days=int(os.environ.get("TEMS_EMAIL_VERIFICATION_DAYS", "3")))
 TEMS_VERIFICATION_MAILS_PER_HOUR = int(os.environ.get("TEMS_VERIFICATION_MAILS_PER_HOUR", "3"))
 TEMS_NOTIFICATION_MAILS_PER_HOUR = int(os.environ.get("TEMS_NOTIFICATION_MAILS_PER_HOUR", "12"))
+# A password reset link (Django's token) works once, and for this long: long enough for a slow mail to arrive,
+# short enough that a link left in an old mailbox is useless.
+PASSWORD_RESET_TIMEOUT = int(float(os.environ.get("TEMS_PASSWORD_RESET_HOURS", "2")) * 3600)
 # ---------------------------------------------------------------------------------------------------------
 
 # Demo mode opens the lab to everyone and shows the demo log-ins on the log-in page.

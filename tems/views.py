@@ -1,15 +1,18 @@
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
+from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
+from django.contrib.messages.views import SuccessMessageMixin
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.templatetags.static import static
+from django.urls import reverse_lazy
 from django.views.decorators.http import require_GET, require_http_methods
 
 from tems import accounts
 from tems.api import problem
-from tems.forms import SignUpForm
+from tems.forms import NamesForm, PasswordResetForm, SignUpForm
 from tems.idempotency import DEFAULT_POLICY, MAX_KEY_CHARS, RECORD_TTL, TRANSIENT_STATUSES
 
 
@@ -72,18 +75,65 @@ def verify_email_confirm(request: HttpRequest, token: str) -> HttpResponse:
 
 
 @login_required
-@require_GET
+@require_http_methods(["GET", "POST"])
 def account(request: HttpRequest) -> HttpResponse:
-    """The account page: the address and whether it is proven, the university account it is linked to (or the
+    """The account page: the person's names (editable for a local account; an SSO account's come from the
+    provider), the address and whether it is proven, the password, the university account it is linked to (or the
     button that links one), and the way to the person's own data."""
+    local = request.user.has_usable_password()
+    form = NamesForm(request.POST if request.method == "POST" and local else None, instance=request.user)
+    if request.method == "POST":
+        if not local:
+            messages.error(request, f"Your names come from {settings.TEMS_OIDC_NAME}: change them there.")
+            return redirect("account")
+        if form.is_valid():
+            form.save()
+            messages.success(request, "Your name is saved.")
+            return redirect("account")
     links = list(request.user.sso_identities.all())
     issuer = settings.TEMS_OIDC_ISSUER
     return render(request, "registration/account.html", {
+        "names_form": form if local else None,
+        "has_password": local,
         "verified": accounts.email_address_verified(user=request.user),
         "sso_name": settings.TEMS_OIDC_NAME,
         "sso_links": links,
         "can_link": bool(issuer) and not any(link.issuer == issuer for link in links),
-    })
+    }, status=400 if form.errors else 200)
+
+
+class PasswordResetView(auth_views.PasswordResetView):
+    """"Forgot password?": Django's view, mailing only proven addresses within the hourly mail budget. The page
+    after it reads the same whether or not the address has an account."""
+
+    form_class = PasswordResetForm
+    email_template_name = "registration/password_reset_email.txt"
+    subject_template_name = "registration/password_reset_subject.txt"
+
+    def get_context_data(self, **kwargs):
+        return {**super().get_context_data(**kwargs), "hours": _reset_hours()}
+
+    def form_valid(self, form):
+        self.extra_email_context = {"hours": _reset_hours()}
+        return super().form_valid(form)
+
+
+def _reset_hours() -> str:
+    return f"{settings.PASSWORD_RESET_TIMEOUT / 3600:g}"
+
+
+class PasswordChangeView(SuccessMessageMixin, auth_views.PasswordChangeView):
+    """Django's password change (the old password, then the new one twice); this session stays logged in and
+    every other session of the account ends. An SSO account has no password to change."""
+
+    success_url = reverse_lazy("account")
+    success_message = "Your password is changed. Other devices logged in to your account are logged out."
+
+    def dispatch(self, request, *args, **kwargs):
+        if request.user.is_authenticated and not request.user.has_usable_password():
+            messages.error(request, f"You log in with {settings.TEMS_OIDC_NAME}: TEMS keeps no password for you.")
+            return redirect("account")
+        return super().dispatch(request, *args, **kwargs)
 
 
 def login_locked_out(request: HttpRequest, original_response: HttpResponse | None = None,

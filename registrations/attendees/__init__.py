@@ -27,11 +27,12 @@ from registrations.questions import question_sets
 from registrations.seating import positions
 from registrations.serializers import attendee_to_dict
 from tems.errors import DomainError
+from tems.identity import user_full_names_for_keys
 from tems.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page, decode_cursor, encode_cursor
 
 STATUSES = (CONFIRMED, WAITLISTED)
 MAX_SEARCH_CHARS = 150  # a Django username is at most 150 characters
-CSV_COLUMNS = ("registration_id", "user", "status", "position", "registered_at")
+CSV_COLUMNS = ("registration_id", "user", "first_name", "last_name", "status", "position", "registered_at")
 # A spreadsheet runs a cell that starts with one of these as a formula (CSV injection, OWASP).
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 # The cursor's name key: the index's sort key of the last item a page showed (or read, under a filter).
@@ -63,9 +64,10 @@ def _checked(status: str | None, search: str | None) -> tuple[str | None, str]:
 
 def attendee_page(*, event_id: str, status: str | None = None, search: str | None = None,
                   cursor: str | None = None, limit: int = DEFAULT_PAGE_SIZE) -> Page[dict[str, Any]]:
-    """One page of the event's attendees in name order, each ``{registration_id, user, status, position,
-    registered_at}`` (``position`` for the waitlisted). One Query per bucket (REGISTRATION_BUCKETS) and one
-    BatchGetItem of the waitlist counter nodes; at most ``limit`` items read per bucket. Raises
+    """One page of the event's attendees in username order, each ``{registration_id, user, first_name, last_name,
+    status, position, registered_at}`` (``position`` for the waitlisted). One Query per bucket
+    (REGISTRATION_BUCKETS), one BatchGetItem of the waitlist counter nodes and one SQL query of the names; at most
+    ``limit`` items read per bucket. Raises
     RegistrationError('invalid') for an unknown status or a too long search, and tems.errors.DomainError('invalid')
     for a cursor that is not this list's (the cursor is signed and scoped to the event, the status and the
     search).
@@ -96,8 +98,10 @@ def attendee_page(*, event_id: str, status: str | None = None, search: str | Non
         next_key = read_up_to
     places = positions.positions(tickets=[(r.event_id, int(r.ticket)) for r in page
                                          if r.status == WAITLISTED and r.ticket is not None])
+    # Names from Django's database, one query a page: see docs/privacy.md, "Names".
+    names = user_full_names_for_keys([r.user_id for r in page])
     rows = [attendee_to_dict(r, places.get((r.event_id, int(r.ticket))) if r.status == WAITLISTED and r.ticket
-                             else None) for r in page]
+                             else None, names.get(r.user_id, ("", ""))) for r in page]
     next_cursor = None if next_key is None else encode_cursor({_CURSOR_KEY: {"S": next_key}}, scope=scope)
     return Page(items=rows, next_cursor=next_cursor)
 

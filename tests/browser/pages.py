@@ -18,13 +18,23 @@ def new_sized_page(browser: Browser, viewport: dict, contexts: list, **options) 
 
 def serious_axe_violations(page: Page) -> list[str]:
     """axe-core's WCAG 2.2 A/AA rules on the page as it is now; only serious and critical violations."""
+    return axe_violations(page, impacts=("serious", "critical"))
+
+
+def axe_violations(page: Page, *, impacts: tuple[str, ...] | None = None) -> list[str]:
+    """axe-core's WCAG 2.2 A/AA rules on the page as it is now: every violation, or those of ``impacts``."""
     # evaluate() runs through the DevTools protocol, so the page's strict CSP (script-src 'self') allows it.
     page.evaluate(AXE.read_text())
-    violations = page.evaluate(
-        """() => axe.run(document, {runOnly: {type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa",
-                                                                   "wcag22aa"]}})
-                  .then(r => r.violations.filter(v => v.impact === "serious" || v.impact === "critical")
+    return page.evaluate(
+        """(impacts) => axe.run(document, {runOnly: {type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a",
+                                                                           "wcag21aa", "wcag22aa"]}})
+                  .then(r => r.violations.filter(v => impacts === null || impacts.includes(v.impact))
                   .map(v => v.id + ": " + v.help + " @ "
-                            + v.nodes.slice(0, 3).map(n => n.target.join(" ")).join(", ")))"""
+                            + v.nodes.slice(0, 3).map(n => n.target.join(" ")).join(", ")))""",
+        None if impacts is None else list(impacts),
     )
-    return violations
+
+
+def fits_the_width(page: Page) -> bool:
+    """True if nothing on the page is wider than the viewport (no sideways scrolling on a phone)."""
+    return page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")

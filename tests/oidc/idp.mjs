@@ -24,7 +24,7 @@ server.listen(0, '127.0.0.1', () => {
       redirect_uris: redirectUris,
       post_logout_redirect_uris: postLogoutRedirectUris,
     }],
-    claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name', 'preferred_username'] },
+    claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name', 'given_name', 'family_name', 'preferred_username'] },
     async findAccount(ctx, sub) {
       const claims = accounts[sub] ?? { email: `${sub}@idp.test`, email_verified: true };
       return { accountId: sub, async claims() { return { sub, ...claims }; } };

@@ -7,9 +7,11 @@ import csv
 import io
 
 import pytest
+from django.contrib.auth.models import User
 
 from registrations import attendees, selectors
 from registrations.models import REGISTRATION_BUCKETS, Registration
+from tems.identity import user_key
 from tems.metering import metered
 from tests.helpers import assert_problem
 from tests.registrations.helpers import make_event, register
@@ -117,6 +119,49 @@ def test_csv_is_streamed_page_by_page_and_safe(moto_ddb, staff_client, monkeypat
     assert rows[0] == list(attendees.CSV_COLUMNS)
     assert sorted(row[1] for row in rows[1:]) == ["'+plus", "'-minus", "'=cmd", "'@at", "plain"]
     assert meter.requests["Query"] == 3 * REGISTRATION_BUCKETS  # five attendees, two a page
+
+
+# --- names: read from the accounts when the list is shown ---------------------------------------------------
+
+def named(username: str, first: str, last: str = "") -> User:
+    return User.objects.create_user(username, f"{username}@uni.test", "pw-x-123456", first_name=first, last_name=last)
+
+
+def test_staff_see_each_attendees_name_as_it_is_now_on_the_list_the_api_and_the_csv(moto_ddb, staff_client):
+    event = make_event(capacity=10)
+    ines, solo = named("ines", "Inés", "García-López"), named("solo", "Teller")
+    for user in (ines, solo):
+        register(event.event_id, user_key(user), user_name=user.username)
+    register(event.event_id, "key-lab-student", user_name="lab")  # a synthetic student: no account, no name
+    rows = {a["user"]: (a["first_name"], a["last_name"])
+            for a in api(staff_client, event.event_id).json()["attendees"]}
+    assert rows == {"ines": ("Inés", "García-López"), "solo": ("Teller", ""), "lab": ("", "")}
+    page = staff_client.get(f"/events/{event.event_id}/attendees/").text
+    assert 'Inés García-López<br><span class="help">ines</span>' in page and "<td>lab</td>" in page
+
+    User.objects.filter(pk=ines.pk).update(first_name="Ines")  # she changed it on her account page
+    table = list(csv.reader(io.StringIO(b"".join(
+        staff_client.get(f"/events/{event.event_id}/attendees.csv").streaming_content).decode())))
+    header = table[0]
+    by_user = {row[header.index("user")]: row for row in table[1:]}
+    assert by_user["ines"][header.index("first_name")] == "Ines"
+    assert by_user["ines"][header.index("last_name")] == "García-López"
+
+    ines.delete()  # an erased account's name goes with its row
+    assert api(staff_client, event.event_id, "?q=ines").json()["attendees"][0]["first_name"] == ""
+
+
+def test_names_cost_one_query_a_page_and_a_formula_name_is_text_in_the_csv(moto_ddb, staff_client,
+                                                                          django_assert_max_num_queries):
+    event = make_event(capacity=10)
+    for n in range(5):
+        user = named(f"s{n}", "=cmd()" if n == 0 else f"First{n}", f"Last{n}")
+        register(event.event_id, user_key(user), user_name=user.username)
+    with django_assert_max_num_queries(1):
+        page = attendees.attendee_page(event_id=event.event_id)
+    assert len(page.items) == 5
+    lines = list(attendees.attendee_csv(event_id=event.event_id))
+    assert "'=cmd()" in lines[1]
 
 
 # --- one page merged over the buckets (DynamoDB Local: the key conditions as DynamoDB evaluates them) ----------

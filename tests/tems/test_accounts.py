@@ -4,10 +4,12 @@ from django.contrib.auth.models import User
 
 @pytest.mark.django_db
 def test_student_signs_up_and_is_logged_in(client, moto_ddb):
-    response = client.post("/accounts/signup/", {"username": "newbie", "email": "newbie@uni.test",
-                                                 "password1": "a-Long-pass-2026", "password2": "a-Long-pass-2026"})
+    response = client.post("/accounts/signup/", {"first_name": "Nadia", "last_name": "Okafor", "username": "newbie",
+                                                 "email": "newbie@uni.test", "password1": "a-Long-pass-2026",
+                                                 "password2": "a-Long-pass-2026"})
     assert response.status_code == 302
     user = User.objects.get(username="newbie")
+    assert (user.first_name, user.last_name) == ("Nadia", "Okafor")
     assert not user.is_staff
     page = client.get("/events/").content.decode()
     assert "Signed in as <strong>newbie</strong>" in page
@@ -15,7 +17,7 @@ def test_student_signs_up_and_is_logged_in(client, moto_ddb):
 
 @pytest.mark.django_db
 def test_weak_password_is_refused_with_a_message(client):
-    response = client.post("/accounts/signup/", {"username": "x", "email": "x@uni.test",
+    response = client.post("/accounts/signup/", {"first_name": "X", "username": "x", "email": "x@uni.test",
                                                  "password1": "123", "password2": "123"})
     assert response.status_code == 200
     assert "This password is too short" in response.content.decode()

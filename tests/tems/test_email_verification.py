@@ -20,7 +20,7 @@ from tems.models import MailQuota
 from tems.outbox import outbox_pending, outbox_relay
 from tests.registrations.helpers import make_event, register
 
-SIGNUP = {"username": "newbie", "email": "newbie@uni.test", "password1": "a-Long-pass-2026",
+SIGNUP = {"first_name": "Nadia", "username": "newbie", "email": "newbie@uni.test", "password1": "a-Long-pass-2026",
           "password2": "a-Long-pass-2026"}
 LINK = re.compile(r"http://testserver(/accounts/verify-email/[^/\s]+/)")
 

@@ -23,7 +23,8 @@ from tests.registrations.helpers import make_event
 CALLBACK = "http://testserver/accounts/sso/callback/"
 LOGIN_PAGE = "http://testserver/accounts/login/"
 IDP_ACCOUNTS = {
-    "u-1001": {"email": "ada@uni.test", "email_verified": True, "preferred_username": "ada"},
+    "u-1001": {"email": "ada@uni.test", "email_verified": True, "preferred_username": "ada", "given_name": "Ada",
+               "family_name": "Lovelace"},
     # Someone at the provider whose address is a local account's: must not get that account.
     "u-6666": {"email": "student1@uni.test", "email_verified": True, "preferred_username": "student1"},
     "u-2002": {"email": "unproven@uni.test", "email_verified": False},
@@ -99,6 +100,17 @@ def test_first_log_in_creates_an_account_and_the_next_finds_it_by_subject(client
     assert _sso_log_in(again, sso, "u-1001").status_code == 302
     assert _logged_in_as(again) == user and user_key(_logged_in_as(again)) == key
     assert User.objects.count() == 1 and SingleSignOnIdentity.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_an_sso_account_takes_its_names_from_the_provider_at_every_log_in(client, sso):
+    _sso_log_in(client, sso, "u-1001")
+    user = _logged_in_as(client)
+    assert (user.first_name, user.last_name) == ("Ada", "Lovelace")
+    User.objects.filter(pk=user.pk).update(first_name="Stale", last_name="")
+    assert _sso_log_in(Client(), sso, "u-1001").status_code == 302
+    user.refresh_from_db()
+    assert (user.first_name, user.last_name) == ("Ada", "Lovelace")
 
 
 @pytest.mark.django_db

@@ -8,7 +8,7 @@ from django.contrib.auth.models import User
 from django.contrib.sessions.models import Session
 from django.test import Client
 
-from registrations import selectors
+from registrations import attendees, selectors
 from registrations.checkins import services as checkins
 from registrations.checkins.models import CheckIn
 from registrations.models import Registration
@@ -218,3 +218,20 @@ def test_erasing_a_person_holding_an_offer_declines_it_and_the_next_in_line_is_o
     dump = table_dump()
     assert "alice.offered" not in dump and "ao@wonder.test" not in dump
     assert_invariants_clean()
+
+
+def test_the_name_staff_saw_on_the_attendee_list_is_gone_with_the_account(ddb):
+    alice = person("alice.liddell", "alice@wonder.test")
+    User.objects.filter(pk=alice.pk).update(first_name="Alicia", last_name="Liddellwood")
+    past, _ = past_event_with(alice)
+    key = user_key(alice)
+    [row] = attendees.attendee_page(event_id=past.event_id).items
+    assert (row["first_name"], row["last_name"]) == ("Alicia", "Liddellwood")
+    assert "Liddellwood" not in table_dump()  # names are never copied into the table
+
+    personal_data_erase(user=alice, now=ERASED_AT)
+
+    [row] = attendees.attendee_page(event_id=past.event_id).items
+    assert (row["user"], row["first_name"], row["last_name"]) == (pseudonym_for(key), "", "")
+    assert not User.objects.filter(last_name="Liddellwood").exists()
+    assert "Liddellwood" not in table_dump()
