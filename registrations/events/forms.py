@@ -1,6 +1,7 @@
 """Forms of an event: create, and edit at a version."""
 
 from django import forms
+from django.utils import timezone
 
 from registrations.events.models import (
     DEFAULT_OFFER_HOURS,
@@ -22,7 +23,6 @@ class EventForm(forms.Form):
     description = forms.CharField(required=False, max_length=5000, widget=forms.Textarea(attrs={"rows": 4}))
     location = forms.CharField(required=False, max_length=200)
     starts_at = UtcDateTimeField(
-        help_text="Local time, or ISO 8601 with an offset in the API.",
         widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
     )
     capacity = forms.IntegerField(min_value=1, max_value=MAX_CAPACITY)
@@ -48,6 +48,8 @@ class EventForm(forms.Form):
         super().__init__(*args, **kwargs)
         # An edit that keeps the start it was opened with needs no confirmation, even once that start has passed.
         self.opened_starts_at = opened_starts_at
+        # Which clock the date and time picker means: the site's zone (its abbreviation changes with summer time).
+        self.fields["starts_at"].help_text = f"Local time in {timezone.get_current_timezone_name()}."
 
     def clean_title(self) -> str:
         title = self.cleaned_data["title"].strip()

@@ -8,8 +8,6 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.formats import date_format
-from django.utils.timezone import localtime
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods
 
@@ -27,6 +25,7 @@ from tems.idempotency import key_from_request, request_fingerprint
 from tems.identity import user_key
 from tems.merge import load_base, panel_rows, sign_base
 from tems.pagination import next_page_url, page_args
+from tems.templatetags.when import when_text
 
 
 @require_GET
@@ -177,7 +176,7 @@ def _conflict(event_id: str, error: RegistrationError, mine: dict) -> dict:
 def _shown(value) -> str:
     if isinstance(value, str) and len(value) >= 19 and value[4] == "-" and value[10] == "T":
         # A start (canonical ISO): shown as people read dates, in the site's time zone.
-        return date_format(localtime(datetime.fromisoformat(value)), "D j M Y, H:i")
+        return when_text(value)
     return "(empty)" if value is None or value == "" else str(value)
 
 

@@ -115,5 +115,5 @@ def event_questions(request: HttpRequest, event_id: str) -> HttpResponse:
         messages.error(request, error.detail)
         return _stored_page(request, event, status=error.status)
     note = " Kept the changes saved meanwhile by someone else." if outcome.merge else ""
-    messages.success(request, f"Saved the questions (version {outcome.saved.version}).{note}")
+    messages.success(request, f"Saved the questions.{note}")
     return after_save(request, reverse("registrations:event_questions", kwargs={"event_id": event_id}))

@@ -39,6 +39,8 @@ def test_a_student_logs_in_with_the_university_and_out_again(app_server, univers
     page.get_by_role("button", name="Sign-in").click()
 
     page.wait_for_url(f"{app_server}/events/")
+    if viewport is PHONE:
+        page.get_by_text("Menu", exact=True).click()  # on a phone the links are folded under the menu button
     expect(page.locator(".who")).to_contain_text("Signed in as grace")
     page.get_by_role("button", name="Log out").click()
     # On through the provider's log-out, which asks, and back to TEMS's log-in page, logged out of both.
