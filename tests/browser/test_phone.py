@@ -8,8 +8,11 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from inventory import services as inventory_services
-from registrations import questions, services
-from registrations.questions import Question
+from registrations import services
+from registrations.events import services as event_services
+from registrations.questions import question_sets
+from registrations.questions import services as question_services
+from registrations.questions.question_sets import Question
 from tems.clock import utcnow
 from tems.identity import user_key
 from tests.browser.helpers import log_in
@@ -74,22 +77,22 @@ def demo_mode(settings):
 
 
 def test_every_page_fits_a_phone(app_server, browser, contexts, demo_mode, student, staff_user):
-    questions.known.reset()
+    question_sets.known.reset()
     soon = utcnow() + timedelta(days=30)
-    seated = services.event_create(title="A very long event title that keeps going for the whole of the line",
-                                   starts_at=soon, capacity=5, created_by="staff", location="Main hall, room 101",
+    seated = event_services.event_create(title="A very long event title that keeps going for the whole of the line",
+                                         starts_at=soon, capacity=5, created_by="staff", location="Main hall, room 101",
                                    description="Bring a friend.")
-    full = services.event_create(title="Full house", starts_at=soon, capacity=1, created_by="staff")
-    offered = services.event_create(title="Offer club", starts_at=soon, capacity=1, created_by="staff",
+    full = event_services.event_create(title="Full house", starts_at=soon, capacity=1, created_by="staff")
+    offered = event_services.event_create(title="Offer club", starts_at=soon, capacity=1, created_by="staff",
                                     offer_hours=24)
-    asked = services.event_create(title="Question night", starts_at=soon, capacity=5, created_by="staff")
-    services.questions_update(event_id=asked.event_id, expected_version=0, updated_by="staff", questions=[
+    asked = event_services.event_create(title="Question night", starts_at=soon, capacity=5, created_by="staff")
+    question_services.questions_update(event_id=asked.event_id, expected_version=0, updated_by="staff", questions=[
         Question(id="0a0b0c0d", label="Diet", kind="single", choices=("none", "vegan"), required=True),
         Question(id="1a1b1c1d", label="Workshops", kind="multiple", choices=("morning", "afternoon")),
         Question(id="2a2b2c2d", label="Anything we should know?", kind="text")])
-    doomed = services.event_create(title="Cancelled gala", starts_at=soon, capacity=5, created_by="staff")
-    left = services.event_create(title="Left behind", starts_at=soon, capacity=5, created_by="staff")
-    past = services.event_create(title="Last year's fair", starts_at=datetime(2020, 5, 1, 18, tzinfo=UTC),
+    doomed = event_services.event_create(title="Cancelled gala", starts_at=soon, capacity=5, created_by="staff")
+    left = event_services.event_create(title="Left behind", starts_at=soon, capacity=5, created_by="staff")
+    past = event_services.event_create(title="Last year's fair", starts_at=datetime(2020, 5, 1, 18, tzinfo=UTC),
                                  capacity=5, created_by="staff")
     me = user_key(student)
     mine = register(seated.event_id, me, user_name="student1").data["registration_id"]

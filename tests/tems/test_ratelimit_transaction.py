@@ -25,7 +25,6 @@ LIMIT = 60
 # A moment 5 s into a minute, so a test's taps all fall in one window whatever the real clock says.
 T0 = datetime(2026, 12, 6, 12, 0, 5, tzinfo=UTC)
 
-pytestmark = pytest.mark.shared_table
 
 
 def someone() -> str:
