@@ -19,7 +19,7 @@ from tems.errors import DomainError
 from tems.http import after_save, conflict_status
 from tems.idempotency import FORM_FIELD, key_from_request
 from tems.identity import user_key
-from tems.merge import load_base, panel_rows, sign_base
+from tems.merge import conflict_panel, load_base, sign_base
 from tems.pagination import next_page_url, page_args
 
 HISTORY_ON_DETAIL = 50
@@ -184,16 +184,12 @@ def item_edit(request: HttpRequest, sku: str) -> HttpResponse:
 
 
 def _conflict(request: HttpRequest, sku: str, error: InventoryError, mine: dict) -> dict:
-    current, merge = error.extra["current"], error.extra["merge"]
     changes = [{**change, "fields": _changed_fields(change), "changed_at": datetime.fromisoformat(change["changed_at"])}
                for change in error.extra.get("changes", [])]
-    url = reverse("inventory:item_edit", kwargs={"sku": sku})
-    return {"title": "Someone else changed this item while you were editing", "detail": error.detail,
-            "opened_version": error.extra["expected_version"], "current_version": current["version"],
-            "rows": panel_rows(merge=merge, base=error.extra["base"], theirs=current, mine=mine, labels=LABELS,
-                               show=_shown),
-            "clashes": len(merge.clashes), "changes": changes, "discard_url": url, "target": "edit-region",
-            "form_id": "edit-form"}
+    return conflict_panel(error=error, title="Someone else changed this item while you were editing",
+                          theirs=error.extra["current"], mine=mine, labels=LABELS, show=_shown, changes=changes,
+                          discard_url=reverse("inventory:item_edit", kwargs={"sku": sku}), target="edit-region",
+                          form_id="edit-form")
 
 
 def _shown(value) -> str:

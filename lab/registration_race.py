@@ -37,6 +37,14 @@ SCRATCH_TTL = timedelta(hours=1)
 TRYIT_TTL = timedelta(days=1)
 
 
+def _scratch_event(run_id: str, *, title: str, capacity: int) -> Event:
+    """A fresh event for one run, starting tomorrow, kept out of the real listings (its own collection) and
+    removed by its TTL should the run die before it deletes it."""
+    return event_services.event_create(
+        event_id=f"lab-{run_id}", title=title, starts_at=utcnow() + timedelta(days=1), capacity=capacity,
+        created_by="lab", collection=LAB_EVENT_COLLECTION, expires_at=utcnow() + SCRATCH_TTL)
+
+
 def _outcome_label(outcome) -> str:
     if outcome.error is not None:
         error = outcome.error
@@ -55,11 +63,7 @@ def registration_race(*, technique: str, taps: int, same_key: bool, latency_ms: 
         raise RegistrationError("invalid", f"Unknown technique {technique!r}.", errors={"technique": ["Unknown."]})
     function = TECHNIQUES[technique].run
     run_id = uuid.uuid4().hex[:10]
-    event = event_services.event_create(
-        event_id=f"lab-{run_id}", title=f"Lab race ({TECHNIQUES[technique].label})",
-        starts_at=utcnow() + timedelta(days=1), capacity=MAX_TAPS, created_by="lab",
-        collection=LAB_EVENT_COLLECTION, expires_at=utcnow() + SCRATCH_TTL,
-    )
+    event = _scratch_event(run_id, title=f"Lab race ({TECHNIQUES[technique].label})", capacity=MAX_TAPS)
     user_id = f"lab-student-{run_id}"
     shared_key = str(uuid.uuid4())
     keys = [shared_key if same_key else str(uuid.uuid4()) for _ in range(taps)]
@@ -139,9 +143,7 @@ def last_seat_race(*, taps: int = LAST_SEAT_TAPS) -> dict[str, dict[str, int]]:
 
 def _last_seat_run(technique, *, taps: int) -> dict[str, int]:
     run_id = uuid.uuid4().hex[:10]
-    event = event_services.event_create(
-        event_id=f"lab-{run_id}", title="Lab: the last seat", starts_at=utcnow() + timedelta(days=1), capacity=1,
-        created_by="lab", collection=LAB_EVENT_COLLECTION, expires_at=utcnow() + SCRATCH_TTL)
+    event = _scratch_event(run_id, title="Lab: the last seat", capacity=1)
     keys = {f"lab-student-{run_id}-{n}": str(uuid.uuid4()) for n in range(taps)}
 
     def pause() -> None:
@@ -218,9 +220,7 @@ def technique_costs() -> dict[str, dict[str, float]]:
     for name, technique in TECHNIQUES.items():
         function = technique.run
         run_id = uuid.uuid4().hex[:10]
-        event = event_services.event_create(event_id=f"lab-{run_id}", title="Lab cost probe", created_by="lab",
-                                      starts_at=utcnow() + timedelta(days=1), capacity=10,
-                                      collection=LAB_EVENT_COLLECTION, expires_at=utcnow() + SCRATCH_TTL)
+        event = _scratch_event(run_id, title="Lab cost probe", capacity=10)
         user_id, key = f"lab-student-{run_id}", str(uuid.uuid4())
         started = utcnow()
         with metered() as first:

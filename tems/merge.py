@@ -186,3 +186,18 @@ def panel_rows(*, merge: Merge, base: Mapping[str, Any] | None, theirs: Mapping[
         rows.append(PanelRow(label, show(theirs[name]), show(mine[name]),
                              show(base[name]) if base is not None else "", state))
     return rows
+
+
+def conflict_panel(*, error: DomainError, title: str, theirs: Mapping[str, Any], mine: Mapping[str, Any],
+                   labels: Mapping[str, str], show=str, changes: Iterable[Mapping[str, Any]] = (),
+                   discard_url: str, target: str, form_id: str) -> dict[str, Any]:
+    """The context of the shared conflict panel (templates/includes/conflict_panel.html) for an edit refused
+    with a merge: ``error.extra`` holds the merge, the version opened and the base it was opened at; ``theirs``
+    and ``mine`` are the stored and the sent values in the form ``labels`` and ``show`` expect."""
+    merge, current = error.extra["merge"], error.extra["current"]
+    return {"title": title, "detail": error.detail,
+            "opened_version": error.extra["expected_version"], "current_version": current["version"],
+            "rows": panel_rows(merge=merge, base=error.extra["base"], theirs=theirs, mine=mine, labels=labels,
+                               show=show),
+            "clashes": len(merge.clashes), "changes": list(changes), "discard_url": discard_url, "target": target,
+            "form_id": form_id}

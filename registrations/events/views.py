@@ -23,7 +23,7 @@ from tems.errors import DomainError
 from tems.http import after_save, conflict_status
 from tems.idempotency import key_from_request, request_fingerprint
 from tems.identity import user_key
-from tems.merge import load_base, panel_rows, sign_base
+from tems.merge import conflict_panel, load_base, sign_base
 from tems.pagination import next_page_url, page_args
 from tems.templatetags.when import when_text
 
@@ -163,14 +163,10 @@ def _posted_base(request: HttpRequest, event_id: str) -> dict | None:
 
 
 def _conflict(event_id: str, error: RegistrationError, mine: dict) -> dict:
-    current, merge, base = error.extra["current"], error.extra["merge"], error.extra["base"]
-    url = reverse("registrations:event_edit", kwargs={"event_id": event_id})
-    return {"title": "Someone else saved this event while you were editing", "detail": error.detail,
-            "opened_version": error.extra["expected_version"],
-            "current_version": current["version"],
-            "rows": panel_rows(merge=merge, base=base, theirs=edits.canonical(current), mine=edits.canonical(mine),
-                               labels=LABELS, show=_shown),
-            "clashes": len(merge.clashes), "discard_url": url, "target": "event-form", "form_id": "event-edit-form"}
+    return conflict_panel(error=error, title="Someone else saved this event while you were editing",
+                          theirs=edits.canonical(error.extra["current"]), mine=edits.canonical(mine), labels=LABELS,
+                          show=_shown, discard_url=reverse("registrations:event_edit", kwargs={"event_id": event_id}),
+                          target="event-form", form_id="event-edit-form")
 
 
 def _shown(value) -> str:

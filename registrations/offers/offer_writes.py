@@ -30,6 +30,22 @@ def offer_end_for(seats: EventSeats, *, now: datetime) -> datetime | None:
     return ends_at
 
 
+def add_head_leaves_queue(transaction: LabelledTransaction, head: WaitlistEntry, *, status: str, shard: int,
+                          suffix: str = "") -> None:
+    """The waitlist head's claim takes ``status`` and a seat of ``shard``, and its entry leaves the queue, in
+    ``transaction``: the part an offer and a promotion share. Both are conditioned on the entry still being
+    this registration's, so a head that already left refuses the whole transaction."""
+    transaction.update(
+        HEAD_CLAIM + suffix, RegistrationClaim(*RegistrationClaim.key_for(head.event_id, head.user_id)),
+        actions=[RegistrationClaim.status.set(status), RegistrationClaim.ticket.remove(),
+                 RegistrationClaim.lane.remove(), RegistrationClaim.shard.set(shard)],
+        condition=RegistrationClaim.registration_id == head.registration_id,
+    )
+    transaction.delete(HEAD_WAITLIST_ENTRY + suffix,
+                       WaitlistEntry(*WaitlistEntry.key_for(head.event_id, int(head.ticket), int(head.lane))),
+                       condition=WaitlistEntry.registration_id == head.registration_id)
+
+
 def add_offer(transaction: LabelledTransaction, head: WaitlistEntry, *, now: datetime, shard: int,
               ends_at: datetime, suffix: str = "") -> None:
     """Move the waitlist head to OFFERED, holding a seat of ``shard`` until ``ends_at``: its claim, both
@@ -46,15 +62,7 @@ def add_offer(transaction: LabelledTransaction, head: WaitlistEntry, *, now: dat
                                 Registration.lane.remove(), Registration.shard.set(shard),
                                 Registration.offer_ends_at.set(ends_at)],
                        condition=Registration.pk.exists() & is_waiting)
-    transaction.update(
-        HEAD_CLAIM + suffix, RegistrationClaim(*RegistrationClaim.key_for(head.event_id, head.user_id)),
-        actions=[RegistrationClaim.status.set(OFFERED), RegistrationClaim.ticket.remove(),
-                 RegistrationClaim.lane.remove(), RegistrationClaim.shard.set(shard)],
-        condition=RegistrationClaim.registration_id == head.registration_id,
-    )
-    transaction.delete(HEAD_WAITLIST_ENTRY + suffix,
-                       WaitlistEntry(*WaitlistEntry.key_for(head.event_id, int(head.ticket), int(head.lane))),
-                       condition=WaitlistEntry.registration_id == head.registration_id)
+    add_head_leaves_queue(transaction, head, status=OFFERED, shard=shard, suffix=suffix)
     # One offer per registration ever: a second writer of the same offer fails here.
     transaction.save(HEAD_OFFER + suffix, Offer(
         *Offer.key_for(head.user_id, head.registration_id), registration_id=head.registration_id,

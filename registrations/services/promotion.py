@@ -11,8 +11,8 @@ from typing import Any
 
 from registrations import selectors
 from registrations.events.models import EventSeats
-from registrations.models import CONFIRMED, WAITLISTED, Registration, RegistrationClaim, WaitlistEntry
-from registrations.offers.offer_writes import HEAD_OFFER, add_offer, offer_end_for
+from registrations.models import CONFIRMED, WAITLISTED, Registration, WaitlistEntry
+from registrations.offers.offer_writes import HEAD_OFFER, add_head_leaves_queue, add_offer, offer_end_for
 from registrations.seating import positions, shards
 from registrations.seating.gate import CLOSED, RAISED, add_gate, lane_open
 from registrations.seating.models import SeatGate, SeatShard, WaitlistQueue
@@ -124,15 +124,7 @@ def add_promotion(transaction: LabelledTransaction, head: WaitlistEntry, *, now:
         actions=[Registration.status.set(CONFIRMED), Registration.ticket.remove(), Registration.lane.remove(),
                  Registration.promoted_at.set(now), Registration.shard.set(shard)],
         condition=Registration.pk.exists() & (Registration.status == WAITLISTED))
-    transaction.update(
-        HEAD_CLAIM + suffix, RegistrationClaim(*RegistrationClaim.key_for(head.event_id, head.user_id)),
-        actions=[RegistrationClaim.status.set(CONFIRMED), RegistrationClaim.ticket.remove(),
-                 RegistrationClaim.lane.remove(), RegistrationClaim.shard.set(shard)],
-        condition=RegistrationClaim.registration_id == head.registration_id,
-    )
-    transaction.delete(HEAD_WAITLIST_ENTRY + suffix,
-                       WaitlistEntry(*WaitlistEntry.key_for(head.event_id, int(head.ticket), int(head.lane))),
-                       condition=WaitlistEntry.registration_id == head.registration_id)
+    add_head_leaves_queue(transaction, head, status=CONFIRMED, shard=shard, suffix=suffix)
     transaction.save(OUTBOX_PROMOTED + suffix, outbox_message(message_type="RegistrationPromoted", now=now, payload={
         "registration_id": head.registration_id, "event_id": head.event_id, "user": head.user_id,
         "status": CONFIRMED,
