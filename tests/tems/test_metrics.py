@@ -8,6 +8,7 @@ import uuid
 from datetime import timedelta
 
 import pytest
+from botocore.retries.standard import ExponentialBackoff
 from django.http import HttpResponse
 from django.test import RequestFactory
 
@@ -115,9 +116,12 @@ def test_a_throttled_transaction_counts_its_throttles_by_label_and_one_retry(ddb
     assert emf_metrics(lines.lines, label="seat") == {"Throttle": 1}
 
 
-def test_a_throttled_single_request_counts_each_throttled_answer(ddb, start_model, lines):
+def test_a_throttled_single_request_counts_each_throttled_answer(ddb, start_model, lines, monkeypatch):
     event = make_event(capacity=5)
     model = start_model(partition_wcu=2)  # two write units a second: the third write waits for botocore's retry
+    # botocore's backoff is random, and three retries may all fall inside the one-second window that refused the
+    # write; half a second apart, the last of them comes after the window has refilled.
+    monkeypatch.setattr(ExponentialBackoff, "delay_amount", lambda self, context: 0.5)
     with app_through(model, ddb), telemetry.scope("request"):
         for _ in range(3):
             SeatShard(*SeatShard.key_for(event.event_id, 0)).update(actions=[SeatShard.taken.add(0)])
