@@ -144,14 +144,20 @@ def notification_recipient(*, user: AbstractBaseUser) -> str | None:
 
     Asking spends one mail of the budget, so call it only right before sending.
     """
-    if not email_address_verified(user=user):
-        logger.info("not mailing account %s: address not verified", user.pk)
-        return None
-    if not mail_quota_take(user=user, kind=NOTIFICATION_MAIL, limit=settings.TEMS_NOTIFICATION_MAILS_PER_HOUR):
-        logger.warning("not mailing account %s: over %s notification mails this hour", user.pk,
-                       settings.TEMS_NOTIFICATION_MAILS_PER_HOUR)
+    if not _may_mail(user=user, kind=NOTIFICATION_MAIL, limit=settings.TEMS_NOTIFICATION_MAILS_PER_HOUR):
         return None
     return user.email
+
+
+def _may_mail(*, user: AbstractBaseUser, kind: str, limit: int) -> bool:
+    """Whether ``user``'s address is proven and this hour's ``kind`` mails are under ``limit`` (spends one)."""
+    if not email_address_verified(user=user):
+        logger.info("no %s mail to account %s: address not verified", kind, user.pk)
+        return False
+    if not mail_quota_take(user=user, kind=kind, limit=limit):
+        logger.warning("no %s mail to account %s: over %s this hour", kind, user.pk, limit)
+        return False
+    return True
 
 
 # --- password reset ----------------------------------------------------------------------------------------
@@ -165,14 +171,7 @@ def password_reset_may_mail(*, user: AbstractBaseUser) -> bool:
     is only logged: the form answers the same page whether or not a mail went out, so it never tells a stranger
     whether an address has an account.
     """
-    if not email_address_verified(user=user):
-        logger.info("no password reset mail to account %s: address not verified", user.pk)
-        return False
-    if not mail_quota_take(user=user, kind=PASSWORD_RESET_MAIL, limit=settings.TEMS_VERIFICATION_MAILS_PER_HOUR):
-        logger.warning("no password reset mail to account %s: over %s this hour", user.pk,
-                       settings.TEMS_VERIFICATION_MAILS_PER_HOUR)
-        return False
-    return True
+    return _may_mail(user=user, kind=PASSWORD_RESET_MAIL, limit=settings.TEMS_VERIFICATION_MAILS_PER_HOUR)
 
 
 # --- names ---------------------------------------------------------------------------------------------------
