@@ -18,6 +18,7 @@ from tests.bench.hot import (
     arrival_quarters,
     chart,
     crowd,
+    page,
     run_all,
     section,
     summary,
@@ -80,7 +81,7 @@ def test_a_tiny_run_adds_up(dynamodb_local_endpoint):
     assert "| | single counter | single counter |" in page
     assert "S = 2, K = 1" in page
     # The heading and the crowd say the arrival window the run used, and why it is not the 10 s.
-    assert "## Hot event: one 20-seat event, 30 students in 1 s" in page
+    assert "## Hot event at a 10 ms hold: one 20-seat event, 30 students in 1 s" in page
     assert "the issue's 10 s would offer 3/s, fewer than the 2,000/s to sustain, so the same crowd comes in 1 s" in page
     assert chart([result], TINY).count("<polyline") == 1
 
@@ -183,3 +184,14 @@ def test_sustained_is_the_lowest_whole_quarter_second_inside_the_arrival_window(
     assert short.machine_seconds < 1.0 and sustained(answered(0.1), short) is None
     # The page lists the whole quarters themselves, so nobody reads them off the chart.
     assert arrival_quarters(answered(*ends), TINY) == [32, 32, 16, 32]
+
+
+def test_the_page_keeps_every_hold_and_lists_them_shortest_first():
+    glance = {"sustained_per_s": 2100, "busy_share_requests": 0.0, "busy_share_students": 0.0, "p99_ms": 190,
+              "scale": 480, "crowd": 1, "falling_behind": False}
+    record = {"25": {"section": "## Hot event at a 25 ms hold\n", "designs": {"sharded": {**glance, "p99_ms": 400}}},
+              "10": {"section": "## Hot event at a 10 ms hold\n", "designs": {"sharded": glance}}}
+    text = page(record)
+    assert text.index("| 10 ms | sharded | 2,100 |") < text.index("| 25 ms | sharded | 2,100 |")
+    assert text.index("## Hot event at a 10 ms hold") < text.index("## Hot event at a 25 ms hold")
+    assert "| 400 |" in text
