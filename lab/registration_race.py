@@ -22,7 +22,7 @@ from registrations.events import services as event_services
 from registrations.events.models import Event, EventSeats
 from registrations.models import CONFIRMED, REGISTRATION_BUCKETS, WAITLISTED, Registration, RegistrationClaim
 from registrations.seating.models import SeatGate, SeatShard, WaitlistQueue
-from registrations.seating.shards import event_seats, max_shards
+from registrations.seating.shards import event_seat_counts, max_shards
 from tems.clock import utcnow
 from tems.idempotency import IdempotencyRecord
 from tems.metering import metered
@@ -99,8 +99,8 @@ def registration_race(*, technique: str, taps: int, same_key: bool, latency_ms: 
 def _landed(*, event_id: str, user_id: str) -> dict[str, int]:
     event_side = list(selectors.event_registrations(event_id=event_id))
     claim = selectors.claim_get(event_id=event_id, user_id=user_id)
-    seats = event_seats(event_id)  # the shards' sum on a sharded event
-    return {"records": len(event_side), "claims": int(claim is not None), "counter": int(seats.registered_count)}
+    seats = event_seat_counts(event_id)
+    return {"records": len(event_side), "claims": int(claim is not None), "counter": seats.registered}
 
 
 def _delete_run(*, event_id: str, keys: dict[str, set[str]], since) -> None:
@@ -156,7 +156,7 @@ def _last_seat_run(technique, *, taps: int) -> dict[str, int]:
         for user, key in keys.items()])
     statuses = Counter(registration.status for registration in selectors.event_registrations(event_id=event.event_id))
     result = {"taps": taps, "confirmed": statuses[CONFIRMED], "waiting": statuses[WAITLISTED],
-              "seats_shown": int(event_seats(event.event_id).registered_count),
+              "seats_shown": event_seat_counts(event.event_id).registered,
               "errors": sum(outcome.error is not None for outcome in fired.outcomes)}
     _delete_run(event_id=event.event_id, keys={user: {key} for user, key in keys.items()}, since=started)
     return result

@@ -22,6 +22,7 @@ from registrations.events.models import Event
 from registrations.messages.models import EventMessage
 from registrations.models import OFFERED, Registration, RegistrationClaim
 from registrations.questions.question_sets import answers_of
+from registrations.seating.shards import SeatCounts
 from registrations.ticket_tokens import ticket_url
 from tems.identity import user_for_key
 from tems.ids import id_path
@@ -29,7 +30,8 @@ from tems.ids import id_path
 # --- events ---------------------------------------------------------------------------------------------------
 
 
-def event_to_dict(event: Event) -> dict:
+def event_to_dict(event: Event, *, seats: SeatCounts) -> dict:
+    """The API's event, with its seats as ``seat_counts`` read them (the stored event holds no count)."""
     return {
         "id": event.event_id,
         "title": event.title,
@@ -37,8 +39,8 @@ def event_to_dict(event: Event) -> dict:
         "location": event.location,
         "starts_at": event.starts_at.isoformat(),
         "capacity": int(event.capacity),
-        "registered_count": int(event.registered_count),
-        "waitlist_count": int(event.waitlist_count),
+        "registered_count": seats.registered,
+        "waitlist_count": seats.waiting,
         "reminder_hours": event.reminder_hours_or_default,
         "offer_hours": int(event.offer_hours or 0),
         "version": int(event.version),

@@ -18,7 +18,7 @@ from registrations.messages.services import MESSAGE, REGISTRANTS
 from registrations.seating import shards
 from registrations.seating.gate import GATE, GateBusy, gate_get, new_gate
 from registrations.seating.models import SeatGate, SeatShard, WaitlistQueue
-from registrations.seating.shards import add_reslice, planned_sizes
+from registrations.seating.shards import SeatCounts, add_reslice, planned_sizes
 from registrations.serializers import cancellation_to_dict, event_to_dict
 from registrations.services.promotion import waitlist_promote
 from registrations.write_rules import (
@@ -154,7 +154,7 @@ def event_create_once(*, user_id: str, idempotency_key: str, fingerprint: str, t
     # The event as it will be once created, for the stored response. (Its version stays unset until the commit:
     # PynamoDB turns an unset version into the condition attribute_not_exists(version).)
     event.version = 1
-    body = event_to_dict(event)
+    body = event_to_dict(event, seats=SeatCounts(registered=0, waiting=0, capacity=int(capacity)))
     del event.attribute_values["version"]
     response = StoredResponse(201, StoredResponse.json(body, status=201).body,
                               headers=(("Location", event_api_location(event.event_id)),))
@@ -278,16 +278,17 @@ def event_update(
                         "conflict",
                         f"{current.updated_by or 'Someone'} changed this event after you opened it "
                         f"(version {expected_version} → {current.version}). Nothing of yours was saved.",
-                        current=event_to_dict(current), expected_version=expected_version,
+                        current=event_to_dict(current, seats=shards.event_seat_counts(event_id)),
+                        expected_version=expected_version,
                     ) from None
             # A slice below its shard's taken seats, or the counters moved since the read. The images say how
             # many seats the refused shards hold; a read explains the rest: too few seats, or try again.
-            taken = shards.event_seats(event_id)
-            if int(taken.registered_count) > capacity:
+            taken = shards.event_seat_counts(event_id).registered
+            if taken > capacity:
                 raise RegistrationError(
                     "invalid",
-                    f"Capacity cannot go below the {taken.registered_count} seats already taken.",
-                    errors={"capacity": [_capacity_problem(int(taken.registered_count))]},
+                    f"Capacity cannot go below the {taken} seats already taken.",
+                    errors={"capacity": [_capacity_problem(taken)]},
                 ) from None
             continue
         break
