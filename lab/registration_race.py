@@ -11,6 +11,7 @@ import hashlib
 import time
 import uuid
 from collections import Counter
+from dataclasses import asdict, dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -233,42 +234,40 @@ def technique_costs() -> dict[str, dict[str, float]]:
     return costs
 
 
-# What each technique guarantees, from the article's criteria; the lab fills in the measured costs next to it.
+@dataclass(frozen=True)
+class Guarantees:
+    """What a technique guarantees, from the article's criteria; the lab fills in the measured costs next to it."""
+
+    no_duplicates: bool
+    all_or_nothing: bool
+    replay: bool
+    in_flight: str  # what a duplicate meets while the first tap is still running
+    pick: str  # when to choose it
+
+
 GUARANTEES = {
-    "naive": {
-        "no_duplicates": False, "all_or_nothing": False, "replay": False,
-        "in_flight": "Both taps run the whole handler.",
-        "pick": "Never: it is kept here to show the bug.",
-    },
-    "claim": {
-        "no_duplicates": True, "all_or_nothing": False, "replay": False,
-        "in_flight": "The loser reads the winner's claim, maybe before its other writes land.",
-        "pick": "When the claim item is the whole change.",
-    },
-    "transaction": {
-        "no_duplicates": True, "all_or_nothing": True, "replay": False,
-        "in_flight": "The loser's transaction is cancelled; it reads the claim and rebuilds an answer.",
-        "pick": "Several items must change together and clients need no stored response.",
-    },
-    "powertools": {
-        "no_duplicates": False, "all_or_nothing": False, "replay": True,
-        "in_flight": "A same-key duplicate fails at once (in progress); a double click has two keys and runs twice.",
-        "pick": "Caching whole responses around a handler that is already safe on its own.",
-    },
-    "all_three": {
-        "no_duplicates": True, "all_or_nothing": True, "replay": True,
-        "in_flight": "A same-key duplicate fails at once (in progress) and must be retried by the client.",
-        "pick": "The article's fix: correct, at three requests per first tap.",
-    },
-    "production": {
-        "no_duplicates": True, "all_or_nothing": True, "replay": True,
-        "in_flight": "The record is born COMPLETED in the winner's transaction: a duplicate gets its committed "
-                     "answer, never \"in progress\".",
-        "pick": "Default for every tap in TEMS: all guarantees in one request.",
-    },
+    "naive": Guarantees(False, False, False, "Both taps run the whole handler.",
+                        "Never: it is kept here to show the bug."),
+    "claim": Guarantees(True, False, False, "The loser reads the winner's claim, maybe before its other writes land.",
+                        "When the claim item is the whole change."),
+    "transaction": Guarantees(
+        True, True, False, "The loser's transaction is cancelled; it reads the claim and rebuilds an answer.",
+        "Several items must change together and clients need no stored response."),
+    "powertools": Guarantees(
+        False, False, True,
+        "A same-key duplicate fails at once (in progress); a double click has two keys and runs twice.",
+        "Caching whole responses around a handler that is already safe on its own."),
+    "all_three": Guarantees(True, True, True,
+                            "A same-key duplicate fails at once (in progress) and must be retried by the client.",
+                            "The article's fix: correct, at three requests per first tap."),
+    "production": Guarantees(
+        True, True, True,
+        "The record is born COMPLETED in the winner's transaction: a duplicate gets its committed answer, never "
+        "\"in progress\".",
+        "Default for every tap in TEMS: all guarantees in one request."),
 }
 
 
 def decision_rows(costs: dict[str, dict[str, float]]) -> list[dict[str, Any]]:
-    return [{"name": name, "label": technique.label, **GUARANTEES[name], "costs": costs.get(name)}
+    return [{"name": name, "label": technique.label, **asdict(GUARANTEES[name]), "costs": costs.get(name)}
             for name, technique in TECHNIQUES.items()]

@@ -31,6 +31,7 @@ from registrations.write_rules import (
     WRITE_POLICY,
     StoredOutcome,
     busy_error,
+    commit_tap,
     conflict_backoff,
     remember_answer,
     stored_answer,
@@ -38,7 +39,7 @@ from registrations.write_rules import (
 from tems.clock import utcnow
 from tems.idempotency import StoredResponse, add_completed_record
 from tems.outbox import OutboxMessage, outbox_message
-from tems.transactions import UNKNOWN_OUTCOME, LabelledTransaction, TransactionCancelled, commit_round
+from tems.transactions import UNKNOWN_OUTCOME, LabelledTransaction, TransactionCancelled
 
 logger = logging.getLogger(__name__)
 
@@ -361,17 +362,14 @@ def event_cancel_once(*, event_id: str, user_id: str, cancelled_by: str, idempot
             raise RegistrationError("not_found", f"There is no event with id {event_id!r}.") from None
         response = StoredResponse.json(cancellation_to_dict(event_id=event_id, cancelled_at=now,
                                                             cancelled_by=cancelled_by), status=200)
-        transaction = _cancel_transaction(event, now=now, cancelled_by=cancelled_by)
-        add_completed_record(transaction, user_id=user_id, key=idempotency_key, fingerprint=fingerprint,
-                             response=response, now=now)
-        cancelled = commit_round(transaction)
+        cancelled = commit_tap(_cancel_transaction(event, now=now, cancelled_by=cancelled_by), user_id=user_id,
+                               key=idempotency_key, fingerprint=fingerprint, response=response, now=now)
+        if isinstance(cancelled, StoredOutcome):
+            return cancelled
         if cancelled is UNKNOWN_OUTCOME:
             conflicts.pause()  # an applied round is found by the next one: the record replays it
             continue
         if cancelled is not None:
-            if cancelled.failed(IDEMPOTENCY):
-                return StoredOutcome(stored_answer(cancelled.reasons[IDEMPOTENCY].raw_item, fingerprint),
-                                     replayed=True)
             if cancelled.failed(EVENT):
                 image = cancelled.reasons[EVENT].raw_item
                 if not image:
