@@ -42,8 +42,8 @@ def _scratch_event(run_id: str, *, title: str, capacity: int) -> Event:
     """A fresh event for one run, starting tomorrow, kept out of the real listings (its own collection) and
     removed by its TTL should the run die before it deletes it."""
     return event_services.event_create(
-        event_id=f"lab-{run_id}", title=title, starts_at=utcnow() + timedelta(days=1), capacity=capacity,
-        created_by="lab", collection=LAB_EVENT_COLLECTION, expires_at=utcnow() + SCRATCH_TTL)
+        event_id=f"{Event.SCRATCH_PREFIX}{run_id}", title=title, starts_at=utcnow() + timedelta(days=1),
+        capacity=capacity, created_by="lab", collection=LAB_EVENT_COLLECTION, expires_at=utcnow() + SCRATCH_TTL)
 
 
 def _outcome_label(outcome) -> str:
@@ -174,7 +174,7 @@ def _event_partitions(event_id: str) -> list[str]:
 
 def tryit_event_id(*, user_id: str) -> str:
     # Derived from the person, so a reset or a new session replaces their event instead of adding one more.
-    return f"lab-tryit-{hashlib.sha256(user_id.encode()).hexdigest()[:10]}"
+    return f"{Event.SCRATCH_PREFIX}tryit-{hashlib.sha256(user_id.encode()).hexdigest()[:10]}"
 
 
 def tryit_event(*, user_id: str, fresh: bool = False) -> Event:
@@ -202,7 +202,7 @@ def scratch_event_delete(*, event_id: str) -> int:
     """Delete a lab event's partitions (event, waiting list, event-side registrations) and, in each student's
     partition, the claim and the student-side copy of each registration, so nobody's list keeps a registration
     for an event that is gone."""
-    if not event_id.startswith("lab-"):
+    if not event_id.startswith(Event.SCRATCH_PREFIX):
         raise ValueError(f"{event_id!r} is not a lab scratch event")
     registrations = selectors.event_registrations(event_id=event_id)
     student_side = [dict(zip(("PK", "SK"), ({"S": part} for part in key), strict=True))

@@ -230,7 +230,8 @@ def _with_positions(registrations: list[Registration], *,
 
 def registration_page(*, user_id: str, cursor: str | None = None,
                       limit: int = DEFAULT_PAGE_SIZE) -> Page[dict[str, Any]]:
-    """One page of the caller's registrations, newest first, each with its event's title and start.
+    """One page of the caller's registrations, newest first, each with its event's title and start; never one for a
+    scratch event (``Event.SCRATCH_PREFIX``: the lab's try-it event registers the signed-in person).
 
     Three requests whatever the student holds: one Query of ``limit`` registrations, one BatchGetItem of
     their events and one of the waitlist counter nodes (positions); a page of 50 waitlisted ones needs at most
@@ -242,6 +243,9 @@ def registration_page(*, user_id: str, cursor: str | None = None,
         Registration.query, Registration.user_pk_for(user_id), Registration.sk.startswith(Registration.SK_PREFIX),
         scope=f"my-registrations:{user_id}", cursor=cursor, limit=limit, consistent_read=True,
         scan_index_forward=False,
+        # A filter, applied after the ``limit`` items are read: a page holding scratch registrations comes back
+        # shorter, never costs more (a person has at most the one try-it event's).
+        filter_condition=~Registration.event_id.startswith(Event.SCRATCH_PREFIX),
     )
     event_ids = {r.event_id for r in page.items}
     events = {e.event_id: e for e in Event.batch_get([Event.key_for(event_id) for event_id in sorted(event_ids)])}

@@ -83,6 +83,9 @@ class Event(TableModel):
     gsi1sk = UnicodeAttribute(attr_name="GSI1SK")
 
     PK_PREFIX = "EVENT#"
+    # Scratch events (the lab's, made for whoever opens it) have ids under this prefix, so no list of a person's
+    # registrations shows them. A real event's id is a hex uuid or a seed's name, never under it.
+    SCRATCH_PREFIX = "lab-"
 
     @classmethod
     def pk_for(cls, event_id: str) -> str:
