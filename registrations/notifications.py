@@ -6,23 +6,21 @@ one and drops the rare repeat: exactly one effect per message, never a repeated 
 address is mailed, within a per-account hourly budget (tems.accounts): anyone can sign up with a stranger's address.
 """
 
-from datetime import datetime
-
 from django.conf import settings
 from django.core.mail import EmailMessage
 from django.urls import reverse
-from django.utils.formats import date_format
-from django.utils.timezone import localtime
 
 from registrations import selectors
 from registrations.errors import RegistrationError
 from registrations.messages.models import EventMessage
 from registrations.models import CONFIRMED
 from registrations.offers.links import offer_url
+from registrations.statuses import waiting_next
 from registrations.ticket_tokens import ticket_url
 from tems.accounts import notification_recipient
 from tems.identity import user_for_key
 from tems.outbox import OutboxMessage, mail_headers
+from tems.templatetags.when import when_text
 
 
 def _send(message: OutboxMessage, subject: str, body: str, *, ticket: bool = False) -> None:
@@ -39,7 +37,8 @@ def _send(message: OutboxMessage, subject: str, body: str, *, ticket: bool = Fal
     except RegistrationError:
         event = None
     title = event.title if event else "an event that has since been removed"
-    body = body.format(title=title, **data) + _details(event, data, ticket=ticket)
+    # {next}: what happens on the waiting list of this event, in its mode (statuses.waiting_next).
+    body = body.format(title=title, next=waiting_next(event), **data) + _details(event, data, ticket=ticket)
     EmailMessage(subject.format(title=title), body, settings.DEFAULT_FROM_EMAIL,
                  [recipient], headers=mail_headers(message)).send()
 
@@ -48,7 +47,7 @@ def _details(event, data: dict, *, ticket: bool) -> str:
     """When and where, and the links: every mail says them, so nobody has to open TEMS to find out."""
     if event is None:
         return ""
-    starts = date_format(localtime(event.starts_at), "l j F Y, H:i")
+    starts = when_text(event.starts_at)
     page = settings.TEMS_PUBLIC_URL + reverse("registrations:event_detail", kwargs={"event_id": event.event_id})
     lines = ["", "", f"When:  {starts}", f"Where: {event.location or 'to be announced'}", f"Event: {page}"]
     if ticket:
@@ -65,10 +64,8 @@ def registration_created(message: OutboxMessage) -> None:
         _send(message, "On the waiting list: {title}",
               f"{{title}} is full, so you are on the waiting list: number {at_most} or nearer the front "
               "(My registrations shows your exact place).\n"
-              "What happens next: you need do nothing. When someone cancels, the freed seat goes to the first in "
-              "line; when it is yours we e-mail you at once and your ticket is on the event page. If you can no "
-              "longer come, leave the waiting list on My registrations so the next person moves up.\n\n"
-              "Registration {registration_id}")
+              "What happens next: {next} If you can no longer come, leave the waiting list on My registrations "
+              "so the next person moves up.\n\nRegistration {registration_id}")
     else:
         _send(message, "Registered: {title}",
               "You have a seat at {title}. Show the QR code of your ticket (link below) at the door.\n\n"
@@ -83,7 +80,7 @@ def registration_promoted(message: OutboxMessage) -> None:
 
 def seat_offered(message: OutboxMessage) -> None:
     data = message.data
-    ends = date_format(localtime(datetime.fromisoformat(data["ends_at"])), "l j F, H:i")
+    ends = when_text(data["ends_at"])
     link = offer_url(user_id=data["user"], registration_id=data["registration_id"])
     _send(message, "A seat is yours if you want it: {title}",
           f"A seat at {{title}} freed up and you are first in line. It is held for you until {ends}.\n\n"

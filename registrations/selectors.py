@@ -232,18 +232,48 @@ def registration_page(*, user_id: str, cursor: str | None = None,
     key order is newest first (registrations made before that id scheme sort among them by their random id).
     The cursor is scoped to the student: nobody can page through someone else's list with it.
     """
-    page = query_page(
+    page = _own_registrations(user_id=user_id, cursor=cursor, limit=limit)
+    rows = [my_registration_to_dict(registration, position, event)
+            for registration, position, event in _with_events(page.items)]
+    return Page(items=rows, next_cursor=page.next_cursor)
+
+
+def _own_registrations(*, user_id: str, cursor: str | None, limit: int) -> Page[Registration]:
+    return query_page(
         Registration.query, Registration.user_pk_for(user_id), Registration.sk.startswith(Registration.SK_PREFIX),
         scope=f"my-registrations:{user_id}", cursor=cursor, limit=limit, consistent_read=True,
         scan_index_forward=False,
     )
-    event_ids = {r.event_id for r in page.items}
+
+
+def _with_events(registrations: list[Registration]) -> list[tuple[Registration, int | None, Event | None]]:
+    """Each registration with its waitlist position and its event (None if gone): one BatchGetItem of the events
+    and the positions' reads, for the whole page."""
+    event_ids = {r.event_id for r in registrations}
     events = {e.event_id: e for e in Event.batch_get([Event.key_for(event_id) for event_id in sorted(event_ids)])}
-    rows = []
     shard_counts = {event_id: int(event.seat_shards or 0) for event_id, event in events.items()}
-    for registration, position in _with_positions(page.items, shard_counts=shard_counts):
-        rows.append(my_registration_to_dict(registration, position, events.get(registration.event_id)))
-    return Page(items=rows, next_cursor=page.next_cursor)
+    return [(registration, position, events.get(registration.event_id))
+            for registration, position in _with_positions(registrations, shard_counts=shard_counts)]
+
+
+# A student's calendar feed holds at most this many registrations, newest first: a calendar app polls it for
+# ever, so each poll's reads must stay bounded (four pages of the student's own partition, as My registrations
+# reads them) however many registrations pile up over the years.
+FEED_MAX_PAGES = 4
+
+
+def registration_feed(*, user_id: str) -> list[tuple[Registration, int | None, Event]]:
+    """The student's newest registrations (at most FEED_MAX_PAGES pages of MAX_PAGE_SIZE) whose event still
+    exists, each with its waitlist position and its event: what the calendar feed lists."""
+    found: list[tuple[Registration, int | None, Event]] = []
+    cursor = None
+    for _ in range(FEED_MAX_PAGES):
+        page = _own_registrations(user_id=user_id, cursor=cursor, limit=MAX_PAGE_SIZE)
+        found.extend((r, position, event) for r, position, event in _with_events(page.items) if event is not None)
+        if page.next_cursor is None:
+            break
+        cursor = page.next_cursor
+    return found
 
 
 def offer_get(*, user_id: str, registration_id: str) -> Offer:

@@ -31,6 +31,15 @@ def checkin_list(*, event_id: str) -> list[CheckIn]:
     return checkins
 
 
+def checked_in(*, event_id: str, registration_id: str) -> bool:
+    """Whether the registration's ticket was scanned in (one GetItem by exact key)."""
+    try:
+        CheckIn.get(*CheckIn.key_for(event_id, registration_id), consistent_read=True)
+    except CheckIn.DoesNotExist:
+        return False
+    return True
+
+
 def checkin_history(*, event_id: str) -> list[CheckInLogEntry]:
     """The door's history of the event (check-ins and undos), oldest first."""
     return list(CheckInLogEntry.query(Event.pk_for(event_id), CheckInLogEntry.sk.startswith(CheckInLogEntry.SK_PREFIX),
