@@ -7,11 +7,13 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
+from registrations.checkins.selectors import checked_in_registrations
 from registrations.errors import RegistrationError
 from registrations.events.models import Event, EventSeats
 from registrations.messages.models import EventMessage
 from registrations.models import (
     CANCELLED,
+    CONFIRMED,
     REGISTRATION_BUCKETS,
     WAITLISTED,
     Registration,
@@ -228,13 +230,20 @@ def registration_page(*, user_id: str, cursor: str | None = None,
 
     Three requests whatever the student holds: one Query of ``limit`` registrations, one BatchGetItem of
     their events and one of the waitlist counter nodes (positions); a page of 50 waitlisted ones needs at most
-    250 nodes, so up to three BatchGetItems there. Registration ids begin with their creation time, so the
+    250 nodes, so up to three BatchGetItems there. One more, of the check-ins, only if someone is checked in to
+    one of the page's events. Registration ids begin with their creation time, so the
     key order is newest first (registrations made before that id scheme sort among them by their random id).
     The cursor is scoped to the student: nobody can page through someone else's list with it.
     """
     page = _own_registrations(user_id=user_id, cursor=cursor, limit=limit)
-    rows = [my_registration_to_dict(registration, position, event)
-            for registration, position, event in _with_events(page.items)]
+    found = _with_events(page.items)
+    # Tickets used at the door: read only for events where someone is checked in (the event's door counter).
+    used = checked_in_registrations(registrations=[(event, registration.registration_id)
+                                                   for registration, _, event in found
+                                                   if event is not None and registration.status == CONFIRMED])
+    rows = [my_registration_to_dict(registration, position, event,
+                                    checked_in=registration.registration_id in used)
+            for registration, position, event in found]
     return Page(items=rows, next_cursor=page.next_cursor)
 
 

@@ -122,14 +122,15 @@ def stored_registration_to_dict(registration: Registration | RegistrationClaim,
     )
 
 
-def my_registration_to_dict(registration: Registration, position: int | None, event: Event | None) -> dict[str, Any]:
+def my_registration_to_dict(registration: Registration, position: int | None, event: Event | None, *,
+                            checked_in: bool = False) -> dict[str, Any]:
     """A row of the student's own list: the registration with its event's title and start (the event may be
     gone: its id stands for the title), what the student is told of it (``standing``,
     statuses.registration_standing), the answers they gave and, for an offered seat, the offer."""
     offer = offer_fields(registration, starts_at=event.starts_at if event else None)
     standing = registration_standing(
         status=registration.status, event=event, position=position,
-        offer_ends=datetime.fromisoformat(offer["offer"]["ends_at"]) if offer else None)
+        offer_ends=datetime.fromisoformat(offer["offer"]["ends_at"]) if offer else None, checked_in=checked_in)
     return {
         **stored_registration_to_dict(registration, position),
         "event_title": event.title if event else registration.event_id,

@@ -92,7 +92,7 @@ def _registration_now(request: HttpRequest, event) -> dict | None:
     return with_standing(shown, event, offer_ends_at=own.offer_ends_at if own else None,
                          answers=own.answers if own else None,
                          checked_in=claim.status == CONFIRMED and checkin_selectors.checked_in(
-                             event_id=event.event_id, registration_id=claim.registration_id))
+                             event=event, registration_id=claim.registration_id))
 
 
 def with_standing(shown: dict, event, *, offer_ends_at=None, answers: str | None = None,

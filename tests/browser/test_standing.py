@@ -6,6 +6,7 @@ Every page axe-clean (no violation at all)."""
 import re
 import uuid
 from datetime import UTC, datetime
+from urllib.parse import urlsplit
 
 import pytest
 from icalendar import Calendar
@@ -103,3 +104,28 @@ def test_a_hostile_feed_link_is_a_readable_404(app_server, browser, contexts, to
     page = new_sized_page(browser, DESKTOP, contexts)
     response = page.request.get(f"{app_server}/me/calendar.ics", params={"token": token})
     assert response.status == 404 and "calendar link is not valid" in response.text()
+
+
+def served(app_server: str, url: str) -> str:
+    """``url`` (absolute on the site's public address) on the test's live server."""
+    parts = urlsplit(url)
+    return f"{app_server}{parts.path}?{parts.query}"
+
+
+def test_the_account_page_offers_the_feed_and_replacing_it_kills_the_old_link(app_server, browser, contexts,
+                                                                               student):
+    page = new_sized_page(browser, PHONE, contexts)
+    log_in(page, app_server, "student1", "pw-student-1")
+    page.goto(f"{app_server}/accounts/")
+    subscribe = page.get_by_role("link", name="Subscribe in your calendar app")
+    assert subscribe.get_attribute("href").startswith("webcal://")
+    old = served(app_server, page.get_by_label("Or paste this link into your web calendar").input_value())
+    assert page.request.get(old).status == 200
+    assert axe_violations(page) == []
+    page.get_by_role("button", name="Replace the link").click()
+    expect(page.get_by_text("Your old calendar link no longer works.")).to_be_visible()
+    answer = page.request.get(old)
+    assert answer.status == 404 and "calendar link is not valid" in answer.text()
+    new = served(app_server, page.get_by_label("Or paste this link into your web calendar").input_value())
+    assert new != old and page.request.get(new).status == 200
+    assert axe_violations(page) == []
