@@ -98,8 +98,8 @@ def test_a_student_sees_the_answers_they_gave(ddb, student, student_client):
 
 def test_a_scanned_ticket_reads_checked_in_and_shows_no_code_to_scan_again(full_event, student, student_client):
     data = register(full_event.event_id, user_key(student)).data
-    checkins.checkin_create(event_id=full_event.event_id, ticket_text=data["ticket_url"], door="A", staff_id="staff-key",
-                            idempotency_key=str(uuid.uuid4()), fingerprint="scan")
+    checkins.checkin_create(event_id=full_event.event_id, ticket_text=data["ticket_url"], door="A",
+                            staff_id="staff-key", idempotency_key=str(uuid.uuid4()), fingerprint="scan")
     for url in (f"/events/{full_event.event_id}/", "/me/registrations/"):
         page = student_client.get(url).content.decode()
         assert "Checked in" in page and "qr.svg" not in page, url
