@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any
 
-from registrations.checkins.selectors import checked_in_registrations
 from registrations.errors import RegistrationError
 from registrations.events.models import Event, EventSeats
 from registrations.messages.models import EventMessage
@@ -224,23 +223,23 @@ def _with_positions(registrations: list[Registration], *,
              else None) for r in registrations]
 
 
-def registration_page(*, user_id: str, cursor: str | None = None,
-                      limit: int = DEFAULT_PAGE_SIZE) -> Page[dict[str, Any]]:
+def registration_page(*, user_id: str, cursor: str | None = None, limit: int = DEFAULT_PAGE_SIZE,
+                      checked_in: Callable[..., set[str]] | None = None) -> Page[dict[str, Any]]:
     """One page of the caller's registrations, newest first, each with its event's title and start.
 
     Three requests whatever the student holds: one Query of ``limit`` registrations, one BatchGetItem of
     their events and one of the waitlist counter nodes (positions); a page of 50 waitlisted ones needs at most
-    250 nodes, so up to three BatchGetItems there. One more, of the check-ins, only if someone is checked in to
-    one of the page's events. Registration ids begin with their creation time, so the
+    250 nodes, so up to three BatchGetItems there. ``checked_in`` (the door's ``checked_in_registrations``,
+    handed in by the pages, as the read layer stands below the door) tells which seats were scanned in; it
+    reads only for events where someone is checked in. Registration ids begin with their creation time, so the
     key order is newest first (registrations made before that id scheme sort among them by their random id).
     The cursor is scoped to the student: nobody can page through someone else's list with it.
     """
     page = _own_registrations(user_id=user_id, cursor=cursor, limit=limit)
     found = _with_events(page.items)
-    # Tickets used at the door: read only for events where someone is checked in (the event's door counter).
-    used = checked_in_registrations(registrations=[(event, registration.registration_id)
-                                                   for registration, _, event in found
-                                                   if event is not None and registration.status == CONFIRMED])
+    seats = [(event, registration.registration_id) for registration, _, event in found
+             if event is not None and registration.status == CONFIRMED]
+    used = checked_in(registrations=seats) if checked_in else set()
     rows = [my_registration_to_dict(registration, position, event,
                                     checked_in=registration.registration_id in used)
             for registration, position, event in found]

@@ -210,7 +210,8 @@ def _answer_again(request: HttpRequest, event_id: str, error: RegistrationError,
 @never_cache  # Back must not show a seat count or a panel from before the last tap
 def my_registrations(request: HttpRequest) -> HttpResponse:
     try:
-        page = selectors.registration_page(user_id=user_key(request.user), **page_args(request))
+        page = selectors.registration_page(user_id=user_key(request.user), **page_args(request),
+                                           checked_in=checkin_selectors.checked_in_registrations)
     except DomainError as error:  # a stale or edited cursor: say so and start again from the first page
         messages.error(request, error.detail)
         return redirect("registrations:my_registrations")
