@@ -24,6 +24,7 @@ from lab.scoreboard import scoreboard_last_run
 from lab.techniques import inventory as inventory_techniques
 from lab.techniques import registration as registration_techniques
 from registrations import selectors as registration_selectors
+from registrations.views import with_standing
 from tems.api import api_view, json_response, parse_form, problem
 from tems.errors import DomainError
 from tems.http import after_save
@@ -143,7 +144,8 @@ def _tryit_event(request: HttpRequest, *, fresh: bool = False):
 def _tryit_context(request: HttpRequest, *, fresh: bool = False) -> dict:
     event = _tryit_event(request, fresh=fresh)
     claim = registration_selectors.claim_get(event_id=event.event_id, user_id=user_key(request.user))
-    registration = registration_selectors.registration_view(registration=claim) if claim else None
+    registration = (with_standing(registration_selectors.registration_view(registration=claim), event)
+                    if claim else None)
     return {"event": event, "seats": registration_selectors.seats_for(event=event), "registration": registration,
             "fresh_key": str(uuid.uuid4()), "notice": None}
 

@@ -5,6 +5,7 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
 from registrations import selectors, serializers, services
+from registrations.checkins import selectors as checkin_selectors
 from registrations.errors import RegistrationError
 from registrations.questions import question_sets
 from registrations.registration_metrics import count_registration
@@ -82,7 +83,8 @@ def _answers_given(request: HttpRequest) -> dict:
 @api_view("GET")
 def my_registrations(request: HttpRequest) -> HttpResponse:
     """The caller's registrations, a page at a time: ``{"registrations": [...], "next": url | null}``."""
-    page = selectors.registration_page(user_id=user_key(request.user), **page_args(request))
+    page = selectors.registration_page(user_id=user_key(request.user), **page_args(request),
+                                       checked_in=checkin_selectors.checked_in_registrations)
     # A read draws each ticket's QR code inline (cached per ticket); a registration's own answer only links it.
     return json_response({"registrations": [serializers.with_qr_svg(row) for row in page.items],
                           "next": next_page_url(request, page)})

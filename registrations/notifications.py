@@ -15,6 +15,7 @@ from registrations.errors import RegistrationError
 from registrations.messages.models import EventMessage
 from registrations.models import CONFIRMED
 from registrations.offers.links import offer_url
+from registrations.statuses import waiting_next
 from registrations.ticket_tokens import ticket_url
 from tems.accounts import notification_recipient
 from tems.identity import user_for_key
@@ -36,7 +37,8 @@ def _send(message: OutboxMessage, subject: str, body: str, *, ticket: bool = Fal
     except RegistrationError:
         event = None
     title = event.title if event else "an event that has since been removed"
-    body = body.format(title=title, **data) + _details(event, data, ticket=ticket)
+    # {next}: what happens on the waiting list of this event, in its mode (statuses.waiting_next).
+    body = body.format(title=title, next=waiting_next(event), **data) + _details(event, data, ticket=ticket)
     EmailMessage(subject.format(title=title), body, settings.DEFAULT_FROM_EMAIL,
                  [recipient], headers=mail_headers(message)).send()
 
@@ -62,10 +64,8 @@ def registration_created(message: OutboxMessage) -> None:
         _send(message, "On the waiting list: {title}",
               f"{{title}} is full, so you are on the waiting list: number {at_most} or nearer the front "
               "(My registrations shows your exact place).\n"
-              "What happens next: you need do nothing. When someone cancels, the freed seat goes to the first in "
-              "line; when it is yours we e-mail you at once and your ticket is on the event page. If you can no "
-              "longer come, leave the waiting list on My registrations so the next person moves up.\n\n"
-              "Registration {registration_id}")
+              "What happens next: {next} If you can no longer come, leave the waiting list on My registrations "
+              "so the next person moves up.\n\nRegistration {registration_id}")
     else:
         _send(message, "Registered: {title}",
               "You have a seat at {title}. Show the QR code of your ticket (link below) at the door.\n\n"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
@@ -12,6 +12,7 @@ from registrations.events.models import Event, EventSeats
 from registrations.messages.models import EventMessage
 from registrations.models import (
     CANCELLED,
+    CONFIRMED,
     REGISTRATION_BUCKETS,
     WAITLISTED,
     Registration,
@@ -228,18 +229,32 @@ def _with_positions(registrations: list[Registration], *,
              else None) for r in registrations]
 
 
-def registration_page(*, user_id: str, cursor: str | None = None,
-                      limit: int = DEFAULT_PAGE_SIZE) -> Page[dict[str, Any]]:
+def registration_page(*, user_id: str, cursor: str | None = None, limit: int = DEFAULT_PAGE_SIZE,
+                      checked_in: Callable[..., set[str]] | None = None) -> Page[dict[str, Any]]:
     """One page of the caller's registrations, newest first, each with its event's title and start; never one for a
     scratch event (``Event.SCRATCH_PREFIX``: the lab's try-it event registers the signed-in person).
 
     Three requests whatever the student holds: one Query of ``limit`` registrations, one BatchGetItem of
     their events and one of the waitlist counter nodes (positions); a page of 50 waitlisted ones needs at most
-    250 nodes, so up to three BatchGetItems there. Registration ids begin with their creation time, so the
+    250 nodes, so up to three BatchGetItems there. ``checked_in`` (the door's ``checked_in_registrations``,
+    handed in by the pages, as the read layer stands below the door) tells which seats were scanned in; it
+    reads only for events where someone is checked in. Registration ids begin with their creation time, so the
     key order is newest first (registrations made before that id scheme sort among them by their random id).
     The cursor is scoped to the student: nobody can page through someone else's list with it.
     """
-    page = query_page(
+    page = _own_registrations(user_id=user_id, cursor=cursor, limit=limit)
+    found = _with_events(page.items)
+    seats = [(event, registration.registration_id) for registration, _, event in found
+             if event is not None and registration.status == CONFIRMED]
+    used = checked_in(registrations=seats) if checked_in else set()
+    rows = [my_registration_to_dict(registration, position, event,
+                                    checked_in=registration.registration_id in used)
+            for registration, position, event in found]
+    return Page(items=rows, next_cursor=page.next_cursor)
+
+
+def _own_registrations(*, user_id: str, cursor: str | None, limit: int) -> Page[Registration]:
+    return query_page(
         Registration.query, Registration.user_pk_for(user_id), Registration.sk.startswith(Registration.SK_PREFIX),
         scope=f"my-registrations:{user_id}", cursor=cursor, limit=limit, consistent_read=True,
         scan_index_forward=False,
@@ -247,13 +262,36 @@ def registration_page(*, user_id: str, cursor: str | None = None,
         # shorter, never costs more (a person has at most the one try-it event's).
         filter_condition=~Registration.event_id.startswith(Event.SCRATCH_PREFIX),
     )
-    event_ids = {r.event_id for r in page.items}
+
+
+def _with_events(registrations: list[Registration]) -> list[tuple[Registration, int | None, Event | None]]:
+    """Each registration with its waitlist position and its event (None if gone): one BatchGetItem of the events
+    and the positions' reads, for the whole page."""
+    event_ids = {r.event_id for r in registrations}
     events = {e.event_id: e for e in Event.batch_get([Event.key_for(event_id) for event_id in sorted(event_ids)])}
-    rows = []
     shard_counts = {event_id: int(event.seat_shards or 0) for event_id, event in events.items()}
-    for registration, position in _with_positions(page.items, shard_counts=shard_counts):
-        rows.append(my_registration_to_dict(registration, position, events.get(registration.event_id)))
-    return Page(items=rows, next_cursor=page.next_cursor)
+    return [(registration, position, events.get(registration.event_id))
+            for registration, position in _with_positions(registrations, shard_counts=shard_counts)]
+
+
+# A student's calendar feed holds at most this many registrations, newest first: a calendar app polls it for
+# ever, so each poll's reads must stay bounded (four pages of the student's own partition, as My registrations
+# reads them) however many registrations pile up over the years.
+FEED_MAX_PAGES = 4
+
+
+def registration_feed(*, user_id: str) -> list[tuple[Registration, int | None, Event]]:
+    """The student's newest registrations (at most FEED_MAX_PAGES pages of MAX_PAGE_SIZE) whose event still
+    exists, each with its waitlist position and its event: what the calendar feed lists."""
+    found: list[tuple[Registration, int | None, Event]] = []
+    cursor = None
+    for _ in range(FEED_MAX_PAGES):
+        page = _own_registrations(user_id=user_id, cursor=cursor, limit=MAX_PAGE_SIZE)
+        found.extend((r, position, event) for r, position, event in _with_events(page.items) if event is not None)
+        if page.next_cursor is None:
+            break
+        cursor = page.next_cursor
+    return found
 
 
 def offer_get(*, user_id: str, registration_id: str) -> Offer:

@@ -18,11 +18,13 @@ import segno
 from boto3.dynamodb.types import Binary
 from django.urls import reverse
 
+from registrations.calendar import event_ends
 from registrations.events.models import Event
 from registrations.messages.models import EventMessage
 from registrations.models import OFFERED, Registration, RegistrationClaim
 from registrations.questions.question_sets import answers_of
 from registrations.seating.shards import SeatCounts
+from registrations.statuses import Standing, registration_standing
 from registrations.ticket_tokens import ticket_url
 from tems.identity import user_for_key
 from tems.ids import id_path
@@ -122,17 +124,33 @@ def stored_registration_to_dict(registration: Registration | RegistrationClaim,
     )
 
 
-def my_registration_to_dict(registration: Registration, position: int | None, event: Event | None) -> dict[str, Any]:
+def my_registration_to_dict(registration: Registration, position: int | None, event: Event | None, *,
+                            checked_in: bool = False) -> dict[str, Any]:
     """A row of the student's own list: the registration with its event's title and start (the event may be
-    gone: its id stands for the title) and, for an offered seat, the offer."""
+    gone: its id stands for the title), what the student is told of it (``standing``,
+    statuses.registration_standing), the answers they gave and, for an offered seat, the offer."""
+    offer = offer_fields(registration, starts_at=event.starts_at if event else None)
+    standing = registration_standing(
+        status=registration.status, event=event, position=position,
+        offer_ends=datetime.fromisoformat(offer["offer"]["ends_at"]) if offer else None, checked_in=checked_in)
     return {
         **stored_registration_to_dict(registration, position),
         "event_title": event.title if event else registration.event_id,
         "event_starts_at": event.starts_at.isoformat() if event else None,
+        "event_ends_at": event_ends(event).isoformat() if event else None,
         "event_location": event.location if event else "",
         "event_cancelled": bool(event and event.is_cancelled),
-        **offer_fields(registration, starts_at=event.starts_at if event else None),
+        "standing": standing_to_dict(standing),
+        "answers": answers_of(registration.answers),
+        **offer,
     }
+
+
+def standing_to_dict(standing: Standing) -> dict[str, Any]:
+    """What the student is told of a registration, as the API says it (the pages say the same words)."""
+    return {"kind": standing.kind, "label": standing.label, "detail": standing.detail,
+            "shows_ticket": standing.shows_ticket, "can_cancel": standing.can_cancel,
+            "offers_calendar": standing.offers_calendar, "calendar_status": standing.calendar_status}
 
 
 def with_qr_svg(registration: dict[str, Any]) -> dict[str, Any]:

@@ -28,6 +28,7 @@ urlpatterns = [
     path("events/<id:event_id>/questions/", question_views.event_questions, name="event_questions"),
     path("events/<id:event_id>/attendees.csv", attendee_views.attendee_export, name="attendee_export"),
     path("me/registrations/", views.my_registrations, name="my_registrations"),
+    path("me/calendar.ics", views.calendar_feed, name="calendar_feed"),
     path("registrations/<id:registration_id>/calendar.ics", views.registration_calendar,
          name="registration_calendar"),
     path("registrations/<id:registration_id>/qr.svg", views.registration_qr, name="registration_qr"),

@@ -19,11 +19,15 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from registrations import selectors, serializers, services
-from registrations.calendar import registration_ics
+from registrations.calendar import Entry, calendar_add_links, calendar_ics, event_add_links
+from registrations.checkins import selectors as checkin_selectors
 from registrations.errors import RegistrationError
-from registrations.models import OFFERED, WAITLISTED
+from registrations.models import CANCELLED, CONFIRMED, OFFERED, WAITLISTED
 from registrations.questions import question_sets
 from registrations.registration_metrics import count_registration
+from registrations.statuses import registration_standing, waiting_rule
+from registrations.ticket_tokens import ticket_url
+from tems.accounts import AccountError, calendar_feed_user
 from tems.clock import utcnow
 from tems.errors import DomainError
 from tems.http import after_save
@@ -50,9 +54,10 @@ ROWS = "registrations/my_registrations.html#registration-rows"
 
 def offer_buttons() -> list[tuple[str, str, str, str, str]]:
     """An offer's Accept and Decline, on the event page, in My registrations and on the page a mail's link opens:
-    (action, label, busy words, a fresh key each, class): two taps, two keys."""
+    (action, label, busy words, a fresh key each, class): two taps, two keys. Decline is the answer to the
+    question the page asks first (``_offer.html``)."""
     return [("accept", "Accept the seat", "Accepting…", str(uuid.uuid4()), "button primary"),
-            ("decline", "Decline", "Declining…", str(uuid.uuid4()), "button danger")]
+            ("decline", "Yes, decline the seat", "Declining…", str(uuid.uuid4()), "button danger")]
 
 
 def panel_context(request: HttpRequest, event, *, registration: dict | None = None,
@@ -61,7 +66,8 @@ def panel_context(request: HttpRequest, event, *, registration: dict | None = No
     if registration is None and lookup:
         registration = _registration_now(request, event)
     context = {"event": event, "seats": selectors.seats_for(event=event), "registration": registration,
-               "fresh_key": str(uuid.uuid4()), "notice": notice, "offer_buttons": offer_buttons()}
+               "fresh_key": str(uuid.uuid4()), "notice": notice, "offer_buttons": offer_buttons(),
+               "waiting_rule": waiting_rule(event)}
     if registration is None and not event.registration_closed:
         # The form asks the event's questions as stored now, and carries them signed: the post is checked
         # against exactly these, with no read, and the seat's condition refuses it if they change meanwhile.
@@ -73,15 +79,42 @@ def panel_context(request: HttpRequest, event, *, registration: dict | None = No
 
 
 def _registration_now(request: HttpRequest, event) -> dict | None:
-    """The caller's registration for ``event`` as stored now, its waitlist position exact as of this read."""
+    """The caller's registration for ``event`` as stored now, its waitlist position exact as of this read, with
+    what the student is told of it (``standing``) and the answers they gave."""
     claim = selectors.claim_get(event_id=event.event_id, user_id=user_key(request.user))
     if claim is None:
         return None
+    # The student's own copy holds the answers and an offer's end; the claim holds neither.
+    try:
+        own = selectors.registration_get(user_id=claim.user_id, registration_id=claim.registration_id)
+    except RegistrationError:
+        own = None
     shown = selectors.registration_view(registration=claim)
-    if claim.status == OFFERED:  # the offer's end is on the offer, one more read only for an offered seat
-        offer = selectors.offer_get(user_id=claim.user_id, registration_id=claim.registration_id)
-        shown["offer_ends"] = serializers.offer_ends(ends_at=offer.ends_at, starts_at=event.starts_at)
+    return with_standing(shown, event, offer_ends_at=own.offer_ends_at if own else None,
+                         answers=own.answers if own else None,
+                         checked_in=claim.status == CONFIRMED and checkin_selectors.checked_in(
+                             event=event, registration_id=claim.registration_id))
+
+
+def with_standing(shown: dict, event, *, offer_ends_at=None, answers: str | None = None,
+                  checked_in: bool = False) -> dict:
+    """``shown`` (a registration's dict) with what the page says of it: its standing, an offer's end, the
+    answers given and, where a calendar entry is offered, the Google and Outlook links."""
+    offer_ends = (serializers.offer_ends(ends_at=offer_ends_at, starts_at=event.starts_at)
+                  if shown["status"] == OFFERED and offer_ends_at is not None else None)
+    standing = registration_standing(status=shown["status"], event=event, position=shown.get("position"),
+                                     offer_ends=offer_ends, checked_in=checked_in)
+    shown = {**shown, "standing": standing, "offer_ends": offer_ends,
+             "given_answers": answers_shown(question_sets.answers_of(answers))}
+    if standing.offers_calendar:
+        shown.update(event_add_links(event))
     return shown
+
+
+def answers_shown(answers: list[dict]) -> list[dict]:
+    """The answers a student gave, as the page lists them: each question's label and the answer as text."""
+    return [{"label": answer.get("label", ""), "text": question_sets.answer_text(answer.get("value"))}
+            for answer in answers]
 
 
 def _shown_registration(outcome: services.RegistrationOutcome, event, request: HttpRequest) -> dict:
@@ -89,10 +122,10 @@ def _shown_registration(outcome: services.RegistrationOutcome, event, request: H
     of its join's block (registrations.seating.lanes), and at the end of a burst it still counts the tickets other
     lanes' blocks never hand out, so the page and the notice would say a number the next page contradicts."""
     if outcome.data["status"] != WAITLISTED:
-        return outcome.data
+        return with_standing(outcome.data, event)
     # Gone already (cancelled in another tab): the answer's own count, the only one there is.
-    return _registration_now(request, event) or {
-        **outcome.data, "position": outcome.data.get("position_at_most", outcome.data.get("position"))}
+    return _registration_now(request, event) or with_standing({
+        **outcome.data, "position": outcome.data.get("position_at_most", outcome.data.get("position"))}, event)
 
 
 def _registration_notice(outcome: services.RegistrationOutcome, event, registration: dict) -> str:
@@ -178,7 +211,8 @@ def _answer_again(request: HttpRequest, event_id: str, error: RegistrationError,
 @never_cache  # Back must not show a seat count or a panel from before the last tap
 def my_registrations(request: HttpRequest) -> HttpResponse:
     try:
-        page = selectors.registration_page(user_id=user_key(request.user), **page_args(request))
+        page = selectors.registration_page(user_id=user_key(request.user), **page_args(request),
+                                           checked_in=checkin_selectors.checked_in_registrations)
     except DomainError as error:  # a stale or edited cursor: say so and start again from the first page
         messages.error(request, error.detail)
         return redirect("registrations:my_registrations")
@@ -187,6 +221,12 @@ def my_registrations(request: HttpRequest) -> HttpResponse:
         # One key per form: each cancel button is its own tap.
         row["fresh_key"] = str(uuid.uuid4())
         row["starts"] = datetime.fromisoformat(row["event_starts_at"]) if row["event_starts_at"] else None
+        row["given_answers"] = answers_shown(row["answers"])
+        if row["standing"]["offers_calendar"]:
+            row.update(calendar_add_links(
+                event_id=row["event_id"], title=row["event_title"], location=row["event_location"],
+                starts_at=datetime.fromisoformat(row["event_starts_at"]),
+                ends_at=datetime.fromisoformat(row["event_ends_at"])))
         if "offer" in row:
             row["offer_ends"] = datetime.fromisoformat(row["offer"]["ends_at"])
             row["offer_buttons"] = offer_buttons()
@@ -208,13 +248,40 @@ def registration_calendar(request: HttpRequest, registration_id: str) -> HttpRes
         registration = selectors.registration_get(user_id=user_key(request.user), registration_id=registration_id)
     except RegistrationError as error:
         raise Http404(error.detail) from None
-    if registration.status == "cancelled":
+    if registration.status == CANCELLED:
         raise Http404("That registration is cancelled.")
     event = event_or_404(registration.event_id)
-    body = registration_ics(event=event, registration=selectors.registration_view(registration=registration),
-                            stamp=utcnow())
+    body = calendar_ics([calendar_entry(registration, selectors.registration_view(registration=registration)
+                                        .get("position"), event)], stamp=utcnow())
     response = HttpResponse(body, content_type="text/calendar; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{event.event_id}.ics"'
+    return response
+
+
+def calendar_entry(registration, position: int | None, event) -> Entry:
+    offer_ends = (serializers.offer_ends(ends_at=registration.offer_ends_at, starts_at=event.starts_at)
+                  if registration.status == OFFERED and registration.offer_ends_at else None)
+    return Entry(registration_id=registration.registration_id, event=event,
+                 standing=registration_standing(status=registration.status, event=event, position=position,
+                                                offer_ends=offer_ends),
+                 ticket_url=ticket_url(event_id=event.event_id, registration_id=registration.registration_id,
+                                       user_id=registration.user_id))
+
+
+@require_GET
+def calendar_feed(request: HttpRequest) -> HttpResponse:
+    """The student's subscription feed (``webcal://…/me/calendar.ics?token=…``): every registration of theirs
+    whose event still exists, as calendar apps poll it. The token stands for the log-in (calendar apps carry no
+    session); one that is forged, altered or revoked on the account page is a plain 404 that says so."""
+    try:
+        user = calendar_feed_user(token=request.GET.get("token", ""))
+    except AccountError as error:
+        return HttpResponse(error.detail, status=404, content_type="text/plain; charset=utf-8")
+    rows = selectors.registration_feed(user_id=user_key(user))
+    body = calendar_ics([calendar_entry(registration, position, event) for registration, position, event in rows],
+                        stamp=utcnow(), name="TEMS: my registrations")
+    response = HttpResponse(body, content_type="text/calendar; charset=utf-8")
+    patch_cache_control(response, private=True, no_cache=True)
     return response
 
 
@@ -268,9 +335,10 @@ def registration_cancel(request: HttpRequest, registration_id: str) -> HttpRespo
             context = panel_context(request, event, notice=("success", notice), lookup=False)
             response = render(request, PANEL, {**context, "seats_oob": True})
         else:
-            response = render(request, ROW, {"row": {"registration_id": registration_id, "status": "cancelled",
+            standing = serializers.standing_to_dict(registration_standing(status=CANCELLED, event=event))
+            response = render(request, ROW, {"row": {"registration_id": registration_id, "status": CANCELLED,
                                                      "event_id": event.event_id, "event_title": event.title,
-                                                     "notice": notice}})
+                                                     "standing": standing, "notice": notice}})
         if outcome.replayed:
             response[REPLAYED_HEADER] = "true"
         return response
@@ -300,6 +368,9 @@ def _cancel_confirm(request: HttpRequest, registration_id: str, *, from_event_pa
 def _cancel_notice(event, *, was_waitlisted: bool) -> str:
     if was_waitlisted:
         return f"You left the waiting list for “{event.title}”."
+    if event.offers_seats:
+        return (f"Your registration for “{event.title}” is cancelled. Your seat is offered to the first person on "
+                "the waiting list, or went back to the free seats if nobody was waiting.")
     return (f"Your registration for “{event.title}” is cancelled. Your seat went to the next person on the "
             "waiting list, or back to the free seats if nobody was waiting.")
 

@@ -31,7 +31,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from tems.errors import DomainError
-from tems.models import EmailAddress, MailQuota, SingleSignOnIdentity
+from tems.models import CalendarFeed, EmailAddress, MailQuota, SingleSignOnIdentity
 
 logger = logging.getLogger(__name__)
 
@@ -292,6 +292,49 @@ def sso_link(*, user: AbstractBaseUser, issuer: str, subject: str) -> None:
             raise AccountError("conflict", "That university account is already linked to another TEMS account. "
                                            "Log in with it instead, or ask the events team.") from None
         raise AccountError("conflict", "Your TEMS account is already linked to another university account.") from None
+
+
+# --- the calendar feed link ------------------------------------------------------------------------------
+
+# A dedicated salt: no other signed value (a session, an e-mail link) opens a feed, nor a feed token anything else.
+CALENDAR_FEED_SALT = "tems.accounts.calendar-feed"
+# The most characters of a token worth checking: a real one is a few dozen; anything longer is not ours.
+CALENDAR_FEED_TOKEN_MAX_CHARS = 200
+
+
+def _feed_generation(user_id: int) -> int:
+    return CalendarFeed.objects.filter(user_id=user_id).values_list("generation", flat=True).first() or 0
+
+
+def calendar_feed_token(*, user: AbstractBaseUser) -> str:
+    """The token of ``user``'s calendar feed link: the account and its feed generation, signed. It does not
+    expire (calendar apps poll for years); ``calendar_feed_revoke`` ends it."""
+    return signing.Signer(salt=CALENDAR_FEED_SALT).sign(f"{user.pk}.{_feed_generation(user.pk)}")
+
+
+def calendar_feed_user(*, token: str) -> AbstractBaseUser:
+    """The account whose feed ``token`` opens. Raises AccountError('not_found') for a forged, altered or revoked
+    token, and for an account that is gone or may not log in."""
+    refused = AccountError("not_found", "This calendar link is not valid: it may have been replaced on the "
+                                        "account page. Copy the link from your account page again.")
+    if not token or len(token) > CALENDAR_FEED_TOKEN_MAX_CHARS:
+        raise refused
+    try:
+        account, _, generation = signing.Signer(salt=CALENDAR_FEED_SALT).unsign(token).partition(".")
+        account_id, generation = int(account), int(generation)
+    except (signing.BadSignature, ValueError):
+        raise refused from None
+    user = get_user_model().objects.filter(pk=account_id, is_active=True).first()
+    if user is None or generation != _feed_generation(account_id):
+        raise refused
+    return user
+
+
+def calendar_feed_revoke(*, user: AbstractBaseUser) -> None:
+    """End every calendar feed link of ``user`` handed out so far: the next token carries the next generation.
+    One conditional UPDATE in the database, so two revocations at once both count."""
+    CalendarFeed.objects.get_or_create(user=user)
+    CalendarFeed.objects.filter(user=user).update(generation=F("generation") + 1)
 
 
 # --- a person's account data: export and erasure ----------------------------------------------------------

@@ -15,7 +15,7 @@ from tems.identity import UserIdentity
 from tems.outbox import OutboxMessage
 from tems.ratelimit import WriteRateCounter
 
-__all__ = ["EmailAddress", "IdempotencyRecord", "MailQuota", "OutboxMessage", "SingleSignOnIdentity",
+__all__ = ["CalendarFeed", "EmailAddress", "IdempotencyRecord", "MailQuota", "OutboxMessage", "SingleSignOnIdentity",
            "UserIdentity", "WriteRateCounter"]
 
 
@@ -70,3 +70,14 @@ class SingleSignOnIdentity(models.Model):
 
     def __str__(self) -> str:
         return f"{self.subject} at {self.issuer} -> user {self.user_id}"
+
+
+class CalendarFeed(models.Model):
+    """The generation of an account's calendar feed link: the link signs it, so raising it ("revoke" on the account
+    page) kills every link handed out before. No row is generation 0."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="calendar_feed")
+    generation = models.PositiveIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"calendar feed of user {self.user_id}: generation {self.generation}"

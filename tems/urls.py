@@ -11,6 +11,7 @@ urlpatterns = [
     # Linked from every idempotency error (tems.idempotency.POLICY_PATH): a stable address.
     path("idempotency-key/", views.idempotency_policy, name="idempotency_policy"),
     path("accounts/", views.account, name="account"),
+    path("accounts/calendar/revoke/", views.calendar_feed_revoke, name="calendar_feed_revoke"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", oidc.LogoutView.as_view(), name="logout"),
     path("accounts/signup/", views.signup, name="signup"),

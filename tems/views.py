@@ -1,3 +1,5 @@
+from urllib.parse import urlencode
+
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
@@ -7,8 +9,8 @@ from django.contrib.messages.views import SuccessMessageMixin
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.templatetags.static import static
-from django.urls import reverse_lazy
-from django.views.decorators.http import require_GET, require_http_methods
+from django.urls import reverse, reverse_lazy
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from tems import accounts
 from tems.api import problem
@@ -99,7 +101,25 @@ def account(request: HttpRequest) -> HttpResponse:
         "sso_name": settings.TEMS_OIDC_NAME,
         "sso_links": links,
         "can_link": bool(issuer) and not any(link.issuer == issuer for link in links),
+        **_calendar_feed_links(request.user),
     }, status=400 if form.errors else 200)
+
+
+def _calendar_feed_links(user) -> dict:
+    """The account's calendar feed link, as calendar apps take it: ``webcal://`` opens the calendar app to
+    subscribe, the https link is for pasting into a web calendar ("From URL")."""
+    url = (settings.TEMS_PUBLIC_URL + reverse("registrations:calendar_feed") + "?"
+           + urlencode({"token": accounts.calendar_feed_token(user=user)}))
+    return {"feed_url": url, "feed_webcal_url": "webcal://" + url.split("://", 1)[1]}
+
+
+@login_required
+@require_POST
+def calendar_feed_revoke(request: HttpRequest) -> HttpResponse:
+    """"Replace the link": every calendar feed link of the account handed out so far stops working."""
+    accounts.calendar_feed_revoke(user=request.user)
+    messages.success(request, "Your old calendar link no longer works. Subscribe again with the new link below.")
+    return redirect("account")
 
 
 class PasswordResetView(auth_views.PasswordResetView):

@@ -31,6 +31,26 @@ def checkin_list(*, event_id: str) -> list[CheckIn]:
     return checkins
 
 
+def checked_in(*, event: Event, registration_id: str) -> bool:
+    """Whether the registration's ticket was scanned in: no read while nobody is checked in to the event (its
+    door counter), else one GetItem by exact key."""
+    if not event.checked_in_count:
+        return False
+    try:
+        CheckIn.get(*CheckIn.key_for(event.event_id, registration_id), consistent_read=True)
+    except CheckIn.DoesNotExist:
+        return False
+    return True
+
+
+def checked_in_registrations(*, registrations: list[tuple[Event, str]]) -> set[str]:
+    """The ids among ``(event, registration_id)`` whose tickets were scanned in: one BatchGetItem (100 keys a
+    request) of the check-ins of those at events where anyone is checked in, none otherwise."""
+    keys = [CheckIn.key_for(event.event_id, registration_id) for event, registration_id in registrations
+            if event.checked_in_count]
+    return {checkin.registration_id for checkin in CheckIn.batch_get(keys)} if keys else set()
+
+
 def checkin_history(*, event_id: str) -> list[CheckInLogEntry]:
     """The door's history of the event (check-ins and undos), oldest first."""
     return list(CheckInLogEntry.query(Event.pk_for(event_id), CheckInLogEntry.sk.startswith(CheckInLogEntry.SK_PREFIX),

@@ -55,7 +55,8 @@ def test_declining_on_my_registrations_passes_the_seat_on(app_server, browser, c
     page.goto(f"{app_server}/me/registrations/")
     expect(page.locator(".registration-row")).to_contain_text("Seat offered")
     assert serious_axe_violations(page) == []
-    page.get_by_role("button", name="Decline").click()
+    page.get_by_text("Decline…").click()  # asks first
+    page.get_by_role("button", name="Yes, decline the seat").click()
     expect(page.get_by_text("You declined the seat: it goes to the next in line.")).to_be_visible()
     assert status_of(student) is None
     assert selectors.registration_list(user_id="next-in-line")[0]["status"] == "offered"

@@ -40,7 +40,7 @@ def test_api_pages_newest_first_with_the_same_fields(moto_ddb, student, student_
     assert pages >= 3
     assert set(seen[0]) == {"registration_id", "event_id", "user", "status", "position", "ticket_url", "qr_url",
                             "qr_svg", "created_at", "event_title", "event_starts_at", "event_location",
-                            "event_cancelled"}
+                            "event_cancelled", "event_ends_at", "standing", "answers"}
 
 
 def test_a_cursor_survives_registrations_added_between_pages(ddb, student, student_client):

@@ -187,7 +187,7 @@ def test_my_registrations_lists_them_with_idempotent_cancel_buttons(small_event,
     # Cancelling asks first: the key for the tap is on the confirmation, one per question asked.
     registration_id = re.search(r'/registrations/([0-9a-f]+)/cancel/\?from=list', page).group(1)
     confirm = student_client.get(f"/registrations/{registration_id}/cancel/?from=list").content.decode()
-    assert "goes at once to the next person on the waiting list" in confirm and len(KEY_INPUT.findall(confirm)) == 1
+    assert "goes back to the free seats, as nobody is waiting" in confirm and len(KEY_INPUT.findall(confirm)) == 1
     assert "Yes, cancel my registration" in confirm and "Keep my seat" in confirm
 
 
