@@ -21,16 +21,18 @@ import io
 from collections.abc import Iterator
 from typing import Any
 
+from registrations.checkins.models import CheckIn
 from registrations.errors import RegistrationError
-from registrations.models import CONFIRMED, REGISTRATION_BUCKETS, WAITLISTED, Registration
+from registrations.models import CONFIRMED, OFFERED, REGISTRATION_BUCKETS, WAITLISTED, Registration
 from registrations.questions import question_sets
 from registrations.seating import positions
 from registrations.serializers import attendee_to_dict
+from tems.dynamo import batch_get_models
 from tems.errors import DomainError
 from tems.identity import user_full_names_for_keys
 from tems.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page, decode_cursor, encode_cursor
 
-STATUSES = (CONFIRMED, WAITLISTED)
+STATUSES = (CONFIRMED, OFFERED, WAITLISTED)
 MAX_SEARCH_CHARS = 150  # a Django username is at most 150 characters
 CSV_COLUMNS = ("registration_id", "user", "first_name", "last_name", "status", "position", "registered_at")
 # A spreadsheet runs a cell that starts with one of these as a formula (CSV injection, OWASP).
@@ -65,13 +67,21 @@ def _checked(status: str | None, search: str | None) -> tuple[str | None, str]:
 def attendee_page(*, event_id: str, status: str | None = None, search: str | None = None,
                   cursor: str | None = None, limit: int = DEFAULT_PAGE_SIZE) -> Page[dict[str, Any]]:
     """One page of the event's attendees in username order, each ``{registration_id, user, first_name, last_name,
-    status, position, registered_at}`` (``position`` for the waitlisted). One Query per bucket
-    (REGISTRATION_BUCKETS), one BatchGetItem of the waitlist counter nodes and one SQL query of the names; at most
-    ``limit`` items read per bucket. Raises
+    status, position, registered_at, answers, checked_in_at, checked_in_door, checked_in_by}`` (``position`` for
+    the waitlisted). One Query per bucket (REGISTRATION_BUCKETS), one BatchGetItem of the waitlist counter nodes,
+    one of the page's check-ins and one SQL query of the names; at most ``limit`` items read per bucket. Raises
     RegistrationError('invalid') for an unknown status or a too long search, and tems.errors.DomainError('invalid')
     for a cursor that is not this list's (the cursor is signed and scoped to the event, the status and the
     search).
     """
+    page = registration_page(event_id=event_id, status=status, search=search, cursor=cursor, limit=limit)
+    return Page(items=attendee_rows(event_id=event_id, registrations=page.items), next_cursor=page.next_cursor)
+
+
+def registration_page(*, event_id: str, status: str | None = None, search: str | None = None,
+                      cursor: str | None = None, limit: int = DEFAULT_PAGE_SIZE) -> Page[Registration]:
+    """The event-side registration items of one page of ``attendee_page``, in its order (same reads, same
+    errors, without the rows' own reads)."""
     status, search = _checked(status, search)
     prefix = Registration.attendee_name_key(search) if search else None
     scope = f"attendees:{event_id}:{status or ''}:{search}"
@@ -96,14 +106,21 @@ def attendee_page(*, event_id: str, status: str | None = None, search: str | Non
     else:
         # Every match up to where the buckets were read is shown: go on from there (None: all was read).
         next_key = read_up_to
-    places = positions.positions(tickets=[(r.event_id, int(r.ticket)) for r in page
-                                         if r.status == WAITLISTED and r.ticket is not None])
-    # Names from Django's database, one query a page: see docs/privacy.md, "Names".
-    names = user_full_names_for_keys([r.user_id for r in page])
-    rows = [attendee_to_dict(r, places.get((r.event_id, int(r.ticket))) if r.status == WAITLISTED and r.ticket
-                             else None, names.get(r.user_id, ("", ""))) for r in page]
     next_cursor = None if next_key is None else encode_cursor({_CURSOR_KEY: {"S": next_key}}, scope=scope)
-    return Page(items=rows, next_cursor=next_cursor)
+    return Page(items=page, next_cursor=next_cursor)
+
+
+def attendee_rows(*, event_id: str, registrations: list[Registration]) -> list[dict[str, Any]]:
+    """The attendee rows of these registrations of the event: their waiting-list places (one BatchGetItem), their
+    check-ins (one BatchGetItem) and their holders' names (one SQL query, see docs/privacy.md, "Names")."""
+    places = positions.positions(tickets=[(r.event_id, int(r.ticket)) for r in registrations
+                                         if r.status == WAITLISTED and r.ticket is not None])
+    checkins = batch_get_models([(CheckIn, CheckIn.key_for(event_id, r.registration_id)) for r in registrations])
+    by_registration = {checkin.registration_id: checkin for checkin in checkins}
+    names = user_full_names_for_keys([r.user_id for r in registrations])
+    return [attendee_to_dict(r, places.get((r.event_id, int(r.ticket))) if r.status == WAITLISTED and r.ticket
+                             else None, names.get(r.user_id, ("", "")), by_registration.get(r.registration_id))
+            for r in registrations]
 
 
 def _cursor_position(cursor: str | None, *, scope: str, prefix: str | None) -> str | None:

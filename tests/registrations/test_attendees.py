@@ -73,8 +73,8 @@ def test_a_page_is_one_query_per_bucket_whatever_the_event_holds(event, staff_cl
     with metered() as meter:
         attendees.attendee_page(event_id=event.event_id, limit=20)
     # A Query of each index partition, then the positions: counter nodes, queue item and the event's shard count
-    # in one BatchGetItem, then its lanes.
-    assert dict(meter.requests) == {"Query": REGISTRATION_BUCKETS, "BatchGetItem": 2}
+    # in one BatchGetItem, then its lanes; and the page's check-ins by key, one BatchGetItem.
+    assert dict(meter.requests) == {"Query": REGISTRATION_BUCKETS, "BatchGetItem": 3}
 
 
 def test_students_get_403_and_unknown_events_404(event, student_client, staff_client):
