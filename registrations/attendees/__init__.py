@@ -21,9 +21,11 @@ import io
 from collections.abc import Iterator
 from typing import Any
 
-from registrations.checkins.models import CheckIn
+from registrations.checkins.models import CheckIn, EventCheckins
 from registrations.errors import RegistrationError
+from registrations.events.models import Event
 from registrations.models import CONFIRMED, OFFERED, REGISTRATION_BUCKETS, WAITLISTED, Registration
+from registrations.offers.models import Offer
 from registrations.questions import question_sets
 from registrations.seating import positions
 from registrations.serializers import attendee_to_dict
@@ -31,10 +33,14 @@ from tems.dynamo import batch_get_models
 from tems.errors import DomainError
 from tems.identity import user_full_names_for_keys
 from tems.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page, decode_cursor, encode_cursor
+from tems.templatetags.when import when_text
 
 STATUSES = (CONFIRMED, OFFERED, WAITLISTED)
 MAX_SEARCH_CHARS = 150  # a Django username is at most 150 characters
-CSV_COLUMNS = ("registration_id", "user", "first_name", "last_name", "status", "position", "registered_at")
+CSV_COLUMNS = ("registration_id", "user", "first_name", "last_name", "status", "position", "registered_at",
+               "checked_in_at", "checked_in_door", "checked_in_by")
+# Columns of moments: written as the pages show them (tems.templatetags.when), in the site's zone, 24-hour.
+CSV_MOMENTS = ("registered_at", "checked_in_at")
 # A spreadsheet runs a cell that starts with one of these as a formula (CSV injection, OWASP).
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 # The cursor's name key: the index's sort key of the last item a page showed (or read, under a filter).
@@ -159,6 +165,23 @@ def _bucket_page(partition: str, condition, filter_condition, limit: int) -> tup
     return items, stopped_at
 
 
+def attendee_totals(*, event: Event) -> dict[str, int]:
+    """``{confirmed, offered, waiting, checked_in}`` of an event read with its seats (``selectors.event_get``).
+
+    A seat offered from the waiting list is taken until the offer ends, so the confirmed are the taken seats less
+    the open offers. Two more requests: the door's counter (GetItem) and a count of the site's open offers (a
+    Query of the offers' index partition, which holds open offers only, filtered to the event: bounded by the
+    offers open now, not by the event's size).
+    """
+    try:
+        checked_in = EventCheckins.get(*EventCheckins.key_for(event.event_id), consistent_read=True).checked_in_count
+    except EventCheckins.DoesNotExist:
+        checked_in = 0
+    offered = Offer.by_end.count(Offer.COLLECTION, filter_condition=Offer.event_id == event.event_id)
+    return {"confirmed": max(int(event.registered_count or 0) - offered, 0), "offered": offered,
+            "waiting": int(event.waitlist_count or 0), "checked_in": int(checked_in or 0)}
+
+
 def safe_cell(value: object) -> str:
     """A CSV cell a spreadsheet shows as text: a leading ' before anything it would run as a formula."""
     text = "" if value is None else str(value)
@@ -188,7 +211,8 @@ def attendee_csv(*, event_id: str, status: str | None = None, search: str | None
     while True:
         page = attendee_page(event_id=event_id, status=status, search=search, cursor=cursor, limit=MAX_PAGE_SIZE)
         for row in page.items:
-            yield line([*(row[column] for column in CSV_COLUMNS), *_answer_cells(row["answers"], asked)])
+            cells = [when_text(row[column]) if column in CSV_MOMENTS else row[column] for column in CSV_COLUMNS]
+            yield line([*cells, *_answer_cells(row["answers"], asked)])
         if page.next_cursor is None:
             return
         cursor = page.next_cursor
