@@ -261,16 +261,22 @@
     });
   }
 
+  // A flush asked for while one runs (the network returns while the last offline attempt is still failing) runs
+  // again right after it, instead of waiting for the next tick: the queue goes out as soon as it can.
+  var flushAgain = false;
   function flush() {
-    if (flushing) return Promise.resolve();
-    flushing = true;
-    return eventScans().then(function (scans) {
+    if (flushing) { flushAgain = true; return flushing; }
+    flushing = eventScans().then(function (scans) {
       var pending = scans.filter(function (scan) { return scan.state === "pending"; });
       // One after another, oldest first: the queue is replayed in the order the doorkeeper scanned.
       return pending.reduce(function (chain, scan) {
         return chain.then(function () { return send(scan, false); });
       }, Promise.resolve());
-    }).then(function () { flushing = false; }, function () { flushing = false; });
+    }).catch(function () {}).then(function () {
+      flushing = false;
+      if (flushAgain) { flushAgain = false; return flush(); }
+    });
+    return flushing;
   }
 
   function scanTicket(text, label) {
@@ -327,24 +333,32 @@
     return record;
   }
 
-  // The door's copy of the list, read page by page when the door opens online; the note says how old it is.
+  // The door's copy of the list, read page by page when the door opens online and put in place whole, in one
+  // IndexedDB transaction: a cancelled registration leaves it, and a read cut short leaves the last copy intact.
   function cacheList() {
-    var count = 0;
+    var rows = [];
     function page(url) {
       return fetch(url, { credentials: "same-origin", cache: "no-store" }).then(function (response) {
         if (!response.ok) throw new Error("list " + response.status);
         return response.json();
       }).then(function (body) {
-        count += body.attendees.length;
-        return tx("readwrite", function (store) {
-          body.attendees.forEach(function (row) { store.put(personRecord(row)); });
-        }, PEOPLE).then(function () { return body.next ? page(body.next) : null; });
+        rows = rows.concat(body.attendees);
+        return body.next ? page(body.next) : null;
       });
     }
     return page(LIST_URL).then(function () {
+      return tx("readwrite", function (store) {
+        var old = store.index("eventId").openKeyCursor(IDBKeyRange.only(EVENT_ID));
+        old.onsuccess = function () {
+          var cursor = old.result;
+          if (cursor) { store.delete(cursor.primaryKey); cursor.continue(); return; }
+          rows.forEach(function (row) { store.put(personRecord(row)); });
+        };
+      }, PEOPLE);
+    }).then(function () {
       var at = new Date();
       localStorage.setItem("tems-door-list-" + EVENT_ID, at.toISOString());
-      listNote.textContent = count + " people kept on this phone for searching offline (as of " + hhmm(at.toISOString()) + ").";
+      listNote.textContent = rows.length + " people kept on this phone for searching offline (as of " + hhmm(at.toISOString()) + ").";
       listNote.dataset.state = "cached";
     }).catch(function () { showListAge(); });
   }
@@ -419,7 +433,7 @@
       var rows = result.attendees || [];
       rows.forEach(function (row) {
         var item = document.createElement("li");
-        item.className = "door-result" + (row.checked_in_at ? " checked-in" : "");
+        item.className = "door-result status-" + row.status + (row.checked_in_at ? " checked-in" : "");
         item.dataset.registrationId = row.registration_id;
         var who = document.createElement("p");
         who.className = "door-result-name";
