@@ -18,7 +18,6 @@ import segno
 from boto3.dynamodb.types import Binary
 from django.urls import reverse
 
-from registrations.checkins.models import CheckIn
 from registrations.events.models import Event
 from registrations.messages.models import EventMessage
 from registrations.models import OFFERED, Registration, RegistrationClaim
@@ -159,10 +158,11 @@ def offer_fields(registration: Registration, *, starts_at: datetime | None) -> d
 
 
 def attendee_to_dict(registration: Registration | RegistrationClaim, position: int | None,
-                     names: tuple[str, str] = ("", ""), checkin: CheckIn | None = None) -> dict[str, Any]:
+                     names: tuple[str, str] = ("", ""), checkin: Any = None) -> dict[str, Any]:
     """A row of the staff's attendee list (``position`` for the waitlisted), of its CSV and of the door's list;
     ``names`` is the account's (first, last) name as it is now (empty for an account without one, or gone);
-    ``checkin`` the registration's check-in, if it is checked in."""
+    ``checkin`` the registration's check-in item (``checkins.models.CheckIn``, not imported: the read layer stands
+    below the door), if it is checked in."""
     return {
         "registration_id": registration.registration_id,
         "user": registration.user_name or registration.user_id,
