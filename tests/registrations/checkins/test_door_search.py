@@ -11,8 +11,10 @@ from django.contrib.auth.models import User
 from registrations.checkins import selectors
 from registrations.checkins.models import CheckIn
 from registrations.errors import RegistrationError
+from registrations.models import REGISTRATION_BUCKETS
 from registrations.ticket_tokens import short_code
 from tems.identity import user_key
+from tems.metering import metered
 from tests.race import WindowHeldOpen, race
 from tests.registrations.checkins.helpers import naive_checkin, real_checkin, scan
 from tests.registrations.helpers import make_event, new_key, register
@@ -138,3 +140,17 @@ def test_a_scan_and_a_tap_on_the_name_at_two_doors_check_in_once(ddb, broken):
     # Both screens tell the truth: the one that admitted, and the other naming that very check-in.
     assert {(a["checked_in_at"], a["door"]) for a in answers} == {(stored.checked_in_at.isoformat(), stored.door)}
     assert selectors.checkin_stats(event_id=event.event_id)["checked_in"] == 1
+
+
+def test_a_search_reads_by_key_only_whatever_the_event_holds(ddb, django_assert_max_num_queries):
+    event = make_event(capacity=30)
+    for n in range(25):
+        register(event.event_id, f"key-{n}", user_name=f"someone{n}")  # no account: never a name match
+    ann = register_person(event.event_id, "asmith", "Ann", "Smith").data
+    with metered() as meter, django_assert_max_num_queries(3):  # the accounts, then the rows' names and usernames
+        [row] = selectors.door_search(event_id=event.event_id, text="ann")["attendees"]
+    assert row["registration_id"] == ann["registration_id"]
+    assert dict(meter.requests) == {"BatchGetItem": 2}  # the claims, then their check-ins: no Query, no Scan
+    with metered() as meter:
+        selectors.door_search(event_id=event.event_id, text=row["code"])
+    assert dict(meter.requests) == {"Query": REGISTRATION_BUCKETS, "GetItem": 1, "BatchGetItem": 1}
