@@ -130,8 +130,9 @@ def door_search(*, event_id: str, text: Any) -> dict[str, Any]:
         except RegistrationError:
             registrations = []
         else:
-            registrations = [RegistrationClaim.get(*RegistrationClaim.key_for(event_id, ticket.user_id),
-                                                   consistent_read=True)]
+            # The claim, not the copy the code was found on: it is what a name search shows, in the same shape.
+            registrations = batch_get_models([(RegistrationClaim,
+                                               RegistrationClaim.key_for(event_id, ticket.user_id))])
     else:
         keys, more = user_keys_matching(text, limit=DOOR_SEARCH_LIMIT)
         registrations = batch_get_models([(RegistrationClaim, RegistrationClaim.key_for(event_id, key))

@@ -67,8 +67,9 @@ def test_another_events_code_is_not_this_events(ddb):
 def test_a_tampered_ticket_is_refused_without_calling_it_not_genuine(ddb):
     event = make_event(capacity=5)
     ticket = register(event.event_id, "ann").data["ticket_url"]
+    slip = "x" if ticket[-5] != "x" else "y"  # one character of the signature typed wrong
     with pytest.raises(RegistrationError) as caught:
-        scan(event.event_id, ticket[:-5] + "x" + ticket[-4:])
+        scan(event.event_id, ticket[:-5] + slip + ticket[-4:])
     assert caught.value.extra["reason"] == "forged"
     assert "mistyped or altered" in caught.value.detail and "genuine" not in caught.value.detail
 
@@ -153,4 +154,4 @@ def test_a_search_reads_by_key_only_whatever_the_event_holds(ddb, django_assert_
     assert dict(meter.requests) == {"BatchGetItem": 2}  # the claims, then their check-ins: no Query, no Scan
     with metered() as meter:
         selectors.door_search(event_id=event.event_id, text=row["code"])
-    assert dict(meter.requests) == {"Query": REGISTRATION_BUCKETS, "GetItem": 1, "BatchGetItem": 1}
+    assert dict(meter.requests) == {"Query": REGISTRATION_BUCKETS, "BatchGetItem": 2}
