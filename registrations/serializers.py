@@ -25,7 +25,7 @@ from registrations.models import OFFERED, Registration, RegistrationClaim
 from registrations.questions.question_sets import answers_of
 from registrations.seating.shards import SeatCounts
 from registrations.statuses import Standing, registration_standing
-from registrations.ticket_tokens import ticket_url
+from registrations.ticket_tokens import short_code, ticket_token, ticket_url
 from tems.identity import user_for_key
 from tems.ids import id_path
 
@@ -177,10 +177,12 @@ def offer_fields(registration: Registration, *, starts_at: datetime | None) -> d
     }}
 
 
-def attendee_to_dict(registration: Registration, position: int | None,
-                     names: tuple[str, str] = ("", "")) -> dict[str, Any]:
-    """A row of the staff's attendee list (``position`` for the waitlisted) and of its CSV; ``names`` is the
-    account's (first, last) name as it is now (empty for an account without one, or gone)."""
+def attendee_to_dict(registration: Registration | RegistrationClaim, position: int | None,
+                     names: tuple[str, str] = ("", ""), checkin: Any = None) -> dict[str, Any]:
+    """A row of the staff's attendee list (``position`` for the waitlisted), of its CSV and of the door's list;
+    ``names`` is the account's (first, last) name as it is now (empty for an account without one, or gone);
+    ``checkin`` the registration's check-in item (``checkins.models.CheckIn``, not imported: the read layer stands
+    below the door), if it is checked in."""
     return {
         "registration_id": registration.registration_id,
         "user": registration.user_name or registration.user_id,
@@ -189,8 +191,18 @@ def attendee_to_dict(registration: Registration, position: int | None,
         "status": registration.status,
         "position": position,
         "registered_at": registration.created_at.isoformat(),
-        "answers": answers_of(registration.answers),
+        "answers": answers_of(getattr(registration, "answers", None)),
+        "checked_in_at": checkin.checked_in_at.isoformat() if checkin else None,
+        "checked_in_door": checkin.door if checkin else None,
+        "checked_in_by": checkin.checked_in_by if checkin else None,
     }
+
+
+def door_row_to_dict(row: dict[str, Any], *, event_id: str, user_id: str) -> dict[str, Any]:
+    """An attendee row as the door shows and caches it: with the code the student reads out and the signed
+    ticket a tap on their name sends, exactly as a scan of their QR code would (one path, one promise)."""
+    return {**row, "code": short_code(row["registration_id"]),
+            "ticket": ticket_token(event_id=event_id, registration_id=row["registration_id"], user_id=user_id)}
 
 
 def checkin_to_dict(*, registration_id: str, user_id: str, status: str, checked_in_at: datetime,

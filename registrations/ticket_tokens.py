@@ -11,6 +11,7 @@ It sits beside the selectors, not in the door's package: a registration's reads 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from urllib.parse import quote, unquote, urlsplit
 
@@ -26,6 +27,13 @@ TICKET_SALT = "tems.registrations.checkins.ticket"
 TICKET_PATH_MARKER = "/tickets/"
 # A scanned text longer than this is not one of our tickets (and is not worth an HMAC).
 MAX_TICKET_TEXT = 2000
+# The code a student can read out: the start of the registration id, as the registration card shows it. Twelve
+# hex digits at least (the card's length); more are accepted up to the whole id, and narrow it further.
+SHORT_CODE_MIN = 12
+SHORT_CODE_MAX = 32
+_SHORT_CODE = re.compile(rf"[0-9a-f]{{{SHORT_CODE_MIN},{SHORT_CODE_MAX}}}")
+# What people put between groups of a code they read out or copy: spaces, dashes, dots.
+_CODE_SEPARATORS = re.compile(r"[\s.\-]+")
 
 
 @dataclass(frozen=True)
@@ -61,16 +69,35 @@ def token_from_text(text: str) -> str:
     return unquote(text)
 
 
+def short_code(registration_id: str) -> str:
+    """The code a student reads out at the door: the first SHORT_CODE_MIN hex digits of the registration id."""
+    return registration_id[:SHORT_CODE_MIN]
+
+
+def short_code_from_text(text: object) -> str | None:
+    """The short code in what a doorkeeper typed (any case, grouped with spaces or dashes), or None if the text
+    is not one (then it may be a whole ticket)."""
+    if not isinstance(text, str) or len(text) > MAX_TICKET_TEXT:
+        return None
+    code = _CODE_SEPARATORS.sub("", text).lower()
+    return code if _SHORT_CODE.fullmatch(code) else None
+
+
+# Said of a ticket text that did not pass its signature: most often a code typed with a slip, sometimes an altered
+# one. Either way the doorkeeper's next step is the same, so the message says that, not "forged".
+NOT_READ = ("This ticket code could not be read: it may be mistyped or altered. Scan the QR code, type the "
+            "12-character code under it, or search the name.")
+
+
 def ticket_read(*, text: str) -> Ticket:
     """The ticket a scanned text carries. Raises RegistrationError('invalid') if it is unreadable or forged."""
     if not isinstance(text, str) or not text.strip() or len(text) > MAX_TICKET_TEXT:
-        raise RegistrationError("invalid", "This is not a TEMS ticket: scan the QR code or type the ticket code.",
-                                reason="unreadable")
+        raise RegistrationError("invalid", "This is not a TEMS ticket: scan the QR code, type the ticket code, or "
+                                "search the name.", reason="unreadable")
     try:
         value = _signer().unsign_object(token_from_text(text))
     except (signing.BadSignature, ValueError, UnicodeDecodeError):
-        raise RegistrationError("invalid", "This ticket is not genuine: its signature does not match.",
-                                reason="forged") from None
+        raise RegistrationError("invalid", NOT_READ, reason="forged") from None
     if not (isinstance(value, list) and len(value) == 3 and all(isinstance(part, str) and part for part in value)):
-        raise RegistrationError("invalid", "This ticket is not genuine.", reason="forged")
+        raise RegistrationError("invalid", NOT_READ, reason="forged")
     return Ticket(*value)

@@ -133,3 +133,22 @@ def _identity_for(user) -> UserIdentity:
                 raise
             time.sleep(0.05 * (attempt + 1))
     raise AssertionError("unreachable")
+
+
+def user_keys_matching(text: str, *, limit: int) -> tuple[list[str], bool]:
+    """The keys of up to ``limit`` accounts whose first name, last name or username starts with every word of
+    ``text`` (case-insensitive, any order: "ann sm" finds Ann Smith), and whether more accounts matched.
+
+    One SQL query (of ``limit + 1`` rows). Names live only here (docs/privacy.md, "Names"), so a search by name
+    starts here and the caller looks the keys up in DynamoDB by key.
+    """
+    words = text.split()
+    if not words:
+        return [], False
+    query = UserIdentity.objects.all()
+    for word in words:
+        query = query.filter(models.Q(user__first_name__istartswith=word) | models.Q(user__last_name__istartswith=word)
+                             | models.Q(user__username__istartswith=word))
+    keys = [str(key) for key in query.order_by("user__last_name", "user__first_name", "user__username")
+            .values_list("key", flat=True)[:limit + 1]]
+    return keys[:limit], len(keys) > limit

@@ -21,18 +21,26 @@ import io
 from collections.abc import Iterator
 from typing import Any
 
+from registrations.checkins.models import CheckIn, EventCheckins
 from registrations.errors import RegistrationError
-from registrations.models import CONFIRMED, REGISTRATION_BUCKETS, WAITLISTED, Registration
+from registrations.events.models import Event
+from registrations.models import CONFIRMED, OFFERED, REGISTRATION_BUCKETS, WAITLISTED, Registration
+from registrations.offers.models import Offer
 from registrations.questions import question_sets
 from registrations.seating import positions
 from registrations.serializers import attendee_to_dict
+from tems.dynamo import batch_get_models
 from tems.errors import DomainError
 from tems.identity import user_full_names_for_keys
 from tems.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page, decode_cursor, encode_cursor
+from tems.templatetags.when import when_text
 
-STATUSES = (CONFIRMED, WAITLISTED)
+STATUSES = (CONFIRMED, OFFERED, WAITLISTED)
 MAX_SEARCH_CHARS = 150  # a Django username is at most 150 characters
-CSV_COLUMNS = ("registration_id", "user", "first_name", "last_name", "status", "position", "registered_at")
+CSV_COLUMNS = ("registration_id", "user", "first_name", "last_name", "status", "position", "registered_at",
+               "checked_in_at", "checked_in_door", "checked_in_by")
+# Columns of moments: written as the pages show them (tems.templatetags.when), in the site's zone, 24-hour.
+CSV_MOMENTS = ("registered_at", "checked_in_at")
 # A spreadsheet runs a cell that starts with one of these as a formula (CSV injection, OWASP).
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 # The cursor's name key: the index's sort key of the last item a page showed (or read, under a filter).
@@ -65,13 +73,21 @@ def _checked(status: str | None, search: str | None) -> tuple[str | None, str]:
 def attendee_page(*, event_id: str, status: str | None = None, search: str | None = None,
                   cursor: str | None = None, limit: int = DEFAULT_PAGE_SIZE) -> Page[dict[str, Any]]:
     """One page of the event's attendees in username order, each ``{registration_id, user, first_name, last_name,
-    status, position, registered_at}`` (``position`` for the waitlisted). One Query per bucket
-    (REGISTRATION_BUCKETS), one BatchGetItem of the waitlist counter nodes and one SQL query of the names; at most
-    ``limit`` items read per bucket. Raises
+    status, position, registered_at, answers, checked_in_at, checked_in_door, checked_in_by}`` (``position`` for
+    the waitlisted). One Query per bucket (REGISTRATION_BUCKETS), one BatchGetItem of the waitlist counter nodes,
+    one of the page's check-ins and one SQL query of the names; at most ``limit`` items read per bucket. Raises
     RegistrationError('invalid') for an unknown status or a too long search, and tems.errors.DomainError('invalid')
     for a cursor that is not this list's (the cursor is signed and scoped to the event, the status and the
     search).
     """
+    page = registration_page(event_id=event_id, status=status, search=search, cursor=cursor, limit=limit)
+    return Page(items=attendee_rows(event_id=event_id, registrations=page.items), next_cursor=page.next_cursor)
+
+
+def registration_page(*, event_id: str, status: str | None = None, search: str | None = None,
+                      cursor: str | None = None, limit: int = DEFAULT_PAGE_SIZE) -> Page[Registration]:
+    """The event-side registration items of one page of ``attendee_page``, in its order (same reads, same
+    errors, without the rows' own reads)."""
     status, search = _checked(status, search)
     prefix = Registration.attendee_name_key(search) if search else None
     scope = f"attendees:{event_id}:{status or ''}:{search}"
@@ -96,14 +112,21 @@ def attendee_page(*, event_id: str, status: str | None = None, search: str | Non
     else:
         # Every match up to where the buckets were read is shown: go on from there (None: all was read).
         next_key = read_up_to
-    places = positions.positions(tickets=[(r.event_id, int(r.ticket)) for r in page
-                                         if r.status == WAITLISTED and r.ticket is not None])
-    # Names from Django's database, one query a page: see docs/privacy.md, "Names".
-    names = user_full_names_for_keys([r.user_id for r in page])
-    rows = [attendee_to_dict(r, places.get((r.event_id, int(r.ticket))) if r.status == WAITLISTED and r.ticket
-                             else None, names.get(r.user_id, ("", ""))) for r in page]
     next_cursor = None if next_key is None else encode_cursor({_CURSOR_KEY: {"S": next_key}}, scope=scope)
-    return Page(items=rows, next_cursor=next_cursor)
+    return Page(items=page, next_cursor=next_cursor)
+
+
+def attendee_rows(*, event_id: str, registrations: list[Registration]) -> list[dict[str, Any]]:
+    """The attendee rows of these registrations of the event: their waiting-list places (one BatchGetItem), their
+    check-ins (one BatchGetItem) and their holders' names (one SQL query, see docs/privacy.md, "Names")."""
+    places = positions.positions(tickets=[(r.event_id, int(r.ticket)) for r in registrations
+                                         if r.status == WAITLISTED and r.ticket is not None])
+    checkins = batch_get_models([(CheckIn, CheckIn.key_for(event_id, r.registration_id)) for r in registrations])
+    by_registration = {checkin.registration_id: checkin for checkin in checkins}
+    names = user_full_names_for_keys([r.user_id for r in registrations])
+    return [attendee_to_dict(r, places.get((r.event_id, int(r.ticket))) if r.status == WAITLISTED and r.ticket
+                             else None, names.get(r.user_id, ("", "")), by_registration.get(r.registration_id))
+            for r in registrations]
 
 
 def _cursor_position(cursor: str | None, *, scope: str, prefix: str | None) -> str | None:
@@ -142,6 +165,23 @@ def _bucket_page(partition: str, condition, filter_condition, limit: int) -> tup
     return items, stopped_at
 
 
+def attendee_totals(*, event: Event) -> dict[str, int]:
+    """``{confirmed, offered, waiting, checked_in}`` of an event read with its seats (``selectors.event_get``).
+
+    A seat offered from the waiting list is taken until the offer ends, so the confirmed are the taken seats less
+    the open offers. Two more requests: the door's counter (GetItem) and a count of the site's open offers (a
+    Query of the offers' index partition, which holds open offers only, filtered to the event: bounded by the
+    offers open now, not by the event's size).
+    """
+    try:
+        checked_in = EventCheckins.get(*EventCheckins.key_for(event.event_id), consistent_read=True).checked_in_count
+    except EventCheckins.DoesNotExist:
+        checked_in = 0
+    offered = Offer.by_end.count(Offer.COLLECTION, filter_condition=Offer.event_id == event.event_id)
+    return {"confirmed": max(int(event.registered_count or 0) - offered, 0), "offered": offered,
+            "waiting": int(event.waitlist_count or 0), "checked_in": int(checked_in or 0)}
+
+
 def safe_cell(value: object) -> str:
     """A CSV cell a spreadsheet shows as text: a leading ' before anything it would run as a formula."""
     text = "" if value is None else str(value)
@@ -171,7 +211,8 @@ def attendee_csv(*, event_id: str, status: str | None = None, search: str | None
     while True:
         page = attendee_page(event_id=event_id, status=status, search=search, cursor=cursor, limit=MAX_PAGE_SIZE)
         for row in page.items:
-            yield line([*(row[column] for column in CSV_COLUMNS), *_answer_cells(row["answers"], asked)])
+            cells = [when_text(row[column]) if column in CSV_MOMENTS else row[column] for column in CSV_COLUMNS]
+            yield line([*cells, *_answer_cells(row["answers"], asked)])
         if page.next_cursor is None:
             return
         cursor = page.next_cursor

@@ -14,6 +14,8 @@ from tems.decorators import staff_required
 from tems.errors import DomainError
 from tems.pagination import next_page_url, page_args
 
+CSV_BOM = "\ufeff"
+
 
 @require_GET
 @staff_required
@@ -31,6 +33,7 @@ def attendee_list(request: HttpRequest, event_id: str) -> HttpResponse:
                "status": status, "q": search, "statuses": attendees.STATUSES}
     if request.htmx and request.GET.get("cursor"):
         return render(request, "registrations/attendee_list.html#attendee-rows", context)
+    context["totals"] = attendees.attendee_totals(event=event)
     return render(request, "registrations/attendee_list.html", context)
 
 
@@ -46,7 +49,8 @@ def attendee_export(request: HttpRequest, event_id: str) -> HttpResponse:
     except DomainError as error:
         messages.error(request, error.detail)
         return redirect("registrations:attendee_list", event_id=event_id)
-    response = StreamingHttpResponse(itertools.chain([first], lines), content_type="text/csv; charset=utf-8")
+    # The byte-order mark makes spreadsheets (Excel above all) read the file as UTF-8: "Inés", not "InÃ©s".
+    response = StreamingHttpResponse(itertools.chain([CSV_BOM, first], lines), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="attendees-{event.event_id}.csv"'
     return response
 

@@ -2,11 +2,13 @@
 
 from django.http import HttpRequest, HttpResponse
 
+from registrations import selectors as registration_selectors
 from registrations.checkins import selectors, services
 from registrations.questions import question_sets
 from tems.api import api_view, json_response, parse_json_object
 from tems.idempotency import fingerprint, idempotent, key_from_request
 from tems.identity import user_key
+from tems.pagination import next_page_url
 
 
 @api_view("POST", staff=True)
@@ -33,6 +35,26 @@ def checkin_undo(request: HttpRequest, event_id: str, registration_id: str) -> H
 @api_view("GET", staff=True)
 def checkin_stats(request: HttpRequest, event_id: str) -> HttpResponse:
     response = json_response(selectors.checkin_stats(event_id=event_id))
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@api_view("GET", staff=True)
+def door_search(request: HttpRequest, event_id: str) -> HttpResponse:
+    """Staff: ``?q=`` a name, username or short code: ``{"attendees": [...], "more": bool}``, each with its
+    state, check-in and the ticket a tap sends."""
+    registration_selectors.event_get(event_id=event_id, consistent=False, with_seats=False)  # 404, not []
+    response = json_response(selectors.door_search(event_id=event_id, text=request.GET.get("q")))
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@api_view("GET", staff=True)
+def door_list(request: HttpRequest, event_id: str) -> HttpResponse:
+    """Staff: the door's copy of the whole list, a page at a time (``?cursor=``), for searching offline."""
+    registration_selectors.event_get(event_id=event_id, consistent=False, with_seats=False)
+    page = selectors.door_list_page(event_id=event_id, cursor=request.GET.get("cursor"))
+    response = json_response({"attendees": page.items, "next": next_page_url(request, page)})
     response["Cache-Control"] = "no-store"
     return response
 

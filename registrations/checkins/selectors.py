@@ -2,12 +2,28 @@
 
 from __future__ import annotations
 
+import unicodedata
+from collections.abc import Iterable
+from typing import Any
+
+from registrations import attendees
 from registrations.checkins.models import CheckIn, CheckInLogEntry, EventCheckins
 from registrations.errors import RegistrationError
 from registrations.events.models import Event
-from registrations.models import Registration, RegistrationClaim
+from registrations.models import REGISTRATION_BUCKETS, Registration, RegistrationClaim
 from registrations.seating import shards
-from tems.identity import user_names_for_keys
+from registrations.serializers import attendee_to_dict, door_row_to_dict
+from registrations.ticket_tokens import Ticket, short_code_from_text
+from tems.dynamo import batch_get_models
+from tems.identity import user_full_names_for_keys, user_keys_matching, user_names_for_keys
+from tems.pagination import Page
+
+# A door search names a person, not a crowd: past this many accounts the doorkeeper is asked to type more.
+DOOR_SEARCH_LIMIT = 20
+MAX_DOOR_SEARCH_CHARS = 100
+# The door's own copy of the list (for offline search) is read in pages this long: fewer round trips when a
+# door opens on a large event, and still at most this many items read per bucket.
+DOOR_LIST_PAGE = 200
 
 
 def checkin_stats(*, event_id: str) -> dict[str, int]:
@@ -70,3 +86,99 @@ def registration_at_door(*, event_id: str, registration_id: str,
     except RegistrationClaim.DoesNotExist:
         return None
     return claim if claim.registration_id == registration_id else None
+
+
+def checkins_for(*, event_id: str, registration_ids: Iterable[str]) -> dict[str, CheckIn]:
+    """The check-ins of these registrations of the event, by registration id: BatchGetItem by key (100 a page)."""
+    found = batch_get_models([(CheckIn, CheckIn.key_for(event_id, registration_id))
+                              for registration_id in set(registration_ids)])
+    return {checkin.registration_id: checkin for checkin in found}
+
+
+def ticket_for_code(*, event_id: str, code: str) -> Ticket:
+    """The ticket of the registration of ``event_id`` whose id starts with ``code`` (a short code read out at the
+    door). One Query per bucket (REGISTRATION_BUCKETS), each a key prefix with at most two items: bounded however
+    large the event. Raises RegistrationError('invalid') with ``reason`` 'unknown_code' (no registration with a
+    seat has it) or 'ambiguous_code' (two do: the rest of the id, the QR code or the name tells them apart)."""
+    found: list[Registration] = []
+    prefix = Registration.SK_PREFIX + code
+    for bucket in range(REGISTRATION_BUCKETS):
+        found.extend(Registration.query(Registration.event_pk_for(event_id, bucket), Registration.sk.startswith(prefix),
+                                        limit=2, consistent_read=True))
+    if not found:
+        raise RegistrationError("invalid", f"No registration with a seat at this event has the code {code}: check "
+                                "it with the student (it is under their QR code), or search their name.",
+                                reason="unknown_code")
+    if len(found) > 1:
+        raise RegistrationError("invalid", f"More than one registration starts with {code}: scan the QR code or "
+                                "search the name.", reason="ambiguous_code")
+    return Ticket(event_id=event_id, registration_id=found[0].registration_id, user_id=found[0].user_id)
+
+
+def _search_text(text: Any) -> str:
+    if text is None:
+        text = ""
+    if not isinstance(text, str):
+        raise RegistrationError("invalid", "Type a name, a username or a ticket code.", errors={"q": ["Not text."]})
+    text = " ".join(text.split())
+    if len(text) > MAX_DOOR_SEARCH_CHARS:
+        raise RegistrationError("invalid", f"A search is at most {MAX_DOOR_SEARCH_CHARS} characters.",
+                                errors={"q": ["Too long."]})
+    if any(unicodedata.category(char) in ("Cc", "Cs", "Co", "Cn") for char in text):
+        raise RegistrationError("invalid", "The search has characters no name has; type the name again.",
+                                errors={"q": ["Not a name."]})
+    return text
+
+
+def door_search(*, event_id: str, text: Any) -> dict[str, Any]:
+    """The event's registrations whose holder's first name, last name or username starts with every word of
+    ``text``, or whose short code ``text`` is; each an attendee row with its check-in, short code and ticket.
+
+    ``{"attendees": [...], "more": bool}`` (``more``: more accounts matched than DOOR_SEARCH_LIMIT; type more).
+    Bounded: one SQL query of at most DOOR_SEARCH_LIMIT + 1 accounts, one BatchGetItem of their claims on this
+    event, one of the check-ins (a code: a key-prefix Query per bucket instead of the SQL query). Raises
+    RegistrationError('invalid') for a search that is not short text.
+    """
+    text = _search_text(text)
+    if not text:
+        return {"attendees": [], "more": False}
+    code = short_code_from_text(text)
+    more = False
+    if code is not None:
+        try:
+            ticket = ticket_for_code(event_id=event_id, code=code)
+        except RegistrationError:
+            registrations = []
+        else:
+            # The claim, not the copy the code was found on: it is what a name search shows, in the same shape.
+            registrations = batch_get_models([(RegistrationClaim,
+                                               RegistrationClaim.key_for(event_id, ticket.user_id))])
+    else:
+        keys, more = user_keys_matching(text, limit=DOOR_SEARCH_LIMIT)
+        registrations = batch_get_models([(RegistrationClaim, RegistrationClaim.key_for(event_id, key))
+                                          for key in keys])
+    return {"attendees": _door_rows(event_id, registrations), "more": more}
+
+
+def _door_rows(event_id: str, registrations: list[Registration | RegistrationClaim]) -> list[dict[str, Any]]:
+    checkins = checkins_for(event_id=event_id, registration_ids=[r.registration_id for r in registrations])
+    names = user_full_names_for_keys([r.user_id for r in registrations])
+    usernames = user_names_for_keys([r.user_id for r in registrations])
+    rows = []
+    for registration in registrations:
+        row = attendee_to_dict(registration, None, names.get(registration.user_id, ("", "")),
+                               checkins.get(registration.registration_id))
+        row["user"] = usernames.get(registration.user_id, row["user"])
+        rows.append(door_row_to_dict(row, event_id=event_id, user_id=registration.user_id))
+    return sorted(rows, key=lambda row: (row["last_name"].casefold(), row["first_name"].casefold(), row["user"]))
+
+
+def door_list_page(*, event_id: str, cursor: str | None = None) -> Page[dict[str, Any]]:
+    """A page of the whole list the door keeps for offline search: every registration of the event with its state,
+    check-in, short code and ticket (DOOR_LIST_PAGE a page, see ``attendees.attendee_page``). Raises
+    DomainError('invalid') for a cursor that is not this list's."""
+    page = attendees.registration_page(event_id=event_id, cursor=cursor, limit=DOOR_LIST_PAGE)
+    rows = attendees.attendee_rows(event_id=event_id, registrations=page.items)
+    return Page(items=[door_row_to_dict(row, event_id=event_id, user_id=registration.user_id)
+                       for row, registration in zip(rows, page.items, strict=True)], next_cursor=page.next_cursor)
+

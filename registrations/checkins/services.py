@@ -36,7 +36,7 @@ from registrations.errors import RegistrationError, cancelled_in_image, event_ca
 from registrations.models import CONFIRMED, Registration
 from registrations.serializers import checkin_to_dict
 from registrations.services import RegistrationOutcome
-from registrations.ticket_tokens import Ticket, ticket_read
+from registrations.ticket_tokens import Ticket, short_code_from_text, ticket_read
 from registrations.write_rules import (
     MAX_CONFLICTS,
     busy_error,
@@ -117,11 +117,16 @@ def checkin_create(*, event_id: str, ticket_text: str, door: str, staff_id: str,
 
     One request for a first check-in. Returns the 201 of the check-in, the 200 "already checked in" naming
     the first check-in (another scan admitted the ticket), or the replay of this key's first answer.
-    Raises RegistrationError: 'invalid' (unreadable or forged ticket, bad door), 'conflict' with ``reason``
+    ``ticket_text`` is a ticket (its URL or token) or a short code (``ticket_tokens.short_code``).
+    Raises RegistrationError: 'invalid' (unreadable or forged ticket, unknown short code, bad door), 'conflict' with
+    ``reason``
     'other_event' | 'waitlisted' | 'cancelled' (not admissible) | 'event_cancelled', 'not_found' (no such event),
     'unprocessable' (the key was used for another request), 'busy' (contention did not clear; nothing written).
     """
-    ticket = ticket_read(text=ticket_text)
+    # A typed short code names a registration of this event by its id's start; anything else is a signed ticket
+    # (scanned, pasted, or sent by a tap on a name in the door's list). Either way the transaction decides.
+    code = short_code_from_text(ticket_text)
+    ticket = selectors.ticket_for_code(event_id=event_id, code=code) if code else ticket_read(text=ticket_text)
     if ticket.event_id != event_id:
         raise RegistrationError("conflict", "Not admissible: this ticket is for another event.",
                                 reason="other_event", ticket_event_id=ticket.event_id)
@@ -205,7 +210,8 @@ def _explain_not_admissible(ticket: Ticket) -> None:
         # The ticket is genuine, so the registration existed: cancelling deletes it.
         raise RegistrationError("conflict", "Not admissible: this registration was cancelled.", reason="cancelled")
     if registration.user_id != ticket.user_id:
-        raise RegistrationError("invalid", "This ticket is not genuine.", reason="forged")
+        raise RegistrationError("invalid", "This ticket does not match its registration: ask for the ticket on the "
+                                "student's phone now, or search the name.", reason="forged")
     if registration.status != CONFIRMED:
         raise RegistrationError("conflict", f"Not admissible: this registration is {registration.status}, "
                                 "not confirmed (on the waiting list, no seat).", reason=registration.status)

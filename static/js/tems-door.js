@@ -7,7 +7,13 @@
  * server's true answer (which may be "already checked in" if another door admitted the ticket meanwhile).
  *
  * Scanning: the browser's BarcodeDetector where it exists, otherwise jsQR (vendored from npm) on video frames
- * or on a photo; or a typed ticket code. No inline script: everything the page needs is in data attributes.
+ * or on a photo; or a typed ticket code (the 12-character code under the QR code, or a pasted ticket).
+ *
+ * Without a QR code: a search by name, username or code. Online it asks the server; when the door opens it also
+ * keeps the event's whole list in IndexedDB, so offline the search runs on that copy. Every row carries the
+ * signed ticket of its registration, and a tap on "Check in" is a scan of that ticket: stored first, with its
+ * own key, sent (or queued) exactly like a scan, so the server's one-check-in promise is the same.
+ * No inline script: everything the page needs is in data attributes.
  */
 (function () {
   "use strict";
@@ -18,10 +24,15 @@
   var EVENT_ID = root.dataset.eventId;
   var CHECKIN_URL = root.dataset.checkinUrl;
   var STATS_URL = root.dataset.statsUrl;
+  var SEARCH_URL = root.dataset.searchUrl;
+  var LIST_URL = root.dataset.listUrl;
   var ANSWERS_URL = root.dataset.answersUrl; // ends in a placeholder id, replaced by the scanned registration's
   var CSRF = root.dataset.csrfToken;
   var DB_NAME = "tems-door";
   var STORE = "scans";
+  var PEOPLE = "people"; // the event's list as the door opened, for searching offline
+  var SEARCH_DELAY_MS = 250;
+  var SHOWN_RESULTS = 20;
   var FLUSH_EVERY_MS = 5000;
   var STATS_EVERY_MS = 5000;
   // A ticket held in front of the camera is one scan, not thirty; scanning it again on purpose takes a moment.
@@ -59,20 +70,26 @@
   // --- IndexedDB: the queue that survives a reload -------------------------------------------------------
 
   var dbPromise = new Promise(function (resolve, reject) {
-    var request = indexedDB.open(DB_NAME, 1);
+    var request = indexedDB.open(DB_NAME, 2);
     request.onupgradeneeded = function () {
-      var store = request.result.createObjectStore(STORE, { keyPath: "key" });
-      store.createIndex("eventId", "eventId");
+      var db = request.result;
+      if (!db.objectStoreNames.contains(STORE)) {
+        db.createObjectStore(STORE, { keyPath: "key" }).createIndex("eventId", "eventId");
+      }
+      if (!db.objectStoreNames.contains(PEOPLE)) {
+        db.createObjectStore(PEOPLE, { keyPath: "id" }).createIndex("eventId", "eventId");
+      }
     };
     request.onsuccess = function () { resolve(request.result); };
     request.onerror = function () { reject(request.error); };
   });
 
-  function tx(mode, work) {
+  function tx(mode, work, storeName) {
+    storeName = storeName || STORE;
     return dbPromise.then(function (db) {
       return new Promise(function (resolve, reject) {
-        var transaction = db.transaction(STORE, mode);
-        var result = work(transaction.objectStore(STORE));
+        var transaction = db.transaction(storeName, mode);
+        var result = work(transaction.objectStore(storeName));
         transaction.oncomplete = function () { resolve(result && "result" in result ? result.result : result); };
         transaction.onerror = function () { reject(transaction.error); };
       });
@@ -91,7 +108,7 @@
   function describe(scan) {
     if (scan.state === "pending") {
       return { kind: "pending", title: "Pending",
-               detail: "Not sent yet: provisional. It is sent when the network returns." };
+               detail: (scan.label ? scan.label + ": " : "") + "not sent yet: provisional. It is sent when the network returns." };
     }
     var body = scan.body || {};
     if (scan.undone) return { kind: "pending", title: "Undone", detail: (body.user || "") + ": check-in taken back" };
@@ -199,8 +216,9 @@
         if (scan.status === 201 && !scan.undone) {
           var undo = document.createElement("button");
           undo.type = "button";
-          undo.className = "link-button scan-undo";
+          undo.className = "button danger scan-undo";
           undo.dataset.key = scan.key;
+          undo.dataset.name = (scan.body && scan.body.user) || scan.label || "";
           undo.textContent = "Undo check-in";
           item.appendChild(document.createTextNode(" "));
           item.appendChild(undo);
@@ -227,7 +245,7 @@
         scan.state = "done";
         scan.status = response.status;
         scan.body = body;
-        return saveScan(scan).then(function () {
+        return saveScan(scan).then(function () { return rememberCheckIn(body); }).then(function () {
           if (show) showFeedback(scan);
           refreshStats();
         });
@@ -243,23 +261,29 @@
     });
   }
 
+  // A flush asked for while one runs (the network returns while the last offline attempt is still failing) runs
+  // again right after it, instead of waiting for the next tick: the queue goes out as soon as it can.
+  var flushAgain = false;
   function flush() {
-    if (flushing) return Promise.resolve();
-    flushing = true;
-    return eventScans().then(function (scans) {
+    if (flushing) { flushAgain = true; return flushing; }
+    flushing = eventScans().then(function (scans) {
       var pending = scans.filter(function (scan) { return scan.state === "pending"; });
       // One after another, oldest first: the queue is replayed in the order the doorkeeper scanned.
       return pending.reduce(function (chain, scan) {
         return chain.then(function () { return send(scan, false); });
       }, Promise.resolve());
-    }).then(function () { flushing = false; }, function () { flushing = false; });
+    }).catch(function () {}).then(function () {
+      flushing = false;
+      if (flushAgain) { flushAgain = false; return flush(); }
+    });
+    return flushing;
   }
 
-  function scanTicket(text) {
+  function scanTicket(text, label) {
     text = (text || "").trim();
     if (!text) return Promise.resolve();
     var scan = { key: uuid4(), eventId: EVENT_ID, ticket: text, door: doorInput.value.trim(),
-                 scannedAt: Date.now(), state: "pending" };
+                 scannedAt: Date.now(), state: "pending", label: label || "" };
     // Stored before it is sent: a reload or a crash between the two loses nothing.
     return saveScan(scan).then(render).then(function () { return send(scan, true); });
   }
@@ -268,6 +292,8 @@
   scansList.addEventListener("click", function (event) {
     var button = event.target.closest(".scan-undo");
     if (!button) return;
+    // A tap next to the list is easy to make by mistake, and an undo lets the ticket in again: ask first.
+    if (!window.confirm("Undo the check-in of " + (button.dataset.name || "this ticket") + "? They will have to be checked in again.")) return;
     button.disabled = true;
     eventScans().then(function (scans) {
       var scan = scans.filter(function (s) { return s.key === button.dataset.key; })[0];
@@ -285,6 +311,185 @@
       button.disabled = false;
       alert("The undo did not go through; try again when online.");
     });
+  });
+
+  // --- find by name: online from the server, offline from the list kept when the door opened --------------
+
+  var findInput = document.getElementById("find-text");
+  var findNote = document.getElementById("find-note");
+  var findResults = document.getElementById("find-results");
+  var listNote = document.getElementById("list-note");
+  var searchTimer = null;
+  var searchSeq = 0;
+
+  function fold(text) { return (text || "").toLocaleLowerCase(); }
+  function codeOf(text) { return fold(text).replace(/[\s.\-]+/g, ""); }
+  function fullName(row) { return ((row.first_name || "") + " " + (row.last_name || "")).trim(); }
+
+  function personRecord(row) {
+    var record = Object.assign({}, row);
+    record.id = EVENT_ID + ":" + row.registration_id;
+    record.eventId = EVENT_ID;
+    return record;
+  }
+
+  // The door's copy of the list, read page by page when the door opens online and put in place whole, in one
+  // IndexedDB transaction: a cancelled registration leaves it, and a read cut short leaves the last copy intact.
+  function cacheList() {
+    var rows = [];
+    function page(url) {
+      return fetch(url, { credentials: "same-origin", cache: "no-store" }).then(function (response) {
+        if (!response.ok) throw new Error("list " + response.status);
+        return response.json();
+      }).then(function (body) {
+        rows = rows.concat(body.attendees);
+        return body.next ? page(body.next) : null;
+      });
+    }
+    return page(LIST_URL).then(function () {
+      return tx("readwrite", function (store) {
+        var old = store.index("eventId").openKeyCursor(IDBKeyRange.only(EVENT_ID));
+        old.onsuccess = function () {
+          var cursor = old.result;
+          if (cursor) { store.delete(cursor.primaryKey); cursor.continue(); return; }
+          rows.forEach(function (row) { store.put(personRecord(row)); });
+        };
+      }, PEOPLE);
+    }).then(function () {
+      var at = new Date();
+      localStorage.setItem("tems-door-list-" + EVENT_ID, at.toISOString());
+      listNote.textContent = rows.length + " people kept on this phone for searching offline (as of " + hhmm(at.toISOString()) + ").";
+      listNote.dataset.state = "cached";
+    }).catch(function () { showListAge(); });
+  }
+
+  function showListAge() {
+    var at = localStorage.getItem("tems-door-list-" + EVENT_ID);
+    listNote.textContent = at ? "Offline search uses the list kept at " + hhmm(at) + "." : "No list kept on this phone yet: search needs the network.";
+  }
+
+  // A check-in answered by the server also updates the kept copy, so an offline search after it tells the truth.
+  function rememberCheckIn(body) {
+    if (!body || !body.registration_id || !body.checked_in_at) return Promise.resolve();
+    var id = EVENT_ID + ":" + body.registration_id;
+    return tx("readwrite", function (store) {
+      var request = store.get(id);
+      request.onsuccess = function () {
+        var row = request.result;
+        if (!row) return;
+        row.checked_in_at = body.checked_in_at;
+        row.checked_in_door = body.door;
+        row.checked_in_by = body.checked_in_by;
+        store.put(row);
+      };
+    }, PEOPLE).catch(function () {});
+  }
+
+  function searchLocal(text) {
+    var words = fold(text).split(/\s+/).filter(Boolean);
+    var code = codeOf(text);
+    return tx("readonly", function (store) { return store.index("eventId").getAll(EVENT_ID); }, PEOPLE).then(function (rows) {
+      var found = rows.filter(function (row) {
+        if (code.length >= 12 && /^[0-9a-f]+$/.test(code) && row.registration_id.indexOf(code) === 0) return true;
+        var fields = [fold(row.first_name), fold(row.last_name), fold(row.user)];
+        return words.length > 0 && words.every(function (word) {
+          return fields.some(function (field) { return field.indexOf(word) === 0; });
+        });
+      });
+      found.sort(function (a, b) { return fold(a.last_name + a.first_name + a.user) < fold(b.last_name + b.first_name + b.user) ? -1 : 1; });
+      return { attendees: found.slice(0, SHOWN_RESULTS), more: found.length > SHOWN_RESULTS, offline: true };
+    });
+  }
+
+  function searchOnline(text) {
+    return fetch(SEARCH_URL + "?q=" + encodeURIComponent(text), { credentials: "same-origin", cache: "no-store" })
+      .then(function (response) {
+        setConnection(true);
+        return response.json().catch(function () { return {}; }).then(function (body) {
+          if (response.status === 400) return { attendees: [], more: false, refused: body.detail || "Type a name." };
+          if (!response.ok) throw new Error("search " + response.status);
+          return body;
+        });
+      });
+  }
+
+  function stateText(row, queued) {
+    if (queued) return "Check-in queued: sent when the network returns";
+    if (row.checked_in_at) {
+      return "Checked in at " + hhmm(row.checked_in_at) + (row.checked_in_door ? " at door " + row.checked_in_door : "")
+        + (row.checked_in_by ? " by " + row.checked_in_by : "");
+    }
+    if (row.status === "confirmed") return "Confirmed, not checked in";
+    if (row.status === "offered") return "Offered a seat, not yet accepted";
+    if (row.status === "waitlisted") return "On the waiting list: no seat";
+    return row.status;
+  }
+
+  function renderResults(result, text) {
+    return eventScans().then(function (scans) {
+      var queued = {};
+      scans.forEach(function (scan) { if (scan.state === "pending") queued[scan.ticket] = true; });
+      findResults.textContent = "";
+      var rows = result.attendees || [];
+      rows.forEach(function (row) {
+        var item = document.createElement("li");
+        item.className = "door-result status-" + row.status + (row.checked_in_at ? " checked-in" : "");
+        item.dataset.registrationId = row.registration_id;
+        var who = document.createElement("p");
+        who.className = "door-result-name";
+        var name = document.createElement("strong");
+        name.textContent = fullName(row) || row.user;
+        who.appendChild(name);
+        var meta = document.createElement("span");
+        meta.className = "help";
+        meta.textContent = " " + row.user + " · code " + row.code;
+        who.appendChild(meta);
+        var state = document.createElement("p");
+        state.className = "door-result-state";
+        state.textContent = stateText(row, queued[row.ticket]);
+        item.appendChild(who);
+        item.appendChild(state);
+        if (row.status === "confirmed" && !row.checked_in_at && !queued[row.ticket]) {
+          var button = document.createElement("button");
+          button.type = "button";
+          button.className = "button primary door-result-checkin";
+          button.textContent = "Check in";
+          button.setAttribute("aria-label", "Check in " + (fullName(row) || row.user));
+          button.addEventListener("click", function () {
+            unlockAudio();
+            button.disabled = true;
+            scanTicket(row.ticket, fullName(row) || row.user).then(function () { runSearch(findInput.value); });
+          });
+          item.appendChild(button);
+        }
+        findResults.appendChild(item);
+      });
+      var note = result.refused || (rows.length ? "" : "Nobody at this event matches \u201c" + text + "\u201d.");
+      if (result.more) note = "More people match: type more of the name.";
+      if (result.offline) note = (note ? note + " " : "") + "Offline: searched the list kept on this phone.";
+      findNote.textContent = note;
+    });
+  }
+
+  function runSearch(text) {
+    text = (text || "").trim();
+    var seq = ++searchSeq;
+    if (!text) { findResults.textContent = ""; findNote.textContent = ""; return Promise.resolve(); }
+    var search = navigator.onLine ? searchOnline(text).catch(function () { setConnection(false); return searchLocal(text); })
+                                  : searchLocal(text);
+    return search.then(function (result) {
+      if (seq === searchSeq) return renderResults(result, text); // an older answer never overwrites a newer one
+    });
+  }
+
+  document.getElementById("find").addEventListener("submit", function (event) {
+    event.preventDefault();
+    clearTimeout(searchTimer);
+    runSearch(findInput.value);
+  });
+  findInput.addEventListener("input", function () {
+    clearTimeout(searchTimer);
+    searchTimer = setTimeout(function () { runSearch(findInput.value); }, SEARCH_DELAY_MS);
   });
 
   // --- live counts and the connection banner --------------------------------------------------------------
@@ -306,7 +511,10 @@
     document.getElementById("offline-note").hidden = online;
   }
 
-  window.addEventListener("online", function () { setConnection(true); flush().then(refreshStats); });
+  window.addEventListener("online", function () {
+    setConnection(true);
+    flush().then(refreshStats).then(function () { return runSearch(findInput.value); });
+  });
   window.addEventListener("offline", function () { setConnection(false); });
   setConnection(navigator.onLine);
 
@@ -414,6 +622,7 @@
   }
 
   render().then(flush).then(refreshStats);
+  if (navigator.onLine) cacheList(); else showListAge();
   setInterval(function () { flush(); }, FLUSH_EVERY_MS);
   setInterval(function () { if (navigator.onLine) refreshStats(); }, STATS_EVERY_MS);
 })();

@@ -107,3 +107,37 @@ def test_a_ticket_url_opened_by_staff_leads_to_the_door(event, staff_client, stu
     assert response.status_code == 302 and response["Location"].startswith(f"/events/{event.event_id}/door/#ticket=")
     assert student_client.get(path)["Location"] == f"/events/{event.event_id}/"
     assert student_client.get("/tickets/forged:abc/").status_code == 400
+
+
+# --- the door's search and list, and hostile text on their fields ---------------------------------------------
+
+
+@pytest.mark.parametrize("q", ["x" * 101, "ann\x00", "%", "' OR 1=1 --", "<script>alert(1)</script>", "\u202e\u0007",
+                               "0" * 12, "ａｎｎ", "a" * 100])
+def test_any_search_text_gets_an_answer_or_a_readable_400_never_a_5xx(event, staff_client, q):
+    response = staff_client.get(f"/api/events/{event.event_id}/door-search", {"q": q})
+    if response.status_code == 400:
+        assert_problem(response, 400)
+    else:
+        assert response.status_code == 200 and response.json()["attendees"] == []
+
+
+@pytest.mark.parametrize("ticket", ["0" * 12, "01A2-484E-1942", "f" * 32, "0" * 33, "g" * 12, "01a2 484e 194",
+                                    "\u0660" * 12, "0" * 2001])
+def test_any_typed_code_is_refused_with_a_readable_400_never_a_5xx(event, staff_client, ticket):
+    body = assert_problem(post_scan(staff_client, event.event_id, {"ticket": ticket, "door": "A"}), 400)
+    assert "genuine" not in body["detail"]
+
+
+def test_the_door_list_pages_every_registration_with_its_code_and_ticket(event, staff_client, student_client):
+    ann = register(event.event_id, "ann").data  # the only seat
+    register(event.event_id, "bob")  # waiting
+    response = staff_client.get(f"/api/events/{event.event_id}/door-list")
+    assert response.status_code == 200 and response["Cache-Control"] == "no-store"
+    rows = {row["user"]: row for row in response.json()["attendees"]}
+    assert (rows["ann"]["code"], rows["bob"]["status"]) == (ann["registration_id"][:12], "waitlisted")
+    assert post_scan(staff_client, event.event_id, {"ticket": rows["ann"]["ticket"]}).status_code == 201
+    assert student_client.get(f"/api/events/{event.event_id}/door-list").status_code == 403
+    assert student_client.get(f"/api/events/{event.event_id}/door-search", {"q": "ann"}).status_code == 403
+    assert staff_client.get("/api/events/000000000000/door-search", {"q": "ann"}).status_code == 404
+    assert_problem(staff_client.get(f"/api/events/{event.event_id}/door-list", {"cursor": "junk"}), 400)

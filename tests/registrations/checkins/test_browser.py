@@ -110,11 +110,19 @@ def test_a_qr_photo_checks_in_green_then_red_then_yellow(door):
     yellow.click()
 
     type_ticket(page, "not-a-ticket")
-    assert "not genuine" in feedback(page, "refused").locator(".door-feedback-detail").inner_text()
+    assert "could not be read" in feedback(page, "refused").locator(".door-feedback-detail").inner_text()
     assert selectors.checkin_stats(event_id=event.event_id) == {"confirmed": 1, "checked_in": 1}
     assert page.evaluate("window.__buzz") == [[120], [400, 100, 400], [200, 100, 200], [200, 100, 200]]
 
     page.locator("#feedback").click()
+    # The undo asks first: dismissed, nothing changes; accepted, the check-in is taken back.
+    asked = []
+    page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+    page.get_by_role("button", name="Undo check-in").click()
+    page.wait_for_function("!document.querySelector('.scan-undo').disabled")
+    assert asked == ["Undo the check-in of ann? They will have to be checked in again."]
+    assert selectors.checkin_stats(event_id=event.event_id)["checked_in"] == 1
+    page.once("dialog", lambda dialog: dialog.accept())
     page.get_by_role("button", name="Undo check-in").click()
     page.locator("#scans li .scan-state", has_text="Undone").wait_for()
     page.locator("#checked-in-count").filter(has_text="0").wait_for()

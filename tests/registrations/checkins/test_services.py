@@ -10,7 +10,7 @@ import pytest
 
 from registrations import services as registration_services
 from registrations.checkins import selectors, services
-from registrations.checkins.models import CheckIn, EventCheckins
+from registrations.checkins.models import CheckIn
 from registrations.errors import RegistrationError
 from registrations.ticket_tokens import ticket_token
 from tems.dynamo import transaction_connection
@@ -18,7 +18,7 @@ from tems.metering import metered
 from tems.outbox import OutboxMessage
 from tests.helpers import assert_invariants_clean
 from tests.race import WindowHeldOpen, race
-from tests.registrations.checkins.helpers import STAFF, confirmed_ticket, scan
+from tests.registrations.checkins.helpers import STAFF, confirmed_ticket, naive_checkin, real_checkin, scan
 from tests.registrations.helpers import make_event, new_key, register
 
 DOORS = 20
@@ -148,32 +148,6 @@ def test_a_promoted_registration_becomes_admissible(ddb):
 
 
 # --- races -------------------------------------------------------------------------------------------------
-
-
-def naive_checkin(*, event_id: str, ticket_text: str, door: str, staff_id: str, window: WindowHeldOpen, **_):
-    """Deliberately broken: read "is it checked in?", then write. Two doors can both read "no"."""
-    from registrations.ticket_tokens import ticket_read
-    from tems.clock import utcnow
-
-    ticket = ticket_read(text=ticket_text)
-    key = CheckIn.key_for(event_id, ticket.registration_id)
-    try:
-        first = CheckIn.get(*key, consistent_read=True)
-        return {"status": "already_checked_in", "checked_in_by": first.checked_in_by, "door": first.door,
-                "checked_in_at": first.checked_in_at.isoformat()}
-    except CheckIn.DoesNotExist:
-        pass
-    window()  # the time a real handler spends between its read and its write, held open for a second door
-    now = utcnow()
-    CheckIn(*key, registration_id=ticket.registration_id, event_id=event_id, user_id=ticket.user_id,
-            checked_in_at=now, checked_in_by=staff_id, door=door).save()
-    EventCheckins(*EventCheckins.key_for(event_id)).update(actions=[EventCheckins.checked_in_count.add(1)])
-    return {"status": "checked_in", "checked_in_by": staff_id, "door": door, "checked_in_at": now.isoformat()}
-
-
-def real_checkin(**kwargs):
-    outcome = services.checkin_create(**kwargs)
-    return outcome.data
 
 
 def doors_race(checkin, event_id: str, ticket: str) -> list[dict]:
