@@ -43,7 +43,7 @@ def registration_ics(*, event: Event, registration: dict, stamp) -> bytes:
     entry.add("sequence", sequence_of(event))
     entry.add("status", "CANCELLED" if event.is_cancelled else "CONFIRMED")
     entry.add("dtstart", event.starts_at.astimezone(zone))
-    entry.add("dtend", (event.starts_at + ASSUMED_DURATION).astimezone(zone))
+    entry.add("dtend", (event.ends_at or event.starts_at + ASSUMED_DURATION).astimezone(zone))
     title = f"Cancelled: {event.title}" if event.is_cancelled else event.title
     entry.add("summary", title if registration["status"] != "waitlisted"
               else f"{title} (waiting list #{registration['position']})")
