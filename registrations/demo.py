@@ -61,11 +61,13 @@ def _term(today: datetime) -> list[dict]:
                    public=True)
               for (event_id, title, location, in_days, capacity, description), category in zip(
                   DEMO_EVENTS, ("social", "workshop", "careers", "talk"), strict=True)]
-    slots = WEEKS * 7 * 24 // 17
-    for number in range(60 - len(DEMO_EVENTS)):
+    count = 60 - len(DEMO_EVENTS)
+    for number in range(count):
         title, category, organizer, venue = TERM[number % len(TERM)]
         repeat = number // len(TERM)
-        starts = today + timedelta(hours=17 * (number * slots // 56) + 20)
+        # Spread over the weeks, at the hours events are held.
+        starts = (today + timedelta(days=1 + number * (WEEKS * 7 - 2) // count)).replace(
+            hour=(10, 13, 15, 18, 19, 12, 17)[number % 7])
         events.append(dict(
             event_id=f"term-{number:02d}", title=title if not repeat else f"{title} ({repeat + 1})",
             location=venue, starts_at=starts.replace(minute=0), capacity=(2, 12, 30, 60)[number % 4],

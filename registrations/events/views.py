@@ -44,12 +44,19 @@ def event_list(request: HttpRequest) -> HttpResponse:
     return _search_page(request, EventSearchForm(request.GET))
 
 
+FILTERS = ("from", "to", "category", "organizer", "mode", "free")
+
+
 def _searching(request: HttpRequest) -> bool:
-    return any(request.GET.get(name) for name in ("q", "from", "to", "category", "organizer", "mode", "free"))
+    return any(request.GET.get(name) for name in ("q", *FILTERS))
+
+
+def _filtering(request: HttpRequest) -> bool:
+    return any(request.GET.get(name) for name in FILTERS)
 
 
 def _search_page(request: HttpRequest, form: EventSearchForm) -> HttpResponse:
-    context = {"past": False, "form": form, "searching": _searching(request),
+    context = {"past": False, "form": form, "searching": _searching(request), "filtering": _filtering(request),
                "continued": bool(request.GET.get("cursor"))}
     try:
         filters = form.filters(public_only=not request.user.is_authenticated)
@@ -80,7 +87,7 @@ def event_calendar(request: HttpRequest) -> HttpResponse:
     """A month of events as a calendar (``?month=YYYY-MM``, this month by default), with the list's filters."""
     form = EventSearchForm(request.GET)
     today = timezone.localdate()
-    context = {"form": form, "events": [], "weeks": []}
+    context = {"form": form, "events": [], "filtering": _filtering(request), "searching": _searching(request)}
     try:
         year, month = _month(request.GET.get("month"), today)
         filters = form.filters(public_only=not request.user.is_authenticated)
@@ -99,7 +106,8 @@ def event_calendar(request: HttpRequest) -> HttpResponse:
     params.pop("month", None)
     params.pop("cursor", None)
     return render(request, "registrations/event_calendar.html", {
-        **context, "first": first, "days": days, "offset": first.weekday(), "today": today, "more": more,
+        **context, "events": events, "first": first, "days": days, "offset": first.weekday(), "today": today,
+        "more": more,
         "previous": previous if year > 1900 or month > 1 else None,
         "following": following if year < 9998 or month < 12 else None, "filters": params.urlencode(),
         "weekdays": list(calendar.day_abbr)})

@@ -164,6 +164,7 @@ def test_calendar_shows_the_month_events_on_their_days(ddb, student_client):
     make_event(title="May ball", starts_at=datetime(2031, 5, 3, 20, tzinfo=UTC))
     page = student_client.get("/events/calendar/?month=2031-04").content.decode()
     assert "April 2031" in page and "Spring fair" in page and "May ball" not in page
+    assert "No events this month" not in page
     assert 'datetime="2031-04-14"' in page and "?month=2031-05" in page and "?month=2031-03" in page
     assert "Spring fair" not in student_client.get("/events/calendar/?month=2031-04&category=talk").content.decode()
 
