@@ -236,9 +236,10 @@ def event_update(
     details = _details(details)
 
     def attempt() -> None:
-        # The seat counters and shards are read only to propose the new slices: every shard's slice is written
-        # under "taken <= slice" and the event under "counters as read", so a stale read fails, never oversells.
-        counters = _stored(event_id)
+        # The event and its shards are read only to propose the new slices and to know the facets to replace:
+        # every shard's slice is written under "taken <= slice" and the event under "counters as read" and its
+        # version, so a stale read fails, never oversells or leaves a facet behind.
+        stored = _stored(event_id)
         transaction = LabelledTransaction()
         # Built afresh per attempt: PynamoDB appends its version action to the list it is given.
         actions = [
@@ -260,9 +261,9 @@ def event_update(
             actions.append(attribute.remove() if value is None else attribute.set(value))
         # A cancelled event is not edited: a re-slice would write shards without the cancellation's mark.
         condition = Event.pk.exists() & Event.cancelled_at.does_not_exist()
-        if counters is not None:
-            count = int(counters.seat_shards)
-            sliced = int(counters.sliced)
+        if stored is not None:
+            count = int(stored.seat_shards)
+            sliced = int(stored.sliced)
             try:
                 gate = gate_get(event_id=event_id)
             except GateBusy:
@@ -281,10 +282,10 @@ def event_update(
                         window=(details["registration_opens_at"], details["registration_closes_at"]))
             actions += [Event.sliced.set(target), Event.seat_shards.set(len(sizes))]
             condition &= (Event.sliced == sliced) & (Event.seat_shards == count)
-            if counters.gsi1pk == Event.COLLECTION and int(counters.version) == expected_version:
+            if stored.gsi1pk == Event.COLLECTION and int(stored.version) == expected_version:
                 edited = Event(*Event.key_for(event_id), event_id=event_id, title=title, location=location,
                                starts_at=starts_at, **details)
-                index.replace_facets(transaction, stored=counters, edited=edited)
+                index.replace_facets(transaction, stored=stored, edited=edited)
         # PynamoDB adds "version = :expected" and "ADD version 1": the check and the change are one write.
         transaction.update(EVENT, Event(*Event.key_for(event_id), version=expected_version), actions=actions,
                            condition=condition, return_old_on_failure=True)
