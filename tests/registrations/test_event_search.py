@@ -9,7 +9,7 @@ import pytest
 
 from registrations.events import index
 from registrations.events import services as event_services
-from registrations.events.models import Event, EventFacet
+from registrations.events.models import Event, EventCancellation, EventFacet
 from registrations.events.selectors import EventFilters, event_search
 from tems.clock import utcnow
 from tems.identity import user_key
@@ -193,3 +193,34 @@ def test_the_online_link_is_for_confirmed_registrants(ddb, student_client, stude
     assert "meet.example.org" not in student_client.get(f"/events/{event.event_id}/").content.decode()
     register(event.event_id, user_key(student))
     assert "meet.example.org/w" in student_client.get(f"/events/{event.event_id}/").content.decode()
+
+
+def _edit_between_the_cancels_read_and_write(monkeypatch, *, pinned: bool) -> None:
+    """An edit that renames the event lands right after the cancellation read it. ``pinned`` False is the broken
+    variant: the cancellation's write not conditioned on the version it read."""
+    original = EventCancellation.get
+    edited = []
+
+    def get(*args, **kwargs):
+        read = original(*args, **kwargs)
+        if not edited:
+            edited.append(event_services.event_update(
+                event_id=read.event_id, expected_version=int(read.version), title="Renamed gala", description="",
+                location="", starts_at=read.starts_at, capacity=5, updated_by="colleague", category="social"))
+        if not pinned:
+            read.version = None
+        return read
+
+    monkeypatch.setattr(EventCancellation, "get", get)
+
+
+@pytest.mark.parametrize("pinned", [True, False])
+def test_a_cancel_racing_an_edit_removes_the_facets_the_edit_wrote(ddb, monkeypatch, pinned):
+    event = make_event(title="Winter gala", starts_at=soon(), category="social")
+    _edit_between_the_cancels_read_and_write(monkeypatch, pinned=pinned)
+    event_services.event_cancel_once(event_id=event.event_id, user_id="staff", cancelled_by="staff",
+                                     idempotency_key="3c1d2e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f", fingerprint="f")
+    if pinned:  # the write failed its version condition, read again and removed what the edit had written
+        assert facets_stored(event.event_id) == set() and found(text="renamed") == []
+    else:  # the broken variant removed the facets it had read and left the edit's: a cancelled event is found
+        assert "word:renamed" in facets_stored(event.event_id) and found(text="renamed") == ["Renamed gala"]
