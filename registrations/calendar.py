@@ -30,8 +30,9 @@ PRODID = "-//TEMS//University events//EN"
 
 
 def event_ends(event: Event) -> datetime:
-    """When the event ends, as calendars are told: the one place that knows TEMS has no end time of its own."""
-    return event.starts_at + ASSUMED_DURATION
+    """When the event ends, as calendars are told: its end, or ``ASSUMED_DURATION`` after the start when staff gave
+    none (a calendar entry needs an end)."""
+    return event.ends_at or event.starts_at + ASSUMED_DURATION
 
 
 def sequence_of(event: Event) -> int:
@@ -79,8 +80,9 @@ def _description(entry: Entry) -> str:
     return f"Event page: {page}\n{entry.standing.detail}"
 
 
-def _vevent(entry: Entry, *, stamp: datetime, zone: ZoneInfo) -> CalendarEvent:
+def _vevent(entry: Entry, *, stamp: datetime) -> CalendarEvent:
     event = entry.event
+    zone = ZoneInfo(event.time_zone or settings.TIME_ZONE)
     vevent = CalendarEvent()
     # The registration's UID: importing a file twice, or a feed refreshing, updates one entry instead of adding.
     vevent.add("uid", f"registration-{entry.registration_id}@tems")
@@ -101,18 +103,17 @@ def calendar_ics(entries: Iterable[Entry], *, stamp: datetime, name: str | None 
     """An iCalendar document of ``entries``.
 
     SEQUENCE (``Entry.sequence``) tells a calendar which copy is newer, so a cancelled event's entry
-    (``STATUS:CANCELLED``) replaces the old one instead of being ignored. The start and end carry the site's time
+    (``STATUS:CANCELLED``) replaces the old one instead of being ignored. The start and end carry the event's time
     zone (TZID, with its VTIMEZONE), so a calendar shows them at the wall-clock time the event page does;
     DTSTAMP stays in UTC, as RFC 5545 requires.
     """
-    zone = ZoneInfo(settings.TIME_ZONE)
     calendar = Calendar()
     calendar.add("prodid", PRODID)
     calendar.add("version", "2.0")
     if name:
         calendar.add("x-wr-calname", name)
     for entry in entries:
-        calendar.add_component(_vevent(entry, stamp=stamp, zone=zone))
+        calendar.add_component(_vevent(entry, stamp=stamp))
     calendar.add_missing_timezones()
     return calendar.to_ical()
 
@@ -122,15 +123,16 @@ def _utc_stamp(moment: datetime) -> str:
 
 
 def calendar_add_links(*, event_id: str, title: str, starts_at: datetime, ends_at: datetime,
-                       location: str) -> dict[str, str]:
+                       location: str, time_zone: str | None = None) -> dict[str, str]:
     """``{"google_url", "outlook_url"}``: Google Calendar's and Outlook on the web's "add" pages for the event,
     filled in (Google's documented ``render?action=TEMPLATE`` link, Outlook's ``deeplink/compose``)."""
     page = settings.TEMS_PUBLIC_URL + reverse("registrations:event_detail", kwargs={"event_id": event_id})
     google = urlencode({"action": "TEMPLATE", "text": title,
                         "dates": f"{_utc_stamp(starts_at)}/{_utc_stamp(ends_at)}",
-                        "details": f"Event page: {page}", "location": location or "", "ctz": settings.TIME_ZONE})
+                        "details": f"Event page: {page}", "location": location or "", "ctz": time_zone or settings.TIME_ZONE})
     outlook = urlencode({"path": "/calendar/action/compose", "rru": "addevent", "subject": title,
-                         "startdt": starts_at.astimezone(UTC).isoformat(), "enddt": ends_at.astimezone(UTC).isoformat(),
+                         "startdt": starts_at.astimezone(UTC).isoformat(),
+                         "enddt": ends_at.astimezone(UTC).isoformat(),
                          "body": f"Event page: {page}", "location": location or ""})
     return {"google_url": f"https://calendar.google.com/calendar/render?{google}",
             "outlook_url": f"https://outlook.live.com/calendar/0/deeplink/compose?{outlook}"}
@@ -138,4 +140,4 @@ def calendar_add_links(*, event_id: str, title: str, starts_at: datetime, ends_a
 
 def event_add_links(event: Event) -> dict[str, str]:
     return calendar_add_links(event_id=event.event_id, title=event.title, starts_at=event.starts_at,
-                              ends_at=event_ends(event), location=event.location)
+                              ends_at=event_ends(event), location=event.location, time_zone=event.time_zone)

@@ -13,13 +13,32 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from django.conf import settings
+
 from registrations.errors import RegistrationError
 from registrations.events.models import DEFAULT_REMINDER_HOURS
 from registrations.events.services import EventUpdate, event_update
 from tems.merge import Merge, save_with_merge
 
 EDITED_FIELDS = ("title", "location", "starts_at", "capacity", "description", "reminder_hours",
-                 "offer_hours")
+                 "offer_hours", "ends_at", "time_zone", "map_url", "online_url", "category", "organizer", "public",
+                 "registration_opens_at", "registration_closes_at")
+# Compared and carried as UTC ISO strings (None: not set).
+TIMES = ("starts_at", "ends_at", "registration_opens_at", "registration_closes_at")
+
+
+def _iso(value: Any) -> str | None:
+    if value in (None, ""):
+        return None
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return value.astimezone(UTC).isoformat()
+
+
+def as_datetimes(values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` (canonical) with its times as datetimes again."""
+    return {**values, **{name: datetime.fromisoformat(values[name]) if values.get(name) else None
+                         for name in TIMES if name in values}}
 
 
 @dataclass(frozen=True)
@@ -30,15 +49,16 @@ class EventEditOutcome:
 
 def canonical(values: dict[str, Any]) -> dict[str, Any]:
     """The edited fields in one comparable, JSON-safe form (the start as a UTC ISO string)."""
-    starts_at = values["starts_at"]
-    if isinstance(starts_at, str):
-        starts_at = datetime.fromisoformat(starts_at)
+    zone = values.get("time_zone") or None
     return {"title": values["title"], "location": values["location"] or "",
-            "starts_at": starts_at.astimezone(UTC).isoformat(), "capacity": int(values["capacity"]),
+            **{name: _iso(values.get(name)) for name in TIMES}, "capacity": int(values["capacity"]),
             "description": values["description"] or "",
             "reminder_hours": DEFAULT_REMINDER_HOURS if values.get("reminder_hours") is None
             else int(values["reminder_hours"]),
-            "offer_hours": int(values.get("offer_hours") or 0)}
+            "offer_hours": int(values.get("offer_hours") or 0),
+            "time_zone": None if zone == settings.TIME_ZONE else zone,
+            **{name: values.get(name) or "" for name in ("map_url", "online_url", "category", "organizer")},
+            "public": bool(values.get("public"))}
 
 
 def event_edit(*, event_id: str, expected_version: int, base: dict | None, mine: dict, updated_by: str,
@@ -50,7 +70,7 @@ def event_edit(*, event_id: str, expected_version: int, base: dict | None, mine:
     """
     def save(version: int, values: dict[str, Any]) -> EventUpdate:
         return event_update(event_id=event_id, expected_version=version, updated_by=updated_by,
-                            **{**values, "starts_at": datetime.fromisoformat(values["starts_at"])})
+                            **as_datetimes(values))
 
     def stored(error: RegistrationError) -> tuple[dict[str, Any], int] | None:
         if error.code != "conflict" or "current" not in error.extra:

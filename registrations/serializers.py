@@ -16,6 +16,7 @@ from typing import Any
 
 import segno
 from boto3.dynamodb.types import Binary
+from django.conf import settings
 from django.urls import reverse
 
 from registrations.calendar import event_ends
@@ -32,8 +33,13 @@ from tems.ids import id_path
 # --- events ---------------------------------------------------------------------------------------------------
 
 
-def event_to_dict(event: Event, *, seats: SeatCounts) -> dict:
-    """The API's event, with its seats as ``seat_counts`` read them (the stored event holds no count)."""
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def event_to_dict(event: Event, *, seats: SeatCounts, with_online_url: bool = True) -> dict:
+    """The API's event, with its seats as ``seat_counts`` read them (the stored event holds no count); the online
+    link only ``with_online_url`` (staff: people see it on the event's page once their place is confirmed)."""
     return {
         "id": event.event_id,
         "title": event.title,
@@ -47,6 +53,16 @@ def event_to_dict(event: Event, *, seats: SeatCounts) -> dict:
         "offer_hours": int(event.offer_hours or 0),
         "version": int(event.version),
         "cancelled_at": event.cancelled_at.isoformat() if event.cancelled_at else None,
+        "ends_at": _iso(event.ends_at),
+        "time_zone": event.time_zone or settings.TIME_ZONE,
+        "map_url": event.map_url or "",
+        **({"online_url": event.online_url or ""} if with_online_url else {}),
+        "online": bool(event.online_url),
+        "category": event.category or "",
+        "organizer": event.organizer or "",
+        "public": bool(event.public),
+        "registration_opens_at": _iso(event.registration_opens_at),
+        "registration_closes_at": _iso(event.registration_closes_at),
     }
 
 

@@ -18,6 +18,7 @@ app_name = "registrations"
 urlpatterns = [
     path("events/", event_views.event_list, name="event_list"),
     path("events/past/", event_views.event_list_past, name="event_list_past"),
+    path("events/calendar/", event_views.event_calendar, name="event_calendar"),
     path("events/new/", event_views.event_create, name="event_create"),
     path("events/<id:event_id>/", event_views.event_detail, name="event_detail"),
     path("events/<id:event_id>/edit/", event_views.event_edit, name="event_edit"),

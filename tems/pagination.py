@@ -95,6 +95,19 @@ def query_page(query: Callable[..., Any], *query_args: Any, scope: str, cursor: 
     return Page(items=items, next_cursor=encode_cursor(results.last_evaluated_key, scope=scope))
 
 
+def query_filtered_page(query: Callable[..., Any], *query_args: Any, model: Any, scope: str, cursor: str | None,
+                        limit: int, **query_kwargs: Any) -> Page[Any]:
+    """One page of a Query with a ``filter_condition``: exactly one request, whose ``limit`` bounds the items
+    DynamoDB reads, so the page holds those of them the filter kept (maybe none) and the cursor goes on after the
+    last one read. (``query_page`` would let PynamoDB send more requests until ``limit`` items pass the filter:
+    unbounded when few do.) ``model`` turns the raw items into models.
+    """
+    results = query(*query_args, limit=limit, last_evaluated_key=decode_cursor(cursor, scope=scope), **query_kwargs)
+    raw = next(results.page_iter)
+    items = [model.from_raw_data(item) for item in raw.get("Items", [])]
+    return Page(items=items, next_cursor=encode_cursor(results.page_iter.last_evaluated_key, scope=scope))
+
+
 def next_page_url(request: HttpRequest, page: Page) -> str | None:
     """This request's URL with ``cursor`` set to the next page's (None on the last page)."""
     if page.next_cursor is None:

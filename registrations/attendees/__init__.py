@@ -28,6 +28,7 @@ from registrations.models import CONFIRMED, OFFERED, REGISTRATION_BUCKETS, WAITL
 from registrations.offers.models import Offer
 from registrations.questions import question_sets
 from registrations.seating import positions
+from registrations.seating.shards import SeatCounts
 from registrations.serializers import attendee_to_dict
 from tems.dynamo import batch_get_models
 from tems.errors import DomainError
@@ -165,8 +166,8 @@ def _bucket_page(partition: str, condition, filter_condition, limit: int) -> tup
     return items, stopped_at
 
 
-def attendee_totals(*, event: Event) -> dict[str, int]:
-    """``{confirmed, offered, waiting, checked_in}`` of an event read with its seats (``selectors.event_get``).
+def attendee_totals(*, event: Event, seats: SeatCounts) -> dict[str, int]:
+    """``{confirmed, offered, waiting, checked_in}`` of an event and its seats as ``seat_counts`` read them.
 
     A seat offered from the waiting list is taken until the offer ends, so the confirmed are the taken seats less
     the open offers. Two more requests: the door's counter (GetItem) and a count of the site's open offers (a
@@ -178,8 +179,8 @@ def attendee_totals(*, event: Event) -> dict[str, int]:
     except EventCheckins.DoesNotExist:
         checked_in = 0
     offered = Offer.by_end.count(Offer.COLLECTION, filter_condition=Offer.event_id == event.event_id)
-    return {"confirmed": max(int(event.registered_count or 0) - offered, 0), "offered": offered,
-            "waiting": int(event.waitlist_count or 0), "checked_in": int(checked_in or 0)}
+    return {"confirmed": max(seats.registered - offered, 0), "offered": offered,
+            "waiting": seats.waiting, "checked_in": int(checked_in or 0)}
 
 
 def safe_cell(value: object) -> str:

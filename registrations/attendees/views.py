@@ -7,7 +7,7 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
-from registrations import attendees
+from registrations import attendees, selectors
 from registrations.questions import question_sets
 from registrations.views import event_or_404
 from tems.decorators import staff_required
@@ -33,7 +33,7 @@ def attendee_list(request: HttpRequest, event_id: str) -> HttpResponse:
                "status": status, "q": search, "statuses": attendees.STATUSES}
     if request.htmx and request.GET.get("cursor"):
         return render(request, "registrations/attendee_list.html#attendee-rows", context)
-    context["totals"] = attendees.attendee_totals(event=event)
+    context["totals"] = attendees.attendee_totals(event=event, seats=selectors.seats_for(event=event))
     return render(request, "registrations/attendee_list.html", context)
 
 

@@ -4,8 +4,9 @@ from django.http import HttpRequest, HttpResponse
 
 from registrations import selectors, serializers
 from registrations.errors import RegistrationError
+from registrations.events import selectors as event_selectors
 from registrations.events import services as event_services
-from registrations.events.forms import EventForm
+from registrations.events.forms import EventForm, EventSearchForm
 from tems.api import api_view, json_response, parse_form
 from tems.idempotency import key_from_request, request_fingerprint
 from tems.identity import user_key
@@ -17,9 +18,16 @@ def events(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         return _event_create(request)
     # Upcoming events, soonest first; ``?past=1`` for past events, most recent first. ``?cursor=`` pages on.
-    page = selectors.event_page(past=request.GET.get("past") == "1", **page_args(request))
-    seats = selectors.seat_counts(events=page.items)
-    return json_response({"events": [serializers.event_to_dict(e, seats=seats[e.event_id]) for e in page],
+    # The list's search and filters (``?q=&from=&to=&category=&organizer=&mode=&free=``) as on the page.
+    if any(request.GET.get(name) for name in ("q", "from", "to", "category", "organizer", "mode", "free")):
+        filters = EventSearchForm(request.GET).filters(public_only=False)
+        page, seats = event_selectors.event_search(filters=filters, **page_args(request))
+    else:
+        page = selectors.event_page(past=request.GET.get("past") == "1", **page_args(request))
+        seats = selectors.seat_counts(events=page.items)
+    staff = request.user.is_staff
+    return json_response({"events": [serializers.event_to_dict(e, seats=seats[e.event_id], with_online_url=staff)
+                                     for e in page],
                           "next": next_page_url(request, page)})
 
 
@@ -39,5 +47,6 @@ def _event_create(request: HttpRequest) -> HttpResponse:
 @api_view("GET")
 def event_detail(request: HttpRequest, event_id: str) -> HttpResponse:
     event = selectors.event_get(event_id=event_id)
-    return json_response(serializers.event_to_dict(event, seats=selectors.seats_for(event=event)))
+    return json_response(serializers.event_to_dict(event, seats=selectors.seats_for(event=event),
+                                                   with_online_url=request.user.is_staff))
 

@@ -1,19 +1,54 @@
-"""Forms of an event: create, and edit at a version."""
+"""Forms of an event: create, edit at a version, and the event list's search."""
+
+import zoneinfo
+from datetime import datetime, time, timedelta
 
 from django import forms
+from django.conf import settings
 from django.utils import timezone
 
+from registrations.errors import RegistrationError
+from registrations.events.index import MAX_ORGANIZER_CHARS, words_of
 from registrations.events.models import (
+    CATEGORIES,
     DEFAULT_OFFER_HOURS,
     DEFAULT_REMINDER_HOURS,
     MAX_OFFER_HOURS,
     MAX_REMINDER_HOURS,
     MIN_OFFER_HOURS,
 )
+from registrations.events.selectors import EventFilters
 from tems.clock import utcnow
 from tems.forms import UtcDateTimeField
 
 MAX_CAPACITY = 100_000
+# The dates an event's times are typed in: the start, the end and the registration window.
+TIMES = ("starts_at", "ends_at", "registration_opens_at", "registration_closes_at")
+
+
+def _zones() -> list[tuple[str, str]]:
+    return [(name, name.replace("_", " ")) for name in sorted(zoneinfo.available_timezones())
+            if "/" in name and not name.startswith(("Etc/", "SystemV/", "posix/", "right/"))]
+
+
+class ZonedDateTimeField(UtcDateTimeField):
+    """A date and time typed in the event's zone (``zone``, set by the form), shown in it again."""
+
+    zone = None
+
+    def to_python(self, value):
+        with timezone.override(self.zone or timezone.get_default_timezone()):
+            return super().to_python(value)
+
+    def prepare_value(self, value):
+        if isinstance(value, datetime) and timezone.is_aware(value) and self.zone is not None:
+            return timezone.make_naive(value, self.zone)
+        return super().prepare_value(value)
+
+
+def _when_field(label: str, *, required: bool = False, help_text: str = "") -> ZonedDateTimeField:
+    return ZonedDateTimeField(required=required, label=label, help_text=help_text, widget=forms.DateTimeInput(
+        attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"))
 
 
 class EventForm(forms.Form):
@@ -21,10 +56,23 @@ class EventForm(forms.Form):
 
     title = forms.CharField(max_length=200)
     description = forms.CharField(required=False, max_length=5000, widget=forms.Textarea(attrs={"rows": 4}))
-    location = forms.CharField(required=False, max_length=200)
-    starts_at = UtcDateTimeField(
-        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
-    )
+    location = forms.CharField(required=False, max_length=200, label="Venue",
+                               help_text="Where people come in person; empty for an online-only event.")
+    map_url = forms.URLField(required=False, max_length=500, label="Map link (optional)", assume_scheme="https")
+    online_url = forms.URLField(required=False, max_length=500, label="Online link (optional)", assume_scheme="https",
+                                help_text="Shown only to people with a confirmed place.")
+    starts_at = _when_field("Starts", required=True)
+    ends_at = _when_field("Ends")
+    time_zone = forms.ChoiceField(required=False, choices=_zones, label="Time zone",
+                                  help_text="The times above are in this zone.")
+    category = forms.ChoiceField(required=False, choices=[("", "(none)"), *CATEGORIES])
+    organizer = forms.CharField(required=False, max_length=MAX_ORGANIZER_CHARS,
+                                help_text="Who runs it, as people know them.")
+    public = forms.BooleanField(required=False, label="Listed publicly",
+                                help_text="Shown to visitors who are not logged in; registering still needs an "
+                                          "account.")
+    registration_opens_at = _when_field("Registration opens", help_text="Empty: open now.")
+    registration_closes_at = _when_field("Registration closes", help_text="Empty: at the start.")
     capacity = forms.IntegerField(min_value=1, max_value=MAX_CAPACITY)
     reminder_hours = forms.IntegerField(
         required=False, min_value=0, max_value=MAX_REMINDER_HOURS, initial=DEFAULT_REMINDER_HOURS,
@@ -48,8 +96,26 @@ class EventForm(forms.Form):
         super().__init__(*args, **kwargs)
         # An edit that keeps the start it was opened with needs no confirmation, even once that start has passed.
         self.opened_starts_at = opened_starts_at
-        # Which clock the date and time picker means: the site's zone (its abbreviation changes with summer time).
-        self.fields["starts_at"].help_text = f"Local time in {timezone.get_current_timezone_name()}."
+        self.fields["time_zone"].initial = settings.TIME_ZONE
+        # The typed times mean the event's zone: the one posted, else the one it is shown in.
+        self.zone = self._zone(self.data.get("time_zone") if self.is_bound else self.initial.get("time_zone"))
+        for name in TIMES:
+            self.fields[name].zone = self.zone
+
+    @staticmethod
+    def _zone(name) -> zoneinfo.ZoneInfo:
+        try:
+            return zoneinfo.ZoneInfo(name) if isinstance(name, str) and name else timezone.get_default_timezone()
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            return timezone.get_default_timezone()
+
+
+    def clean_time_zone(self) -> str | None:
+        zone = self.cleaned_data.get("time_zone") or ""
+        return None if zone in ("", settings.TIME_ZONE) else zone
+
+    def clean_organizer(self) -> str:
+        return " ".join(self.cleaned_data.get("organizer", "").split())
 
     def clean_title(self) -> str:
         title = self.cleaned_data["title"].strip()
@@ -68,6 +134,15 @@ class EventForm(forms.Form):
             # The confirmation is offered only once it is needed.
             self.fields["confirm_past"].widget = forms.CheckboxInput()
         data.pop("confirm_past", None)
+        ends_at, opens, closes = (data.get(name) for name in TIMES[1:])
+        if starts_at and ends_at and ends_at < starts_at:
+            self.add_error("ends_at", forms.ValidationError("The end must not be before the start.", code="order"))
+        if opens and closes and closes <= opens:
+            self.add_error("registration_closes_at", forms.ValidationError(
+                "Registration must close after it opens.", code="order"))
+        if starts_at and closes and closes > starts_at:
+            self.add_error("registration_closes_at", forms.ValidationError(
+                "Registration closes at the start at the latest.", code="order"))
         return data
 
 
@@ -76,3 +151,73 @@ class EventEditForm(EventForm):
     version = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
     # The values the page was opened with (signed, tems.merge): what this editor changed is what differs from it.
     base = forms.CharField(required=False, widget=forms.HiddenInput)
+
+
+class EventSearchForm(forms.Form):
+    """The event list's search and filters (``?q=&from=&to=&category=&organizer=&free=&mode=``), page and API."""
+
+    q = forms.CharField(required=False, max_length=100, label="Search",
+                        widget=forms.TextInput(attrs={"type": "search", "placeholder": "A word of the title"}))
+    starts_from = forms.DateField(required=False, label="From", widget=forms.DateInput(attrs={"type": "date"}))
+    starts_to = forms.DateField(required=False, label="To", widget=forms.DateInput(attrs={"type": "date"}))
+    category = forms.ChoiceField(required=False, choices=[("", "Any"), *CATEGORIES],
+                                 widget=forms.Select(attrs={"id": "search-category"}))
+    organizer = forms.CharField(required=False, max_length=MAX_ORGANIZER_CHARS)
+    mode = forms.ChoiceField(required=False, label="Where", choices=[("", "Online or in person"),
+                                                                    ("online", "Online"),
+                                                                    ("in_person", "In person")],
+                             widget=forms.Select(attrs={"id": "search-mode"}))
+    free = forms.BooleanField(required=False, label="Has free seats")
+
+    # The query's names for the two dates (``from`` is a Python keyword, so the fields have other names).
+    ALIASES = {"from": "starts_from", "to": "starts_to"}
+
+    def __init__(self, query=None, **kwargs):
+        if query is not None:
+            query = query.copy()
+            for alias, name in self.ALIASES.items():
+                if alias in query:
+                    query[name] = query[alias]
+        super().__init__(query, **kwargs)
+
+    def clean_q(self) -> str:
+        text = self.cleaned_data.get("q", "").strip()
+        if text and not words_of(text):
+            raise forms.ValidationError("Search for a word of at least two letters (words such as “the” are "
+                                        "not searched).", code="no_words")
+        return text
+
+    def clean(self) -> dict:
+        data = super().clean()
+        for name in ("starts_from", "starts_to"):
+            day = data.get(name)
+            if day is not None and not UtcDateTimeField.MIN_YEAR <= day.year <= 9998:
+                self.add_error(name, forms.ValidationError("Choose a date between the years 1900 and 9998.",
+                                                           code="out_of_range"))
+        first, last = data.get("starts_from"), data.get("starts_to")
+        if first and last and last < first:
+            self.add_error("starts_to", forms.ValidationError("“To” must not be before “From”.", code="order"))
+        return data
+
+    def filters(self, *, public_only: bool):
+        """The valid query as ``EventFilters``; RegistrationError('invalid') naming each wrong field."""
+        if not self.is_valid():
+            errors = {self.ALIASES_BACK.get(name, name): [str(m) for m in messages]
+                      for name, messages in self.errors.items()}
+            raise RegistrationError("invalid", "Check the search: " + " ".join(
+                message for messages in errors.values() for message in messages), errors=errors)
+        data = self.cleaned_data
+        return EventFilters(
+            text=data["q"], starts_from=_day_start(data["starts_from"]),
+            starts_before=_day_start(data["starts_to"] and data["starts_to"] + timedelta(days=1)),
+            category=data["category"] or None, organizer=data["organizer"] or None, free_seats=data["free"],
+            mode=data["mode"] or None, public_only=public_only)
+
+    ALIASES_BACK = {name: alias for alias, name in ALIASES.items()}
+
+
+def _day_start(day) -> datetime | None:
+    """Midnight of ``day`` in the site's zone: dates in a search are the site's days."""
+    if not day:
+        return None
+    return timezone.make_aware(datetime.combine(day, time()), timezone.get_default_timezone())

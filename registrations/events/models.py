@@ -1,11 +1,13 @@
-"""The event's item and its views (``Event``, ``EventSeats``, ``EventCancellation``), in the single table (see
-tems.dynamo)."""
+"""The event's item and its views (``Event``, ``EventSeats``, ``EventCancellation``), and its finding aids
+(``EventFacet``), in the single table (see tems.dynamo)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
 from pynamodb.attributes import (
+    BooleanAttribute,
+    ListAttribute,
     NumberAttribute,
     TTLAttribute,
     UnicodeAttribute,
@@ -34,6 +36,18 @@ MIN_OFFER_HOURS = 1
 
 
 MAX_OFFER_HOURS = 336
+
+
+# What an event is about, for the list's filter: a fixed list, so a filter names a set the index holds.
+CATEGORIES = (
+    ("talk", "Talk"),
+    ("workshop", "Workshop"),
+    ("social", "Social"),
+    ("careers", "Careers"),
+    ("sport", "Sport"),
+    ("other", "Other"),
+)
+CATEGORY_LABELS = dict(CATEGORIES)
 
 
 class Event(TableModel):
@@ -77,6 +91,21 @@ class Event(TableModel):
     # "not for a cancelled event" rule asks. Writes that admit someone check it by their own conditions.
     cancelled_at = UTCDateTimeAttribute(null=True)
     cancelled_by = UnicodeAttribute(null=True)
+    # Absent: the same as the start (the calendar file then gives it an hour).
+    ends_at = UTCDateTimeAttribute(null=True)
+    # The zone its times are typed and shown in (absent: the site's, settings.TIME_ZONE).
+    time_zone = UnicodeAttribute(null=True)
+    map_url = UnicodeAttribute(null=True)
+    # Shown to confirmed registrants only (registrations.events.views).
+    online_url = UnicodeAttribute(null=True)
+    category = UnicodeAttribute(null=True)  # one of CATEGORIES
+    # Who runs it, as a name for now (the owning team's, once events belong to teams).
+    organizer = TextAttribute(null=True)
+    # Listed to visitors who are not logged in (registering still needs an account).
+    public = BooleanAttribute(null=True)
+    # The registration window, copied onto every seat shard: the seat's own condition enforces it.
+    registration_opens_at = UTCDateTimeAttribute(null=True)
+    registration_closes_at = UTCDateTimeAttribute(null=True)
 
     by_start = CollectionIndex()
     gsi1pk = UnicodeAttribute(attr_name="GSI1PK", default=COLLECTION)
@@ -115,8 +144,27 @@ class Event(TableModel):
 
     @property
     def registration_closed(self) -> bool:
-        """Registration closes at the start; only for showing it: the registration's condition decides."""
-        return self.starts_at <= utcnow()
+        """Registration closes at the start, or at the window's end; only for showing it: the registration's
+        condition decides."""
+        now = utcnow()
+        return self.starts_at <= now or (self.registration_closes_at is not None
+                                         and self.registration_closes_at <= now)
+
+    @property
+    def registration_not_open_yet(self) -> bool:
+        return self.registration_opens_at is not None and self.registration_opens_at > utcnow()
+
+    @property
+    def category_label(self) -> str:
+        return CATEGORY_LABELS.get(self.category or "", "")
+
+    @property
+    def in_person(self) -> bool:
+        return bool(self.location)
+
+    @property
+    def online(self) -> bool:
+        return bool(self.online_url)
 
 
 class EventSeats(TableModel):
@@ -157,7 +205,64 @@ class EventCancellation(TableModel):
     seat_shards = NumberAttribute(null=True)
     cancelled_at = UTCDateTimeAttribute(null=True)
     cancelled_by = UnicodeAttribute(null=True)
+    # What the event's finding aids were written from (``EventFacet.facets_of``), so the cancellation removes
+    # them; the version pins them: an edit meanwhile fails the cancellation's condition, which then reads again.
+    starts_at = UTCDateTimeAttribute(null=True)
+    category = UnicodeAttribute(null=True)
+    organizer = TextAttribute(null=True)
+    public = BooleanAttribute(null=True)
+    version = NumberAttribute(null=True)
+    collection = UnicodeAttribute(attr_name="GSI1PK", null=True)  # Event.gsi1pk: only listed events have facets
 
     @classmethod
     def key_for(cls, event_id: str) -> tuple[str, str]:
         return Event.key_for(event_id)
+
+
+class EventFacet(TableModel):
+    """``EVENT#<event_id>`` / ``FACET#<facet>``: one way to find an event, listed in GSI1 under
+    ``EVENTFACET#<facet>`` by start time (``Event.listing_key``).
+
+    A facet is a word of the title, the category, the organizer, or "public". The event's create, edit and
+    cancellation write and remove its facets in their own transaction (registrations.events.index), so a search
+    reads one facet's list a page at a time (Query + Limit) and never meets an event that is not so. Each entry
+    carries what the other filters ask, so combining them filters the entries read, never reads more lists.
+    """
+
+    SK_PREFIX = "FACET#"
+    LIST_PREFIX = "EVENTFACET#"
+    PUBLIC = "public"
+
+    event_id = UnicodeAttribute()
+    facet = UnicodeAttribute()
+    starts_at = UTCDateTimeAttribute()
+    category = UnicodeAttribute(null=True)
+    organizer = UnicodeAttribute(null=True)  # ``organizer_key`` of the event's organizer
+    public = BooleanAttribute(default=False)
+    online = BooleanAttribute(default=False)
+    in_person = BooleanAttribute(default=False)
+    words = ListAttribute(of=UnicodeAttribute, default=list)
+
+    listing = CollectionIndex()
+    gsi1pk = UnicodeAttribute(attr_name="GSI1PK")
+    gsi1sk = UnicodeAttribute(attr_name="GSI1SK")
+
+    @classmethod
+    def key_for(cls, event_id: str, facet: str) -> tuple[str, str]:
+        return Event.pk_for(event_id), cls.SK_PREFIX + facet
+
+    @classmethod
+    def list_pk_for(cls, facet: str) -> str:
+        return cls.LIST_PREFIX + facet
+
+    @staticmethod
+    def word(token: str) -> str:
+        return f"word:{token}"
+
+    @staticmethod
+    def of_category(category: str) -> str:
+        return f"category:{category}"
+
+    @staticmethod
+    def of_organizer(organizer_key: str) -> str:
+        return f"organizer:{organizer_key}"

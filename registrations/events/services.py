@@ -10,9 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
+from typing import Any
 
 from registrations.errors import RegistrationError, cancelled_in_image, event_cancelled_error
-from registrations.events.models import Event, EventCancellation, EventSeats
+from registrations.events import index
+from registrations.events.models import Event, EventCancellation
 from registrations.messages.models import EventMessage
 from registrations.messages.services import MESSAGE, REGISTRANTS
 from registrations.seating import shards
@@ -58,9 +60,22 @@ def waitlist_promotion_requested(message: OutboxMessage) -> None:
     waitlist_promote(event_id=message.data["event_id"])
 
 
+# The event's details beyond its title, time and seats, each optional (absent: not given); see Event.
+DETAILS = ("ends_at", "time_zone", "map_url", "online_url", "category", "organizer", "public",
+           "registration_opens_at", "registration_closes_at")
+
+
+def _details(details: dict[str, Any]) -> dict[str, Any]:
+    unknown = set(details) - set(DETAILS)
+    if unknown:
+        raise TypeError(f"unknown event fields: {sorted(unknown)}")
+    # Empty is absent, so an event never stores "" where a page asks "is there one?".
+    return {name: details.get(name) or None for name in DETAILS}
+
+
 def _new_event(*, event_id: str | None, title: str, description: str, location: str, starts_at: datetime,
                capacity: int, created_by: str, collection: str, expires_at: datetime | None = None,
-               reminder_hours: int | None = None, offer_hours: int | None = None) -> Event:
+               reminder_hours: int | None = None, offer_hours: int | None = None, **details: Any) -> Event:
     event_id = event_id or new_event_id()
     now = utcnow()
     return Event(
@@ -69,7 +84,7 @@ def _new_event(*, event_id: str | None, title: str, description: str, location: 
         capacity=capacity, created_at=now, created_by=created_by, updated_at=now, updated_by=created_by,
         gsi1pk=collection, gsi1sk=Event.listing_key(starts_at, event_id), expires_at=expires_at,
         seat_shards=shards.shard_count(capacity), sliced=capacity,
-        reminder_hours=reminder_hours, offer_hours=offer_hours or None,
+        reminder_hours=reminder_hours, offer_hours=offer_hours or None, **_details(details),
     )
 
 
@@ -85,13 +100,17 @@ def _commit_event_create(event: Event, *, add_record: Callable[[LabelledTransact
         transaction.save(EVENT, event, condition=Event.pk.does_not_exist())
         # The seat shards are born with the event, so a registration never meets an event without them.
         for shard in shards.new_shards(event_id=event.event_id, capacity=int(event.capacity),
-                                      starts_at=event.starts_at):
+                                      starts_at=event.starts_at, opens_at=event.registration_opens_at,
+                                      closes_at=event.registration_closes_at):
             transaction.save(f"shard_{int(shard.shard)}", shard, condition=SeatShard.pk.does_not_exist())
         # And the queue the waiting list's lanes take their tickets from (registrations.seating.lanes, "Claims"),
         # and its gate (registrations.seating.gate).
         transaction.save(QUEUE, WaitlistQueue.new(event.event_id), condition=WaitlistQueue.pk.does_not_exist())
         transaction.save(GATE, new_gate(event_id=event.event_id, shards=int(event.seat_shards)),
                          condition=SeatGate.pk.does_not_exist())
+        # Its finding aids, so no search meets the event before it exists (the lab's scratch events have none).
+        if event.gsi1pk == Event.COLLECTION:
+            index.add_facets(transaction, event)
         if add_record is not None:
             add_record(transaction)
         transaction.commit()
@@ -118,16 +137,17 @@ def event_create(
     expires_at: datetime | None = None,
     reminder_hours: int | None = None,
     offer_hours: int | None = None,
+    **details: Any,
 ) -> Event:
     """Create an event. Raises RegistrationError('conflict') if ``event_id`` is taken (the put is conditional).
 
     ``collection`` is the listing it appears in; the lab's scratch events use their own, off the event list,
     and an ``expires_at`` after which DynamoDB's TTL deletes the event item. For a person's request use
-    ``event_create_once``, which also takes the tap's idempotency key.
+    ``event_create_once``, which also takes the tap's idempotency key. ``details``: any of ``DETAILS``.
     """
     event = _new_event(event_id=event_id, title=title, description=description, location=location,
                        starts_at=starts_at, capacity=capacity, created_by=created_by, collection=collection,
-                       expires_at=expires_at, reminder_hours=reminder_hours, offer_hours=offer_hours)
+                       expires_at=expires_at, reminder_hours=reminder_hours, offer_hours=offer_hours, **details)
     _commit_event_create(event)
     return event
 
@@ -139,7 +159,7 @@ def event_api_location(event_id: str) -> str:
 def event_create_once(*, user_id: str, idempotency_key: str, fingerprint: str, title: str,
                       description: str = "", location: str = "", starts_at: datetime, capacity: int,
                       created_by: str, reminder_hours: int | None = None,
-                      offer_hours: int | None = None) -> StoredOutcome:
+                      offer_hours: int | None = None, **details: Any) -> StoredOutcome:
     """Create an event once per (staff member, idempotency key): the same key answers the first 201 again.
 
     ``user_id`` (``tems.identity.user_key``) scopes the key; ``created_by`` is the name the event shows.
@@ -151,7 +171,7 @@ def event_create_once(*, user_id: str, idempotency_key: str, fingerprint: str, t
     """
     event = _new_event(event_id=None, title=title, description=description, location=location,
                        starts_at=starts_at, capacity=capacity, created_by=created_by, collection=Event.COLLECTION,
-                       reminder_hours=reminder_hours, offer_hours=offer_hours)
+                       reminder_hours=reminder_hours, offer_hours=offer_hours, **details)
     # The event as it will be once created, for the stored response. (Its version stays unset until the commit:
     # PynamoDB turns an unset version into the condition attribute_not_exists(version).)
     event.version = 1
@@ -194,6 +214,7 @@ def event_update(
     updated_by: str,
     reminder_hours: int | None = None,
     offer_hours: int | None = None,
+    **details: Any,
 ) -> EventUpdate:
     """Apply an edit only if the event is still at ``expected_version``: one TransactWriteItems.
 
@@ -208,14 +229,18 @@ def event_update(
     the stored event so the page can show theirs next to yours; reason 'event_cancelled' once the event was called
     off); 'invalid' (capacity below seats taken); 'busy'.
     ``reminder_hours`` None leaves the event's reminder as it is; so does ``offer_hours`` its waitlist mode (0:
-    automatic promotion; hours: offers with that window, for seats freed from now on).
+    automatic promotion; hours: offers with that window, for seats freed from now on). ``details`` (any of
+    ``DETAILS``) replace the event's: one not given is removed. The same transaction replaces the event's facets
+    (registrations.events.index), known from the event as read under the version the edit is conditioned on.
     """
     now = utcnow()
+    details = _details(details)
 
     def attempt() -> None:
-        # The seat counters and shards are read only to propose the new slices: every shard's slice is written
-        # under "taken <= slice" and the event under "counters as read", so a stale read fails, never oversells.
-        counters = _counters(event_id)
+        # The event and its shards are read only to propose the new slices and to know the facets to replace:
+        # every shard's slice is written under "taken <= slice" and the event under "counters as read" and its
+        # version, so a stale read fails, never oversells or leaves a facet behind.
+        stored = _stored(event_id)
         transaction = LabelledTransaction()
         # Built afresh per attempt: PynamoDB appends its version action to the list it is given.
         actions = [
@@ -232,11 +257,14 @@ def event_update(
             actions.append(Event.reminder_hours.set(reminder_hours))
         if offer_hours is not None:  # None: as it is
             actions.append(Event.offer_hours.set(offer_hours) if offer_hours else Event.offer_hours.remove())
+        for name, value in details.items():
+            attribute = getattr(Event, name)
+            actions.append(attribute.remove() if value is None else attribute.set(value))
         # A cancelled event is not edited: a re-slice would write shards without the cancellation's mark.
         condition = Event.pk.exists() & Event.cancelled_at.does_not_exist()
-        if counters is not None:
-            count = int(counters.seat_shards)
-            sliced = int(counters.sliced)
+        if stored is not None:
+            count = int(stored.seat_shards)
+            sliced = int(stored.sliced)
             try:
                 gate = gate_get(event_id=event_id)
             except GateBusy:
@@ -251,9 +279,14 @@ def event_update(
             target = capacity if not waiting else min(sliced, capacity)
             sizes = planned_sizes(target=target, count=count, shards_read=shards_read)
             add_reslice(transaction, event_id=event_id, shards_read=shards_read, sizes=sizes, starts_at=starts_at,
-                        reopen=not waiting, raised=bool(waiting) and capacity > target, gate=gate)
+                        reopen=not waiting, raised=bool(waiting) and capacity > target, gate=gate,
+                        window=(details["registration_opens_at"], details["registration_closes_at"]))
             actions += [Event.sliced.set(target), Event.seat_shards.set(len(sizes))]
             condition &= (Event.sliced == sliced) & (Event.seat_shards == count)
+            if stored.gsi1pk == Event.COLLECTION and int(stored.version) == expected_version:
+                edited = Event(*Event.key_for(event_id), event_id=event_id, title=title, location=location,
+                               starts_at=starts_at, **details)
+                index.replace_facets(transaction, stored=stored, edited=edited)
         # PynamoDB adds "version = :expected" and "ADD version 1": the check and the change are one write.
         transaction.update(EVENT, Event(*Event.key_for(event_id), version=expected_version), actions=actions,
                            condition=condition, return_old_on_failure=True)
@@ -303,10 +336,10 @@ def event_update(
     return EventUpdate(event_id, int(expected_version) + 1, promoted=promoted)
 
 
-def _counters(event_id: str) -> EventSeats | None:
+def _stored(event_id: str) -> Event | None:
     try:
-        return EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
-    except EventSeats.DoesNotExist:
+        return Event.get(*Event.key_for(event_id), consistent_read=True)
+    except Event.DoesNotExist:
         return None
 
 
@@ -390,13 +423,19 @@ def _cancel_transaction(event: EventCancellation, *, now: datetime, cancelled_by
     event_id = event.event_id
     count = int(event.seat_shards or 0)
     transaction = LabelledTransaction()
+    condition = (EventCancellation.pk.exists() & EventCancellation.cancelled_at.does_not_exist()
+                 & (EventCancellation.seat_shards == count))
+    if event.version is not None:  # the facets removed below are the ones this version wrote
+        condition &= EventCancellation.version == int(event.version)
+    listed = event.collection == Event.COLLECTION
     transaction.update(
         EVENT, EventCancellation(*EventCancellation.key_for(event_id)),
         actions=[EventCancellation.cancelled_at.set(now), EventCancellation.cancelled_by.set(cancelled_by)],
-        condition=(EventCancellation.pk.exists() & EventCancellation.cancelled_at.does_not_exist()
-                   & (EventCancellation.seat_shards == count)),
-        return_old_on_failure=True,
+        condition=condition, return_old_on_failure=True,
     )
+    if listed:
+        index.remove_facets(transaction, event_id=event_id, facets=index.facets_of(
+            title=event.title or "", category=event.category, organizer=event.organizer, public=event.public))
     _mark_shards(transaction, event_id=event_id, count=count, now=now)
     message_id = EventMessage.cancellation_id_for(event_id)
     transaction.save(MESSAGE, EventMessage(

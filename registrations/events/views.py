@@ -1,21 +1,27 @@
 """Pages of events: the lists, an event's page, and staff's create and edit forms."""
 
+import calendar
+import re
 import uuid
-from datetime import datetime
+from datetime import date, datetime, timedelta
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import redirect_to_login
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods
 
 from registrations import edits, selectors
 from registrations.checkins import selectors as checkin_selectors
 from registrations.errors import RegistrationError
+from registrations.events import selectors as event_selectors
 from registrations.events import services as event_services
-from registrations.events.forms import EventEditForm, EventForm
+from registrations.events.forms import EventEditForm, EventForm, EventSearchForm
+from registrations.events.models import CATEGORY_LABELS
 from registrations.statuses import card_statuses
 from registrations.views import event_or_404, panel_context
 from tems.decorators import staff_required
@@ -29,9 +35,93 @@ from tems.templatetags.when import when_text
 
 
 @require_GET
-@login_required
 def event_list(request: HttpRequest) -> HttpResponse:
-    return _event_page(request, past=False)
+    """Upcoming events, or those the search and filters find; visitors who are not logged in see the public ones."""
+    if not _searching(request):
+        if not request.user.is_authenticated:
+            return _search_page(request, EventSearchForm(request.GET))
+        return _event_page(request, past=False)
+    return _search_page(request, EventSearchForm(request.GET))
+
+
+FILTERS = ("from", "to", "category", "organizer", "mode", "free")
+
+
+def _searching(request: HttpRequest) -> bool:
+    return any(request.GET.get(name) for name in ("q", *FILTERS))
+
+
+def _filtering(request: HttpRequest) -> bool:
+    return any(request.GET.get(name) for name in FILTERS)
+
+
+def _search_page(request: HttpRequest, form: EventSearchForm) -> HttpResponse:
+    context = {"past": False, "form": form, "searching": _searching(request), "filtering": _filtering(request),
+               "continued": bool(request.GET.get("cursor"))}
+    try:
+        filters = form.filters(public_only=not request.user.is_authenticated)
+        page, seats = event_selectors.event_search(filters=filters, **page_args(request))
+    except DomainError as error:
+        return render(request, "registrations/event_list.html", {**context, "events": [], "error": error.detail},
+                      status=400)
+    _with_statuses(request, page.items, seats)
+    template = "registrations/event_list.html"
+    if request.htmx and context["continued"]:
+        template += "#event-page"
+    return render(request, template, {**context, "events": page.items, "next_url": next_page_url(request, page),
+                                      "cards": [(event, seats[event.event_id]) for event in page.items]})
+
+
+def _with_statuses(request: HttpRequest, events: list, seats: dict) -> None:
+    if not request.user.is_authenticated:
+        return
+    statuses = card_statuses(user_id=user_key(request.user), events=events, seats=seats)
+    for event in events:
+        event.card_status = statuses.get(event.event_id)
+
+
+MONTH = re.compile(r"^(\d{4})-(\d{2})$")
+
+
+@require_GET
+def event_calendar(request: HttpRequest) -> HttpResponse:
+    """A month of events as a calendar (``?month=YYYY-MM``, this month by default), with the list's filters."""
+    form = EventSearchForm(request.GET)
+    today = timezone.localdate()
+    context = {"form": form, "events": [], "filtering": _filtering(request), "searching": _searching(request)}
+    try:
+        year, month = _month(request.GET.get("month"), today)
+        filters = form.filters(public_only=not request.user.is_authenticated)
+        events, seats, more = event_selectors.event_month(filters=filters, year=year, month=month)
+    except DomainError as error:
+        return render(request, "registrations/event_calendar.html", {**context, "error": error.detail}, status=400)
+    first = date(year, month, 1)
+    by_day: dict[date, list] = {}
+    for event in events:
+        by_day.setdefault(timezone.localdate(event.starts_at), []).append((event, seats[event.event_id]))
+    weeks = calendar.Calendar().monthdatescalendar(year, month)
+    days = [(day, by_day.get(day, [])) for week in weeks for day in week if day.month == month]
+    previous = (first - timedelta(days=1)).strftime("%Y-%m")
+    following = (first + timedelta(days=31)).replace(day=1).strftime("%Y-%m")
+    params = request.GET.copy()
+    params.pop("month", None)
+    params.pop("cursor", None)
+    return render(request, "registrations/event_calendar.html", {
+        **context, "events": events, "first": first, "days": days, "offset": first.weekday(), "today": today,
+        "more": more,
+        "previous": previous if year > 1900 or month > 1 else None,
+        "following": following if year < 9998 or month < 12 else None, "filters": params.urlencode(),
+        "weekdays": list(calendar.day_abbr)})
+
+
+def _month(raw: str | None, today: date) -> tuple[int, int]:
+    if raw in (None, ""):
+        return today.year, today.month
+    match = MONTH.match(raw)
+    if not match or not 1900 <= int(match[1]) <= 9998 or not 1 <= int(match[2]) <= 12:
+        raise RegistrationError("invalid", "Choose a month as year and month, such as 2027-03.",
+                                errors={"month": ["Choose a month as year and month, such as 2027-03."]})
+    return int(match[1]), int(match[2])
 
 
 @require_GET
@@ -58,15 +148,23 @@ def _event_page(request: HttpRequest, *, past: bool) -> HttpResponse:
     cards = [(event, seats[event.event_id]) for event in page.items]
     return render(request, template, {"past": past, "events": page.items, "cards": cards,
                                       "next_url": next_page_url(request, page),
-                                      "continued": bool(request.GET.get("cursor"))})
+                                      "continued": bool(request.GET.get("cursor")),
+                                      "form": None if past else EventSearchForm()})
 
 
 @require_GET
-@login_required
 @never_cache  # Back must not show a seat count or a panel from before the last tap
 def event_detail(request: HttpRequest, event_id: str) -> HttpResponse:
     event = event_or_404(event_id)
+    if not request.user.is_authenticated:
+        if not event.public:
+            return redirect_to_login(request.get_full_path())
+        return render(request, "registrations/event_detail.html", {"event": event})
     context = panel_context(request, event)
+    registration = context.get("registration")
+    # The online link is for people with a place (and staff), not for everyone who finds the page.
+    context["show_online_url"] = request.user.is_staff or bool(registration and registration.get("status")
+                                                                 == "confirmed")
     if request.user.is_staff:
         context["checkins"] = checkin_selectors.checkin_list(event_id=event_id)
     return render(request, "registrations/event_detail.html", context)
@@ -96,9 +194,11 @@ def event_create(request: HttpRequest) -> HttpResponse:
                   {"form": form, "creating": True, "fresh_key": str(uuid.uuid4())})
 
 
-LABELS = {"title": "Title", "location": "Location", "starts_at": "Starts", "capacity": "Capacity",
+LABELS = {"title": "Title", "location": "Venue", "starts_at": "Starts", "capacity": "Capacity",
           "description": "Description", "reminder_hours": "Reminder (hours before)",
-          "offer_hours": "Offer window (hours)"}
+          "offer_hours": "Offer window (hours)", "ends_at": "Ends", "time_zone": "Time zone", "map_url": "Map link",
+          "online_url": "Online link", "category": "Category", "organizer": "Organizer", "public": "Listed publicly",
+          "registration_opens_at": "Registration opens", "registration_closes_at": "Registration closes"}
 
 
 def _base_scope(event_id: str, version: int) -> str:
@@ -108,7 +208,7 @@ def _base_scope(event_id: str, version: int) -> str:
 def _edit_initial(event_id: str, values: dict, version: int) -> dict:
     """Form values for ``values`` (canonical, tems.merge) at ``version``, with the signed base they came from."""
     values = edits.canonical(values)
-    return {**values, "starts_at": datetime.fromisoformat(values["starts_at"]), "version": version,
+    return {**edits.as_datetimes(values), "version": version,
             "base": sign_base(values, scope=_base_scope(event_id, version))}
 
 
@@ -140,8 +240,7 @@ def event_edit(request: HttpRequest, event_id: str) -> HttpResponse:
                 # Nothing is written until they decide: the form holds the merge and is based on their version.
                 initial = _edit_initial(event_id, current, int(current["version"]))
                 merged = error.extra["merge"].values
-                form = EventEditForm(initial={**initial, **merged,
-                                              "starts_at": datetime.fromisoformat(merged["starts_at"])})
+                form = EventEditForm(initial={**initial, **edits.as_datetimes(merged)})
             else:
                 for field, problems in error.errors.items():
                     for problem in problems:
@@ -176,6 +275,10 @@ def _shown(value) -> str:
     if isinstance(value, str) and len(value) >= 19 and value[4] == "-" and value[10] == "T":
         # A start (canonical ISO): shown as people read dates, in the site's time zone.
         return when_text(value)
+    if isinstance(value, bool):
+        return "Yes" if value else "No"
+    if value in CATEGORY_LABELS:
+        return CATEGORY_LABELS[value]
     return "(empty)" if value is None or value == "" else str(value)
 
 
@@ -198,6 +301,7 @@ def _initial(event) -> dict:
         "reminder_hours": event.reminder_hours_or_default,
         "offer_hours": int(event.offer_hours or 0),
         "version": event.version,
+        **{name: getattr(event, name) for name in event_services.DETAILS},
     }
 
 

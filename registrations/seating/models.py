@@ -36,6 +36,9 @@ class SeatShard(TableModel):
     capacity = NumberAttribute()
     taken = NumberAttribute(default=0)
     starts_at = UTCDateTimeAttribute(null=True)
+    # The event's registration window (absent: open until the start), copied like the start.
+    opens_at = UTCDateTimeAttribute(null=True)
+    closes_at = UTCDateTimeAttribute(null=True)
     cancelled_at = UTCDateTimeAttribute(null=True)
     # The version of the event's custom questions (``EventQuestions.version``; absent: the event never had any).
     # A registration is written only under ``questions`` = the version its answers were checked against, so an

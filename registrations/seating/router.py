@@ -233,6 +233,10 @@ class Router:
             raise event_cancelled_error(image.cancelled_at)
         if image.starts_at is not None and image.starts_at <= self.created_at:
             raise closed_error(image.starts_at)
+        if image.opens_at is not None and image.opens_at > self.created_at:
+            raise not_open_error(image.opens_at)
+        if image.closes_at is not None and image.closes_at <= self.created_at:
+            raise window_closed_error(image.closes_at)
         if int(image.shards) != self.count:
             self.count = int(image.shards)
             hints.remember_shards(self.event_id, self.count)
@@ -425,3 +429,16 @@ def closed_error(starts_at: datetime) -> RegistrationError:
         "conflict", f"Registration closed when the event started ({starts_at:%a %-d %b %Y, %H:%M} UTC): "
                     "nobody can register or join the waiting list any more.",
         reason="registration_closed", starts_at=starts_at.isoformat())
+
+
+def not_open_error(opens_at: datetime) -> RegistrationError:
+    """Staff set when registration opens; the seat's condition refused a tap before it."""
+    return RegistrationError(
+        "conflict", f"Registration opens on {opens_at:%a %-d %b %Y, %H:%M} UTC: nobody can register or join the "
+                    "waiting list before then.", reason="registration_not_open", opens_at=opens_at.isoformat())
+
+
+def window_closed_error(closes_at: datetime) -> RegistrationError:
+    return RegistrationError(
+        "conflict", f"Registration closed on {closes_at:%a %-d %b %Y, %H:%M} UTC: nobody can register or join "
+                    "the waiting list any more.", reason="registration_closed", closes_at=closes_at.isoformat())

@@ -109,17 +109,21 @@ def first_shard(event_id: str, user_id: str, count: int) -> int:
 
 def admitting(created_at):
     """The condition of a write that admits someone through a shard (a seat, a ticket of its lane): the event has not
-    started by ``created_at`` and it is not cancelled (events/services.py marks every shard in its
-    transaction)."""
-    return (SeatShard.starts_at > created_at) & SeatShard.cancelled_at.does_not_exist()
+    started by ``created_at``, its registration window (if any) is open then, and it is not cancelled
+    (events/services.py marks every shard in its transaction)."""
+    return ((SeatShard.starts_at > created_at) & SeatShard.cancelled_at.does_not_exist()
+            & (SeatShard.opens_at.does_not_exist() | (SeatShard.opens_at <= created_at))
+            & (SeatShard.closes_at.does_not_exist() | (SeatShard.closes_at > created_at)))
 
 
-def new_shards(*, event_id: str, capacity: int, starts_at, taken: Iterable[int] = ()) -> list[SeatShard]:
+def new_shards(*, event_id: str, capacity: int, starts_at, taken: Iterable[int] = (), opens_at=None,
+               closes_at=None) -> list[SeatShard]:
     """A new event's shards."""
     count = shard_count(capacity)
     taken = list(taken) + [0] * count
     return [SeatShard(*SeatShard.key_for(event_id, shard), event_id=event_id, shard=shard, shards=count,
-                      capacity=capacity_k, taken=taken[shard], starts_at=starts_at)
+                      capacity=capacity_k, taken=taken[shard], starts_at=starts_at, opens_at=opens_at,
+                      closes_at=closes_at)
             for shard, capacity_k in enumerate(slices(capacity, count))]
 
 
@@ -189,7 +193,8 @@ def event_seat_counts(event_id: str) -> SeatCounts:
 
 
 def add_reslice(transaction: LabelledTransaction, *, event_id: str, shards_read: list[SeatShard], sizes: list[int],
-                starts_at, gate: SeatGate, reopen: bool = False, raised: bool = False) -> None:
+                starts_at, gate: SeatGate, reopen: bool = False, raised: bool = False,
+                window: tuple | None = None) -> None:
     """Give the event's shards the slices ``sizes`` (adding shards past those read), in ``transaction``.
 
     Each existing shard's new slice is conditioned on ``taken <= slice``, never on what was read: a seat taken
@@ -198,7 +203,8 @@ def add_reslice(transaction: LabelledTransaction, *, event_id: str, shards_read:
     and has as many shards as read. With ``reopen`` (nobody waits: the new slices are for newcomers) the gate
     opens, and every lane with it under the condition that nobody is in it. With ``raised`` (people wait, so the
     gate is closed, and the capacity grew beyond the slices) the gate and every lane say so, and newcomers
-    finish handing those seats out before they join.
+    finish handing those seats out before they join. ``window`` (opens, closes), when given, is the event's new
+    registration window, written on every shard with the start; None leaves it as it is.
     """
     opened = int(gate.opened)
     if reopen:
@@ -219,6 +225,9 @@ def add_reslice(transaction: LabelledTransaction, *, event_id: str, shards_read:
         if shard in existing:
             actions = [SeatShard.capacity.set(size), SeatShard.shards.set(len(sizes)),
                        SeatShard.starts_at.set(starts_at)]
+            if window is not None:
+                actions += [attribute.remove() if value is None else attribute.set(value)
+                            for attribute, value in zip((SeatShard.opens_at, SeatShard.closes_at), window, strict=True)]
             condition = SeatShard.pk.exists() & (SeatShard.taken <= size) & (
                 SeatShard.questions.does_not_exist() if questions is None else SeatShard.questions == questions)
             if reopen:
@@ -232,8 +241,15 @@ def add_reslice(transaction: LabelledTransaction, *, event_id: str, shards_read:
             transaction.save(f"shard_{shard}", SeatShard(
                 *SeatShard.key_for(event_id, shard), event_id=event_id, shard=shard, shards=len(sizes),
                 capacity=size, taken=0, starts_at=starts_at, gate=RAISED if raised else None,
+                opens_at=window[0] if window else _copied(shards_read, "opens_at"),
+                closes_at=window[1] if window else _copied(shards_read, "closes_at"),
                 questions=questions,
                 opened=opened + 1 if reopen else opened), condition=SeatShard.pk.does_not_exist())
+
+
+def _copied(shards_read: list[SeatShard], name: str):
+    """A new shard takes the window the shards read show (a re-slice that does not change it)."""
+    return next((getattr(shard, name) for shard in shards_read), None)
 
 
 def planned_sizes(*, target: int, count: int, shards_read: list[SeatShard]) -> list[int]:

@@ -734,7 +734,8 @@ def test_a_reslice_from_a_stale_read_is_refused_by_the_shards_condition(ddb, mon
 def test_a_reslice_without_the_taken_condition_is_caught(ddb, monkeypatch):
     from registrations.events import services as events_module
 
-    def unconditional(transaction, *, event_id, shards_read, sizes, starts_at, gate, reopen=False, raised=False):
+    def unconditional(transaction, *, event_id, shards_read, sizes, starts_at, gate, reopen=False, raised=False,
+                      window=None):
         for shard, size in enumerate(sizes):
             transaction.update(f"shard_{shard}", SeatShard(*SeatShard.key_for(event_id, shard)), actions=[
                 SeatShard.capacity.set(size), SeatShard.shards.set(len(sizes)), SeatShard.starts_at.set(starts_at)])

@@ -26,9 +26,10 @@ def form_data(**overrides):
     return {**data, **overrides}
 
 
-def test_anonymous_is_sent_to_log_in(moto_ddb, client):
-    response = client.get("/events/")
+def test_anonymous_is_sent_to_log_in_for_an_event_not_listed_publicly(event, client):
+    response = client.get(f"/events/{event.event_id}/")
     assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
+    assert "Chess club" not in client.get("/events/").content.decode()  # the list shows public events only
 
 
 def test_student_sees_events_with_seats(event, student_client):

@@ -9,6 +9,7 @@ from django.core.management.base import CommandError
 
 from inventory import selectors as inventory_selectors
 from registrations import selectors
+from registrations.seating import shards
 from registrations.seating.models import SeatShard
 from tems.dynamo import TABLE_SCHEMA, boto3_client, ensure_table
 
@@ -46,13 +47,13 @@ def demo_mode(settings):
 @pytest.mark.django_db
 def test_seed_demo_twice_creates_nothing_twice(ddb, demo_mode):
     first = run("seed_demo")
-    assert "created 6 demo account(s), 4 demo event(s), 5 inventory item(s)" in first
+    assert "created 6 demo account(s), 60 demo event(s), 5 inventory item(s)" in first
     assert "staff" in first and "alice" in first
     second = run("seed_demo")
     assert "created 0 demo account(s), 0 demo event(s), 0 inventory item(s)" in second
     assert User.objects.count() == 6
     upcoming, past = selectors.event_list()
-    assert len(upcoming) + len(past) == 4
+    assert len(upcoming) + len(past) == 60
     assert [item.sku for item in inventory_selectors.item_list()] == [
         "BADGE-BLANK", "LABKIT-PY", "LANYARD", "TSHIRT-L", "TSHIRT-M"]
 
@@ -61,13 +62,14 @@ def test_seed_demo_twice_creates_nothing_twice(ddb, demo_mode):
 def test_check_invariants_clean_then_broken(ddb, demo_mode):
     run("seed_demo")
     assert "BROKEN" not in run("check_invariants")
+    confirmed = shards.event_seat_counts("welcome-fair").registered  # the demo's registrations
     # A counter moved without a registration item is exactly the drift the check exists to catch.
     SeatShard(*SeatShard.key_for("welcome-fair", 0)).update(actions=[SeatShard.taken.add(1)])
     out = StringIO()
     with pytest.raises(CommandError) as caught:
         call_command("check_invariants", stdout=out)
     assert caught.value.returncode == 1
-    assert "EVENT#welcome-fair: 1 seats taken but 0 confirmed" in out.getvalue()
+    assert f"EVENT#welcome-fair: {confirmed + 1} seats taken but {confirmed} confirmed" in out.getvalue()
 
 
 @pytest.mark.django_db

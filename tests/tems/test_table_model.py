@@ -39,7 +39,12 @@ ITEM_SHAPES = {
         "GSI1PK", "GSI1SK", "PK", "SK", "capacity", "checked_in_count", "created_at", "created_by", "description",
         "entity", "event_id", "expires_at", "location", "seat_shards", "sliced", "starts_at",
         "title", "updated_at", "updated_by", "version", "reminder_hours", "cancelled_at",
-        "cancelled_by", "offer_hours",
+        "cancelled_by", "offer_hours", "ends_at", "time_zone", "map_url", "online_url", "category", "organizer",
+        "public", "registration_opens_at", "registration_closes_at",
+    },
+    "EventFacet": {
+        "GSI1PK", "GSI1SK", "PK", "SK", "entity", "event_id", "facet", "starts_at", "category", "organizer", "public",
+        "online", "in_person", "words",
     },
     "Erasure": {"GSI1PK", "GSI1SK", "PK", "SK", "account_id", "done_at", "entity", "requested_at", "user_id"},
     "EventCheckins": {"PK", "SK", "capacity", "checked_in_count", "seat_shards", "cancelled_at"},
@@ -84,7 +89,8 @@ ITEM_SHAPES = {
     },
     "SeatShard": {
         "PK", "SK", "capacity", "entity", "event_id", "shard", "shards", "starts_at", "taken", "gate",
-        "opened", "lane_next", "lane_end", "lane_at", "lane_left", "lane_size", "waiting", "cancelled_at", "questions"
+        "opened", "lane_next", "lane_end", "lane_at", "lane_left", "lane_size", "waiting", "cancelled_at", "questions",
+        "opens_at", "closes_at",
     },
     "SeatGate": {"PK", "SK", "entity", "event_id", "state", "epoch", "opened", "shards"},
     "WaitlistEntry": {"PK", "SK", "entity", "event_id", "registration_id", "ticket", "user_id", "lane", "user_name",
