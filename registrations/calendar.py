@@ -129,7 +129,8 @@ def calendar_add_links(*, event_id: str, title: str, starts_at: datetime, ends_a
     page = settings.TEMS_PUBLIC_URL + reverse("registrations:event_detail", kwargs={"event_id": event_id})
     google = urlencode({"action": "TEMPLATE", "text": title,
                         "dates": f"{_utc_stamp(starts_at)}/{_utc_stamp(ends_at)}",
-                        "details": f"Event page: {page}", "location": location or "", "ctz": time_zone or settings.TIME_ZONE})
+                        "details": f"Event page: {page}", "location": location or "",
+                        "ctz": time_zone or settings.TIME_ZONE})
     outlook = urlencode({"path": "/calendar/action/compose", "rru": "addevent", "subject": title,
                          "startdt": starts_at.astimezone(UTC).isoformat(),
                          "enddt": ends_at.astimezone(UTC).isoformat(),
