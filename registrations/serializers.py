@@ -322,7 +322,7 @@ def personal_data_to_dict(*, user_id: str, items: list[dict[str, Any]], mails: l
         "registrations": sorted(registrations, key=lambda entry: entry["registered_at"] or "", reverse=True),
         "mails": [{**plain({name: mail.get(name) for name in ("event_id", "kind", "audience", "subject", "body")}),
                    "event_title": by_event.get(mail.get("event_id"), {}).get("title"),
-                   "sent_at": _iso(mail.get("created_at"))} for mail in mails],
+                   "sent_at": _stored_iso(mail.get("created_at"))} for mail in mails],
         "write_requests": sorted(write_requests, key=lambda entry: entry["minute"]),
         "other": other,
     }
@@ -334,7 +334,7 @@ def _readable(item: dict[str, Any]) -> dict[str, Any]:
             **{name: plain(value) for name, value in sorted(item.items()) if name not in _STORAGE_ATTRIBUTES}}
 
 
-def _iso(value: Any) -> Any:
+def _stored_iso(value: Any) -> Any:
     """A stored time (PynamoDB's ``UTCDateTimeAttribute`` text) in ISO 8601, as the API writes times."""
     try:
         return datetime.strptime(value, "%Y-%m-%dT%H:%M:%S.%f%z").isoformat()
@@ -363,18 +363,18 @@ def _registration_entry(user_id: str, items: list[dict[str, Any]], events: dict[
     offer = kinds["Offer"][0] if kinds["Offer"] else None
     return plain({
         "registration_id": own["registration_id"],
-        "event": {"id": event_id, "title": event.get("title"), "starts_at": _iso(event.get("starts_at")),
-                  "location": event.get("location"), "cancelled_at": _iso(event.get("cancelled_at"))},
+        "event": {"id": event_id, "title": event.get("title"), "starts_at": _stored_iso(event.get("starts_at")),
+                  "location": event.get("location"), "cancelled_at": _stored_iso(event.get("cancelled_at"))},
         "status": own.get("status"),
         "name_shown": own.get("user_name"),
-        "registered_at": _iso(own.get("created_at")),
-        "promoted_at": _iso(own.get("promoted_at")),
+        "registered_at": _stored_iso(own.get("created_at")),
+        "promoted_at": _stored_iso(own.get("promoted_at")),
         "answers": _export_answers(answers),
         "offer": offer and {"state": offer.get("state"),
-                            **{name: _iso(offer.get(name)) for name in ("offered_at", "ends_at", "ended_at")}},
-        "checked_in": checkin and {"at": _iso(checkin.get("checked_in_at")), "by": checkin.get("checked_in_by"),
+                            **{name: _stored_iso(offer.get(name)) for name in ("offered_at", "ends_at", "ended_at")}},
+        "checked_in": checkin and {"at": _stored_iso(checkin.get("checked_in_at")), "by": checkin.get("checked_in_by"),
                                    "door": checkin.get("door")},
-        "door_log": [{"action": entry.get("action"), "at": _iso(entry.get("at")), "by": entry.get("by"),
+        "door_log": [{"action": entry.get("action"), "at": _stored_iso(entry.get("at")), "by": entry.get("by"),
                       "door": entry.get("door")}
                      for entry in sorted(kinds["CheckInLogEntry"], key=lambda entry: str(entry.get("at")))],
     })

@@ -43,7 +43,7 @@ def checkin_stats(request: HttpRequest, event_id: str) -> HttpResponse:
 def door_search(request: HttpRequest, event_id: str) -> HttpResponse:
     """Staff: ``?q=`` a name, username or short code: ``{"attendees": [...], "more": bool}``, each with its
     state, check-in and the ticket a tap sends."""
-    registration_selectors.event_get(event_id=event_id, consistent=False, with_seats=False)  # 404, not []
+    registration_selectors.event_get(event_id=event_id, consistent=False)  # 404, not []
     response = json_response(selectors.door_search(event_id=event_id, text=request.GET.get("q")))
     response["Cache-Control"] = "no-store"
     return response
@@ -52,7 +52,7 @@ def door_search(request: HttpRequest, event_id: str) -> HttpResponse:
 @api_view("GET", staff=True)
 def door_list(request: HttpRequest, event_id: str) -> HttpResponse:
     """Staff: the door's copy of the whole list, a page at a time (``?cursor=``), for searching offline."""
-    registration_selectors.event_get(event_id=event_id, consistent=False, with_seats=False)
+    registration_selectors.event_get(event_id=event_id, consistent=False)
     page = selectors.door_list_page(event_id=event_id, cursor=request.GET.get("cursor"))
     response = json_response({"attendees": page.items, "next": next_page_url(request, page)})
     response["Cache-Control"] = "no-store"

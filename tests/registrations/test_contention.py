@@ -519,7 +519,8 @@ def test_a_reslice_without_the_taken_condition_oversells_under_contention(throug
     """Each shard's new slice is written under ``taken <= slice``; without it, a seat taken between the edit's
     read and its write is over the slice (as tests/registrations/test_seat_shards.py shows without load)."""
 
-    def unconditional(transaction, *, event_id, shards_read, sizes, starts_at, gate=None, reopen=False, raised=False):
+    def unconditional(transaction, *, event_id, shards_read, sizes, starts_at, gate=None, reopen=False, raised=False,
+                      window=None):
         for shard, size in enumerate(sizes):
             transaction.update(f"shard_{shard}", SeatShard(*SeatShard.key_for(event_id, shard)), actions=[
                 SeatShard.capacity.set(size), SeatShard.shards.set(len(sizes)), SeatShard.starts_at.set(starts_at)])

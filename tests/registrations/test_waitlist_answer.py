@@ -63,7 +63,7 @@ def test_an_answer_stored_before_the_label_replays_byte_for_byte(ddb):
 def test_the_waitlist_mail_says_at_most_for_new_and_old_messages(monkeypatch):
     sent = []
     monkeypatch.setattr(notifications, "_send", lambda message, subject, body, **kw: sent.append(
-        body.format(title="Chess night", **message.data)))
+        body.format(title="Chess night", next="(the mode's rule)", **message.data)))
     base = {"registration_id": "r1", "event_id": "e1", "user": "u1", "status": "waitlisted"}
     for data in ({**base, "position_at_most": 7}, {**base, "position": 7}):  # now, and written before the label
         notifications.registration_created(OutboxMessage(

@@ -10,7 +10,8 @@ from django.test import Client
 from tems.log_filters import RefusalsOnOneLine
 
 
-@pytest.mark.parametrize("url", ["/me/registrations/", "/events/abc123/"])
+# An event's own page may be public, so the login-only pages stand for every page that asks for a log-in.
+@pytest.mark.parametrize("url", ["/me/registrations/", "/events/past/"])
 def test_htmx_request_after_the_session_expired_navigates_the_whole_page_back_to_where_it_was(url, db):
     response = Client().get(url, HTTP_HX_REQUEST="true",
                             HTTP_HX_CURRENT_URL="http://testserver/events/abc123/?tab=1")
