@@ -36,6 +36,10 @@ MIN_OFFER_HOURS = 1
 MAX_OFFER_HOURS = 336
 
 
+# A cancellation's reason is a sentence or two for every registrant's mail, not a letter.
+MAX_CANCEL_REASON_CHARS = 500
+
+
 class Event(TableModel):
     """``EVENT#<event_id>`` / ``METADATA``: what staff edit (versioned) plus the seat counters.
 
@@ -79,6 +83,8 @@ class Event(TableModel):
     # "not for a cancelled event" rule asks. Writes that admit someone check it by their own conditions.
     cancelled_at = UTCDateTimeAttribute(null=True)
     cancelled_by = UnicodeAttribute(null=True)
+    # Why, in staff's words (optional): shown on the event's page and carried by every cancellation notice.
+    cancel_reason = TextAttribute(null=True)
 
     by_start = CollectionIndex()
     gsi1pk = UnicodeAttribute(attr_name="GSI1PK", default=COLLECTION)
@@ -168,6 +174,7 @@ class EventCancellation(TableModel):
     seat_shards = NumberAttribute(null=True)
     cancelled_at = UTCDateTimeAttribute(null=True)
     cancelled_by = UnicodeAttribute(null=True)
+    cancel_reason = TextAttribute(null=True)
 
     @classmethod
     def key_for(cls, event_id: str) -> tuple[str, str]:

@@ -27,6 +27,7 @@ from tems.idempotency import IdempotencyRecord
 # ``cancelled_at`` on the event, its views and its seat shards (the event's cancellation, which every write that
 # admits someone checks).
 # Waitlist offers: the event's ``offer_hours``, an offered registration's ``offer_ends_at``, the Offer item.
+# The cancellation's reason on the event; a person's copy of each message addressed to them (MessageCopy).
 ITEM_SHAPES = {
     "CheckIn": {
         "PK", "SK", "checked_in_at", "checked_in_by", "door", "entity", "event_id", "registration_id", "scan_key",
@@ -37,7 +38,7 @@ ITEM_SHAPES = {
         "GSI1PK", "GSI1SK", "PK", "SK", "capacity", "checked_in_count", "created_at", "created_by", "description",
         "entity", "event_id", "expires_at", "location", "registered_count", "seat_shards", "sliced", "starts_at",
         "title", "updated_at", "updated_by", "version", "waitlist_count", "reminder_hours", "cancelled_at",
-        "cancelled_by", "offer_hours",
+        "cancelled_by", "offer_hours", "cancel_reason",
     },
     "Erasure": {"GSI1PK", "GSI1SK", "PK", "SK", "account_id", "done_at", "entity", "requested_at", "user_id"},
     "EventCheckins": {"PK", "SK", "checked_in_count", "registered_count", "seat_shards", "cancelled_at"},
@@ -64,6 +65,7 @@ ITEM_SHAPES = {
         "GSI1PK", "GSI1SK", "PK", "SK", "entity", "registration_id", "event_id", "user_id", "state", "shard",
         "offered_at", "ends_at", "ended_at", "expires_at"
     },
+    "MessageCopy": {"PK", "SK", "created_at", "entity", "event_id", "message_id", "registration_id", "user_id"},
     "OperationMetrics": {
         "PK", "SK", "calls", "condition_failures", "entity", "exhausted", "operation", "read_capacity", "refused",
         "replays", "requests", "retries", "succeeded", "transaction_conflicts", "updated_at", "write_capacity"
