@@ -40,7 +40,7 @@ def test_staff_ask_a_question_and_a_student_answers_it(app_server, browser, cont
     staff.locator("#id_questions-1-required").check()
     staff.locator("#id_questions-1-door").check()
     staff.locator("#id_questions-2-label").fill("T-shirt size")
-    staff.get_by_role("button", name="Move up: question 2").click()
+    staff.get_by_role("button", name="Move up (question 2)").click()
     expect(staff.locator("#id_questions-0-label")).to_have_value("Diet")  # moved, and nothing lost
     expect(staff.locator("#id_questions-2-label")).to_have_value("T-shirt size")
     staff.get_by_role("button", name="Preview as a student").click()
