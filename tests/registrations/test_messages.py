@@ -26,7 +26,7 @@ from registrations.errors import RegistrationError
 from registrations.events import services as event_services
 from registrations.events.models import Event
 from registrations.messages import services as messages
-from registrations.messages.models import EventMessage
+from registrations.messages.models import EventMessage, MessageCopy
 from registrations.models import CONFIRMED, WAITLISTED, Registration
 from registrations.ticket_tokens import ticket_token
 from tems import outbox
@@ -277,6 +277,9 @@ def test_a_relay_killed_mid_fan_out_and_restarted_mails_everyone_once(ddb, db, s
     assert len(smtp.deliveries) == len(users)  # the kill came between pages: nothing was sent twice
     [message] = event_messages(event.event_id)
     assert message.done_at is not None and int(message.queued) == len(users)
+    # Each person's copy was written with their mail: every one of them, once, can read it on the event page.
+    copies = [m for m in MessageCopy.scan(MessageCopy.entity == "MessageCopy") if m.message_id == message.message_id]
+    assert sorted(copy.user_id for copy in copies) == sorted(user_key(user) for user in users)
 
 
 def test_a_relay_killed_between_smtp_and_the_outbox_delete_resends_the_same_message_id(ddb, db, smtp, small_pages,

@@ -475,3 +475,25 @@ def test_a_new_event_posted_without_the_editor_has_no_questions(ddb, staff_clien
     assert created.status_code == 302
     event_id = created["Location"].strip("/").split("/")[-1]
     assert question_sets.questions_get(event_id=event_id).version == 0
+
+
+def test_the_one_transaction_check_catches_questions_written_after_the_event(ddb, staff_client, dynamodb_calls,
+                                                                            monkeypatch):
+    """The broken variant: the event first, its questions by a second write. The count above sees two."""
+    from registrations.events import services as event_services
+
+    create = event_services.event_create_once
+
+    def event_then_questions(*, questions=(), **fields):
+        outcome = create(**fields)
+        question_services.questions_update(event_id=outcome.data["id"], expected_version=0, questions=questions,
+                                           updated_by="staff")
+        return outcome
+
+    monkeypatch.setattr(event_services, "event_create_once", event_then_questions)
+    (first, _) = new_event_rows(staff_client)
+    dynamodb_calls.clear()
+    created = staff_client.post("/events/new/", editor_post(
+        [{"id": first, "label": "Diet", "kind": "text"}], **NEW_EVENT, idempotency_key=str(uuid.uuid4())))
+    assert created.status_code == 302
+    assert dynamodb_calls.count("TransactWriteItems") == 2  # what the create test's count of 1 refuses
