@@ -8,6 +8,7 @@ from playwright.sync_api import expect
 
 from registrations import selectors
 from registrations.events import services as event_services
+from registrations.messages import services as messages
 from tems import outbox
 from tems.identity import user_key
 from tests.browser.helpers import log_in
@@ -49,3 +50,22 @@ def test_preview_and_a_double_click_on_send_write_one_message(app_server, browse
     outbox.outbox_relay()  # the relay fans it out; the page polls and shows it done, no reload
     expect(page.locator("#sent-list")).to_contain_text("1, done", timeout=10_000)
     expect(page.locator("#sent-list")).not_to_have_attribute("hx-trigger", "every 2s")
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_a_student_reads_the_messages_sent_to_them_on_the_event_page(app_server, browser, contexts, viewport,
+                                                                      student):
+    event = event_services.event_create(title="Printmaking", starts_at=datetime(2030, 6, 2, 18, tzinfo=UTC),
+                                        capacity=3, created_by="staff")
+    register(event.event_id, user_key(student), user_name="student1")
+    messages.message_send_once(event_id=event.event_id, user_id="staff-key", created_by="staffer",
+                               idempotency_key="a-key", fingerprint="fp", audience="confirmed",
+                               subject="Wear old clothes", body="Ink stains.\nAprons are at the door.")
+    outbox.outbox_relay()
+    page = new_sized_page(browser, viewport, contexts)
+    log_in(page, app_server, "student1", "pw-student-1")
+    page.goto(f"{app_server}/events/{event.event_id}/")
+    expect(page.get_by_role("heading", name="Messages to you")).to_be_visible()
+    page.get_by_text("Wear old clothes").click()
+    expect(page.get_by_text("Aprons are at the door.")).to_be_visible()
+    assert axe_violations(page) == [] and fits_the_width(page)
