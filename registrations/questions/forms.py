@@ -108,10 +108,6 @@ def posted_questions(formset: QuestionFormSet, *, kept: Iterable[str] = ()) -> l
     return questions
 
 
-def ids_valid(questions: Iterable[Question]) -> bool:
-    return all(QUESTION_ID.fullmatch(q.id) for q in questions)
-
-
 def rearranged(formset: QuestionFormSet, action: str) -> QuestionFormSet:
     """The rows as posted after ``action``: a row moved up or down (``<index>:up|down``) or one more empty row;
     a fresh, unbound editor (nothing is saved, nothing shown as an error)."""

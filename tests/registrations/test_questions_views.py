@@ -497,3 +497,15 @@ def test_the_one_transaction_check_catches_questions_written_after_the_event(ddb
         [{"id": first, "label": "Diet", "kind": "text"}], **NEW_EVENT, idempotency_key=str(uuid.uuid4())))
     assert created.status_code == 302
     assert dynamodb_calls.count("TransactWriteItems") == 2  # what the create test's count of 1 refuses
+
+
+@pytest.mark.parametrize("management", [
+    {},  # no management form at all
+    {"questions-TOTAL_FORMS": "1000000000", "questions-INITIAL_FORMS": "0"},
+    {"questions-TOTAL_FORMS": "x", "questions-INITIAL_FORMS": "-1"},
+])
+def test_a_forged_editor_is_a_readable_refusal_and_writes_nothing(event, staff_client, management):
+    response = staff_client.post(f"/events/{event.event_id}/questions/",
+                                 {"version": "1", "base": "", **management, "questions-0-label": "Hi"})
+    assert response.status_code == 400 and "not valid" in response.content.decode()
+    assert question_sets.questions_get(event_id=event.event_id).version == 1
