@@ -36,11 +36,16 @@ def _send(message: OutboxMessage, subject: str, body: str, *, ticket: bool = Fal
         event = selectors.event_get(event_id=data["event_id"], consistent=False)
     except RegistrationError:
         event = None
+    subject, body = _composed(event, data, subject, body, ticket=ticket)
+    EmailMessage(subject, body, settings.DEFAULT_FROM_EMAIL, [recipient], headers=mail_headers(message)).send()
+
+
+def _composed(event, data: dict, subject: str, body: str, *, ticket: bool) -> tuple[str, str]:
+    """A mail's subject and body as the recipient reads them: the templates filled in, the details appended."""
     title = event.title if event else "an event that has since been removed"
     # {next}: what happens on the waiting list of this event, in its mode (statuses.waiting_next).
-    body = body.format(title=title, next=waiting_next(event), **data) + _details(event, data, ticket=ticket)
-    EmailMessage(subject.format(title=title), body, settings.DEFAULT_FROM_EMAIL,
-                 [recipient], headers=mail_headers(message)).send()
+    return (subject.format(title=title),
+            body.format(title=title, next=waiting_next(event), **data) + _details(event, data, ticket=ticket))
 
 
 def _details(event, data: dict, *, ticket: bool) -> str:
@@ -130,14 +135,27 @@ def event_message_mail(message: OutboxMessage) -> None:
     if sent.kind == EventMessage.CANCELLATION:
         # Registrations stand as they were when the event was called off (nothing admits, promotes or cancels
         # after it), so everyone the fan-out listed is told; the calendar file of each now says CANCELLED.
+        reason = data.get("reason")
+        why = f"\n\nTheir reason: {_literal(reason)}\n\n" if reason else " "
         _send(message, "Cancelled: {title}",
-              "{title} has been cancelled by the organisers. Your seat or place on the waiting list no longer "
-              "stands and there is nothing you need to do. If you added it to your calendar, the calendar file "
-              "on My registrations now marks it cancelled.\n\nRegistration {registration_id}")
+              "{title} has been cancelled by the organisers." + why + "Your seat or place on the waiting list no "
+              "longer stands and there is nothing you need to do. If you added it to your calendar, the calendar "
+              "file on My registrations now marks it cancelled.\n\nRegistration {registration_id}")
         return
+    _send(message, *_staff_templates(subject=sent.subject, body=sent.body))
+
+
+def _staff_templates(*, subject: str, body: str) -> tuple[str, str]:
     # Staff's words are sent as they wrote them: braces in them are text, not placeholders.
-    _send(message, "{title}: " + _literal(sent.subject),
-          _literal(sent.body) + "\n\n(Sent by the organisers of {title}.)")
+    return "{title}: " + _literal(subject), _literal(body) + "\n\n(Sent by the organisers of {title}.)"
+
+
+def staff_message_mail(*, event, subject: str, body: str) -> tuple[str, str]:
+    """The subject and body every recipient of a staff message gets, exactly as the relay sends them: the
+    preview staff confirm before sending. A staff message names neither the recipient nor their registration,
+    so one sample stands for every copy."""
+    return _composed(event, {"user": "", "registration_id": ""}, *_staff_templates(subject=subject, body=body),
+                     ticket=False)
 
 
 def _literal(text: str) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 
 from registrations.errors import RegistrationError
 from registrations.events.models import Event, EventSeats
-from registrations.messages.models import EventMessage
+from registrations.messages.models import EventMessage, MessageCopy
 from registrations.models import (
     CANCELLED,
     CONFIRMED,
@@ -321,6 +321,23 @@ def message_get(*, event_id: str, message_id: str) -> EventMessage:
         return EventMessage.get(*EventMessage.key_for(event_id, message_id), consistent_read=True)
     except EventMessage.DoesNotExist:
         raise RegistrationError("not_found", f"There is no message {message_id!r} for this event.") from None
+
+
+# How many of an event's messages its page shows a person: the newest; a handful is all an event sends.
+MESSAGES_SHOWN = 10
+
+
+def messages_to(*, user_id: str, event_id: str, limit: int = MESSAGES_SHOWN) -> list[EventMessage]:
+    """The event's messages, reminders and cancellation notice addressed to this person, newest first: one Query
+    of their copies (at most ``limit``) and one BatchGetItem of the messages; nobody else's is read."""
+    copies = MessageCopy.query(MessageCopy.pk_for(user_id),
+                               MessageCopy.sk.startswith(MessageCopy.event_prefix(event_id)),
+                               scan_index_forward=False, limit=limit)
+    keys = [EventMessage.key_for(copy.event_id, copy.message_id) for copy in itertools.islice(copies, limit)]
+    if not keys:
+        return []
+    found = batch_get_models([(EventMessage, key) for key in keys], consistent_read=False)
+    return sorted(found, key=lambda message: (message.created_at, message.message_id), reverse=True)
 
 
 def message_list(*, event_id: str, cursor: str | None = None, limit: int = DEFAULT_PAGE_SIZE) -> Page[EventMessage]:

@@ -66,10 +66,12 @@ def event_to_dict(event: Event, *, seats: SeatCounts, with_online_url: bool = Tr
     }
 
 
-def cancellation_to_dict(*, event_id: str, cancelled_at: datetime, cancelled_by: str) -> dict[str, Any]:
+def cancellation_to_dict(*, event_id: str, cancelled_at: datetime, cancelled_by: str,
+                         reason: str | None) -> dict[str, Any]:
     message_id = EventMessage.cancellation_id_for(event_id)
     return {"event_id": event_id, "status": "cancelled", "cancelled_at": cancelled_at.isoformat(),
-            "cancelled_by": cancelled_by, "notice": message_api_location(event_id, message_id)}
+            "cancelled_by": cancelled_by, "reason": reason or None,
+            "notice": message_api_location(event_id, message_id)}
 
 
 def retention_to_dict(event_id: str, retention) -> dict:

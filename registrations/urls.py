@@ -25,6 +25,7 @@ urlpatterns = [
     path("events/<id:event_id>/register/", views.registration_create, name="registration_create"),
     path("events/<id:event_id>/attendees/", attendee_views.attendee_list, name="attendee_list"),
     path("events/<id:event_id>/messages/", message_views.message_page, name="event_messages"),
+    path("events/<id:event_id>/messages/sent/", message_views.message_progress, name="event_message_progress"),
     path("events/<id:event_id>/cancel/", cancellation_views.event_cancel_page, name="event_cancel"),
     path("events/<id:event_id>/questions/", question_views.event_questions, name="event_questions"),
     path("events/<id:event_id>/attendees.csv", attendee_views.attendee_export, name="attendee_export"),

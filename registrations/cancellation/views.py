@@ -1,4 +1,5 @@
-"""Staff's "Cancel event" page: a confirmation that says how many people will be told, then one tap.
+"""Staff's "Cancel event" page: a confirmation that says how many people will be told, an optional reason, then one
+tap.
 
 Thin: it reads the event's counters for the count and calls ``event_services.event_cancel_once``. The confirmation
 renders one idempotency key with its button, so a double-click (or a retried post) is one cancellation; the
@@ -14,6 +15,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from registrations import selectors
+from registrations.cancellation.forms import EventCancelForm
 from registrations.errors import RegistrationError
 from registrations.events import services as event_services
 from tems.decorators import staff_required
@@ -33,11 +35,13 @@ def event_cancel_page(request: HttpRequest, event_id: str) -> HttpResponse:
     except RegistrationError as error:
         raise Http404(error.detail) from None
     problem = None
-    if request.method == "POST":
+    form = EventCancelForm(request.POST if request.method == "POST" else None)
+    if request.method == "POST" and form.is_valid():
         try:
             outcome = event_services.event_cancel_once(
                 event_id=event_id, user_id=user_key(request.user), cancelled_by=request.user.get_username(),
-                idempotency_key=key_from_request(request), fingerprint=request_fingerprint(request))
+                idempotency_key=key_from_request(request), fingerprint=request_fingerprint(request),
+                reason=form.cleaned_data["reason"])
         except DomainError as error:
             if error.code == "not_found":
                 raise Http404(error.detail) from None
@@ -49,6 +53,9 @@ def event_cancel_page(request: HttpRequest, event_id: str) -> HttpResponse:
             return after_save(request, reverse("registrations:event_detail", kwargs={"event_id": event_id}))
     seats = selectors.seats_for(event=event)
     confirmed, waiting = seats.registered, seats.waiting
+    # A refused reason keeps the tap's key: the corrected post is the same tap.
+    key = request.POST.get("idempotency_key") if request.method == "POST" and form.errors else None
     context = {"event": event, "seats": seats, "confirmed": confirmed, "waiting": waiting, "told": confirmed + waiting,
-               "key": str(uuid.uuid4()), "problem": problem}
-    return render(request, PAGE, context, status=409 if problem else 200)
+               "key": key or str(uuid.uuid4()), "problem": problem, "form": form}
+    status = 409 if problem else 400 if form.errors else 200
+    return render(request, PAGE, context, status=status)

@@ -48,6 +48,8 @@ CATEGORIES = (
     ("other", "Other"),
 )
 CATEGORY_LABELS = dict(CATEGORIES)
+# A cancellation's reason is a sentence or two for every registrant's mail, not a letter.
+MAX_CANCEL_REASON_CHARS = 500
 
 
 class Event(TableModel):
@@ -106,6 +108,8 @@ class Event(TableModel):
     # The registration window, copied onto every seat shard: the seat's own condition enforces it.
     registration_opens_at = UTCDateTimeAttribute(null=True)
     registration_closes_at = UTCDateTimeAttribute(null=True)
+    # Why, in staff's words (optional): shown on the event's page and carried by every cancellation notice.
+    cancel_reason = TextAttribute(null=True)
 
     by_start = CollectionIndex()
     gsi1pk = UnicodeAttribute(attr_name="GSI1PK", default=COLLECTION)
@@ -213,6 +217,7 @@ class EventCancellation(TableModel):
     public = BooleanAttribute(null=True)
     version = NumberAttribute(null=True)
     collection = UnicodeAttribute(attr_name="GSI1PK", null=True)  # Event.gsi1pk: only listed events have facets
+    cancel_reason = TextAttribute(null=True)
 
     @classmethod
     def key_for(cls, event_id: str) -> tuple[str, str]:

@@ -4,9 +4,10 @@ the event's cancellation."""
 from __future__ import annotations
 
 import logging
+import re
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
@@ -14,9 +15,17 @@ from typing import Any
 
 from registrations.errors import RegistrationError, cancelled_in_image, event_cancelled_error
 from registrations.events import index
-from registrations.events.models import Event, EventCancellation
+from registrations.events.models import MAX_CANCEL_REASON_CHARS, Event, EventCancellation, EventSeats
 from registrations.messages.models import EventMessage
 from registrations.messages.services import MESSAGE, REGISTRANTS
+from registrations.questions.models import EventQuestions
+from registrations.questions.question_sets import (
+    Question,
+    QuestionSet,
+    checked_questions,
+    known,
+    questions_to_json,
+)
 from registrations.seating import shards
 from registrations.seating.gate import GATE, GateBusy, gate_get, new_gate
 from registrations.seating.models import SeatGate, SeatShard, WaitlistQueue
@@ -41,10 +50,13 @@ from registrations.write_rules import (
 from tems.clock import utcnow
 from tems.idempotency import StoredResponse, add_completed_record
 from tems.outbox import OutboxMessage, outbox_message
+from tems.text import unsafe_text_problem
 from tems.transactions import UNKNOWN_OUTCOME, LabelledTransaction, TransactionCancelled
 
 logger = logging.getLogger(__name__)
 
+# The label of the questions item in the create transaction.
+QUESTIONS = "questions"
 # The outbox message an event edit writes in its own transaction: "fill free seats from the waiting list".
 PROMOTION_REQUESTED = "WaitlistPromotionRequested"
 # Edits whose seat counters moved between their read and their write (registrations keep coming): read again.
@@ -88,8 +100,9 @@ def _new_event(*, event_id: str | None, title: str, description: str, location: 
     )
 
 
-def _commit_event_create(event: Event, *, add_record: Callable[[LabelledTransaction], None] | None = None) -> None:
-    """The event (and the tap's COMPLETED record) as one TransactWriteItems.
+def _commit_event_create(event: Event, *, add_record: Callable[[LabelledTransaction], None] | None = None,
+                         questions: tuple[Question, ...] = ()) -> None:
+    """The event (its questions, and the tap's COMPLETED record) as one TransactWriteItems.
 
     A transaction and not a PutItem because botocore sends it with a ClientRequestToken and repeats the token
     on its own retries: after a lost answer DynamoDB answers the retry as a success instead of letting it fail
@@ -102,7 +115,14 @@ def _commit_event_create(event: Event, *, add_record: Callable[[LabelledTransact
         for shard in shards.new_shards(event_id=event.event_id, capacity=int(event.capacity),
                                       starts_at=event.starts_at, opens_at=event.registration_opens_at,
                                       closes_at=event.registration_closes_at):
+            if questions:  # a registration's answers are checked against this first version of them
+                shard.questions = 1
             transaction.save(f"shard_{int(shard.shard)}", shard, condition=SeatShard.pk.does_not_exist())
+        if questions:
+            # Version 1 of the questions, as the questions page's first save writes it (attribute_not_exists).
+            transaction.save(QUESTIONS, EventQuestions(
+                *EventQuestions.key_for(event.event_id), event_id=event.event_id,
+                questions=questions_to_json(questions), updated_at=event.created_at, updated_by=event.created_by))
         # And the queue the waiting list's lanes take their tickets from (registrations.seating.lanes, "Claims"),
         # and its gate (registrations.seating.gate).
         transaction.save(QUEUE, WaitlistQueue.new(event.event_id), condition=WaitlistQueue.pk.does_not_exist())
@@ -159,16 +179,22 @@ def event_api_location(event_id: str) -> str:
 def event_create_once(*, user_id: str, idempotency_key: str, fingerprint: str, title: str,
                       description: str = "", location: str = "", starts_at: datetime, capacity: int,
                       created_by: str, reminder_hours: int | None = None,
-                      offer_hours: int | None = None, **details: Any) -> StoredOutcome:
+                      offer_hours: int | None = None, questions: Iterable[Question] = (),
+                      **details: Any) -> StoredOutcome:
     """Create an event once per (staff member, idempotency key): the same key answers the first 201 again.
+
+    ``questions`` (the custom questions at registration) are written in the same transaction, as version 1 of
+    the event's questions: an event is never seen without the questions it was created with.
 
     ``user_id`` (``tems.identity.user_key``) scopes the key; ``created_by`` is the name the event shows.
 
     The key's record is born COMPLETED inside the creating transaction, holding the response (the event as the
     API shows it, with its ``Location``), so a retry of the tap, even after the answer was lost or the server
     died right after the commit, is answered byte for byte and never creates a second event. Raises
-    RegistrationError: 'unprocessable' (the key was used for a different request), 'busy'.
+    RegistrationError: 'invalid' (a question, named by ``errors``), 'unprocessable' (the key was used for a
+    different request), 'busy'.
     """
+    checked = checked_questions(list(questions))
     event = _new_event(event_id=None, title=title, description=description, location=location,
                        starts_at=starts_at, capacity=capacity, created_by=created_by, collection=Event.COLLECTION,
                        reminder_hours=reminder_hours, offer_hours=offer_hours, **details)
@@ -182,11 +208,13 @@ def event_create_once(*, user_id: str, idempotency_key: str, fingerprint: str, t
     add_record = partial(add_completed_record, user_id=user_id, key=idempotency_key, fingerprint=fingerprint,
                          response=response, now=event.created_at)
     try:
-        _commit_event_create(event, add_record=add_record)
+        _commit_event_create(event, add_record=add_record, questions=checked)
     except TransactionCancelled as cancelled:
         if not cancelled.failed(IDEMPOTENCY):
             raise
         return StoredOutcome(stored_answer(cancelled.reasons[IDEMPOTENCY].raw_item, fingerprint), replayed=True)
+    if checked:
+        known.remember(event.event_id, QuestionSet(1, checked))
     return StoredOutcome(response)
 
 
@@ -374,17 +402,38 @@ def _capacity_problem(registered: int) -> str:
 CANCELLATION_REQUESTED = "EventCancellationRequested"
 # Rounds whose read went stale (an edit re-sliced the shards) before "busy".
 CANCEL_EVENT_MAX_ROUNDS = 8
+# Control characters a person cannot type into a reason (tab and line breaks are kept: a reason may have lines).
+_UNTYPABLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufeff]")
+
+
+def cancel_reason_checked(reason: str | None) -> str:
+    """The reason as stored (trimmed, line breaks as ``\\n``; "" for none), or RegistrationError('invalid') with a
+    message for the person who typed it."""
+    text = (reason or "").replace("\r\n", "\n").replace("\r", "\n").strip()
+    problem = None
+    if unsafe_text_problem(text) or _UNTYPABLE.search(text):
+        problem = "The reason contains characters that cannot be sent (control characters); remove them."
+    elif len(text) > MAX_CANCEL_REASON_CHARS:
+        problem = (f"The reason is {len(text):,} characters long; at most {MAX_CANCEL_REASON_CHARS} fit in the "
+                   "notice. Shorten it.")
+    if problem:
+        raise RegistrationError("invalid", problem, errors={"reason": [problem]})
+    return text
 
 
 def event_cancel_once(*, event_id: str, user_id: str, cancelled_by: str, idempotency_key: str, fingerprint: str,
-                      now: datetime | None = None, sleep: Callable[[float], None] = time.sleep) -> StoredOutcome:
-    """Cancel ``event_id`` once: 200 ``{event_id, status: "cancelled", cancelled_at, cancelled_by, notice}``.
+                      reason: str = "", now: datetime | None = None,
+                      sleep: Callable[[float], None] = time.sleep) -> StoredOutcome:
+    """Cancel ``event_id`` once: 200 ``{event_id, status: "cancelled", cancelled_at, cancelled_by, reason, notice}``.
 
-    One transaction (see the module doc) marks the event and its shards, writes the notice and its outbox message
-    and the tap's record. The same key replays the first answer; another key on a cancelled event answers the
-    same 200 (from the refused write's image) and queues nothing. Raises RegistrationError: 'not_found',
-    'unprocessable' (the key was used for another request), 'busy'.
+    One transaction (see the module doc) marks the event and its shards, stores the optional ``reason`` on the
+    event and on the notice (every recipient's mail carries it), writes the notice's outbox message and the tap's
+    record. The same key replays the first answer; another key on a cancelled event answers the same 200 (from the
+    refused write's image: the first reason stands) and queues nothing. Raises RegistrationError: 'invalid' (the
+    reason: too long, or characters nobody types), 'not_found', 'unprocessable' (the key was used for another
+    request), 'busy'.
     """
+    reason = cancel_reason_checked(reason)
     now = now or utcnow()
     conflicts = conflict_backoff(sleep, detail="This event is changing right now; nothing was cancelled. Try again.")
     # The conflict pauses raise 'busy' themselves once spent: the loop leaves them room to.
@@ -394,9 +443,10 @@ def event_cancel_once(*, event_id: str, user_id: str, cancelled_by: str, idempot
         except EventCancellation.DoesNotExist:
             raise RegistrationError("not_found", f"There is no event with id {event_id!r}.") from None
         response = StoredResponse.json(cancellation_to_dict(event_id=event_id, cancelled_at=now,
-                                                            cancelled_by=cancelled_by), status=200)
-        cancelled = commit_tap(_cancel_transaction(event, now=now, cancelled_by=cancelled_by), user_id=user_id,
-                               key=idempotency_key, fingerprint=fingerprint, response=response, now=now)
+                                                            cancelled_by=cancelled_by, reason=reason), status=200)
+        cancelled = commit_tap(_cancel_transaction(event, now=now, cancelled_by=cancelled_by, reason=reason),
+                               user_id=user_id, key=idempotency_key, fingerprint=fingerprint, response=response,
+                               now=now)
         if isinstance(cancelled, StoredOutcome):
             return cancelled
         if cancelled is UNKNOWN_OUTCOME:
@@ -419,7 +469,8 @@ def event_cancel_once(*, event_id: str, user_id: str, cancelled_by: str, idempot
     raise busy_error("This event is changing right now; nothing was cancelled. Try again.")
 
 
-def _cancel_transaction(event: EventCancellation, *, now: datetime, cancelled_by: str) -> LabelledTransaction:
+def _cancel_transaction(event: EventCancellation, *, now: datetime, cancelled_by: str,
+                        reason: str) -> LabelledTransaction:
     event_id = event.event_id
     count = int(event.seat_shards or 0)
     transaction = LabelledTransaction()
@@ -428,10 +479,12 @@ def _cancel_transaction(event: EventCancellation, *, now: datetime, cancelled_by
     if event.version is not None:  # the facets removed below are the ones this version wrote
         condition &= EventCancellation.version == int(event.version)
     listed = event.collection == Event.COLLECTION
+    actions = [EventCancellation.cancelled_at.set(now), EventCancellation.cancelled_by.set(cancelled_by)]
+    if reason:
+        actions.append(EventCancellation.cancel_reason.set(reason))
     transaction.update(
         EVENT, EventCancellation(*EventCancellation.key_for(event_id)),
-        actions=[EventCancellation.cancelled_at.set(now), EventCancellation.cancelled_by.set(cancelled_by)],
-        condition=condition, return_old_on_failure=True,
+        actions=actions, condition=condition, return_old_on_failure=True,
     )
     if listed:
         index.remove_facets(transaction, event_id=event_id, facets=index.facets_of(
@@ -441,11 +494,13 @@ def _cancel_transaction(event: EventCancellation, *, now: datetime, cancelled_by
     transaction.save(MESSAGE, EventMessage(
         *EventMessage.key_for(event_id, message_id), event_id=event_id, message_id=message_id,
         kind=EventMessage.CANCELLATION, audience=REGISTRANTS, subject=f"Cancelled: {event.title or ''}".strip(),
-        body="", created_at=now, created_by=cancelled_by, registered_before=now, partition=0, pages=0, queued=0,
-        **EventMessage.index_fields(event_id, message_id, now),
+        body=reason, created_at=now, created_by=cancelled_by, registered_before=now, partition=0, pages=0,
+        queued=0, **EventMessage.index_fields(event_id, message_id, now),
     ), condition=EventMessage.pk.does_not_exist())
-    transaction.save(OUTBOX, outbox_message(message_type=CANCELLATION_REQUESTED, now=now,
-                                            payload={"event_id": event_id, "message_id": message_id}))
+    payload = {"event_id": event_id, "message_id": message_id}
+    if reason:
+        payload["reason"] = reason
+    transaction.save(OUTBOX, outbox_message(message_type=CANCELLATION_REQUESTED, now=now, payload=payload))
     return transaction
 
 
@@ -461,7 +516,8 @@ def _already_cancelled(event: EventCancellation, when: datetime, *, user_id: str
                        now: datetime, sleep: Callable[[float], None]) -> StoredOutcome:
     """The event was cancelled before this tap (by another key or person): the same answer, stored under this
     key in a transaction of its own, and nothing else written."""
-    body = cancellation_to_dict(event_id=event.event_id, cancelled_at=when, cancelled_by=event.cancelled_by or "")
+    body = cancellation_to_dict(event_id=event.event_id, cancelled_at=when, cancelled_by=event.cancelled_by or "",
+                                reason=event.cancel_reason)
     response = StoredResponse.json(body, status=200)
     first = remember_answer(user_id=user_id, key=key, fingerprint=fingerprint, response=response, now=now,
                             sleep=sleep)

@@ -22,6 +22,8 @@ from registrations.events import selectors as event_selectors
 from registrations.events import services as event_services
 from registrations.events.forms import EventEditForm, EventForm, EventSearchForm
 from registrations.events.models import CATEGORY_LABELS
+from registrations.questions import forms as question_forms
+from registrations.questions.question_sets import MAX_QUESTIONS
 from registrations.statuses import card_statuses
 from registrations.views import event_or_404, panel_context
 from tems.decorators import staff_required
@@ -159,12 +161,14 @@ def event_detail(request: HttpRequest, event_id: str) -> HttpResponse:
     if not request.user.is_authenticated:
         if not event.public:
             return redirect_to_login(request.get_full_path())
-        return render(request, "registrations/event_detail.html", {"event": event})
+        return render(request, "registrations/event_detail.html",
+                      {"event": event, "seats": selectors.seats_for(event=event)})
     context = panel_context(request, event)
     registration = context.get("registration")
     # The online link is for people with a place (and staff), not for everyone who finds the page.
     context["show_online_url"] = request.user.is_staff or bool(registration and registration.get("status")
                                                                  == "confirmed")
+    context["my_messages"] = selectors.messages_to(user_id=user_key(request.user), event_id=event_id)
     if request.user.is_staff:
         context["checkins"] = checkin_selectors.checkin_list(event_id=event_id)
     return render(request, "registrations/event_detail.html", context)
@@ -173,25 +177,60 @@ def event_detail(request: HttpRequest, event_id: str) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 @staff_required
 def event_create(request: HttpRequest) -> HttpResponse:
+    posted = request.method == "POST"
+    editor = (question_forms.posted_editor(request.POST) if question_forms.has_editor(request.POST)
+              else question_forms.editor(()))
+    action = question_forms.editor_action(request.POST) if posted else None
+    if action is not None:
+        # A question moved, added or previewed: the form again, its fields as typed and not yet checked.
+        form, preview, status = EventForm(initial=request.POST.dict()), None, 200
+        if action == question_forms.PREVIEW:
+            preview, status = _questions_preview(editor)
+        else:
+            editor = question_forms.rearranged(editor, action)
+        return _create_page(request, form, editor, preview=preview, status=status)
     form = EventForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
+    # A post without the editor (an older page, a script) creates the event without questions.
+    questions = question_forms.posted_questions(editor) if question_forms.has_editor(request.POST) else []
+    if posted and form.is_valid() and questions is not None:
         user_id = user_key(request.user)
         try:
             outcome = event_services.event_create_once(
                 **form.cleaned_data, user_id=user_id, created_by=request.user.get_username(),
                 idempotency_key=key_from_request(request),
-                fingerprint=request_fingerprint(request),
+                fingerprint=request_fingerprint(request), questions=questions,
             )
         except DomainError as error:
-            form.add_error(None, error.detail)
+            if error.code == "invalid" and error.errors:
+                rest = question_forms.attach_errors(editor, error.errors)
+                form.add_error(None, " ".join(rest) or "Some questions are not valid: see below.")
+            else:
+                form.add_error(None, error.detail)
         else:
             event = outcome.data
             if not outcome.replayed:
                 messages.success(request, f"Created “{event['title']}”.")
             return redirect("registrations:event_detail", event_id=event["id"])
+    return _create_page(request, form, editor)
+
+
+def _questions_preview(editor) -> tuple[list[dict] | None, int]:
+    questions = question_forms.posted_questions(editor)
+    if questions is None:
+        return None, 400
+    try:
+        return question_forms.preview_fields(questions), 200
+    except RegistrationError as error:
+        question_forms.attach_errors(editor, error.errors)
+        return None, 400
+
+
+def _create_page(request: HttpRequest, form, editor, *, preview: list[dict] | None = None,
+                 status: int = 200) -> HttpResponse:
     # One key per form shown: each press of "Create event" on this page is the same tap until it succeeds.
     return render(request, "registrations/event_form.html",
-                  {"form": form, "creating": True, "fresh_key": str(uuid.uuid4())})
+                  {"form": form, "creating": True, "fresh_key": str(uuid.uuid4()), "editor": editor,
+                   "preview": preview, "max_questions": MAX_QUESTIONS}, status=status)
 
 
 LABELS = {"title": "Title", "location": "Venue", "starts_at": "Starts", "capacity": "Capacity",

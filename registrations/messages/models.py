@@ -91,3 +91,34 @@ class EventMessage(TableModel):
     def delivery_id_for(message_id: str, registration_id: str) -> str:
         """The outbox message id (and so the mail's Message-ID) of one recipient's copy: the same on every try."""
         return hashlib.sha256(f"delivery:{message_id}:{registration_id}".encode()).hexdigest()[:32]
+
+
+class MessageCopy(TableModel):
+    """``INBOX#<user_id>`` / ``EVENT#<event_id>#<when>#<message_id>``: that a message was addressed to a person.
+
+    Written by the fan-out in the same transaction as the person's outbox mail (registrations.messages.services),
+    so there is one exactly when their mail was queued, whether or not their address takes mail. The event page
+    reads a person's copies of its messages with one Query of their partition, newest first; the words are on the
+    message itself, read with one BatchGetItem, never copied per person.
+    """
+
+    PK_PREFIX = "INBOX#"
+
+    user_id = UnicodeAttribute()
+    event_id = UnicodeAttribute()
+    message_id = UnicodeAttribute()
+    registration_id = UnicodeAttribute()
+    created_at = UTCDateTimeAttribute()
+
+    @classmethod
+    def pk_for(cls, user_id: str) -> str:
+        return cls.PK_PREFIX + user_id
+
+    @staticmethod
+    def event_prefix(event_id: str) -> str:
+        return f"EVENT#{event_id}#"
+
+    @classmethod
+    def key_for(cls, user_id: str, event_id: str, message_id: str, created_at: datetime) -> tuple[str, str]:
+        # The message's time in the key sorts a person's copies of an event's messages by when each was written.
+        return cls.pk_for(user_id), cls.event_prefix(event_id) + Event.listing_key(created_at, message_id)

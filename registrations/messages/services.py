@@ -33,7 +33,7 @@ from registrations import selectors
 from registrations.checkins.models import CheckIn
 from registrations.errors import RegistrationError
 from registrations.events.models import MAX_REMINDER_HOURS, Event
-from registrations.messages.models import EventMessage
+from registrations.messages.models import EventMessage, MessageCopy
 from registrations.models import CONFIRMED, OFFERED, REGISTRATION_BUCKETS, WAITLISTED, Registration
 from registrations.seating.shards import SeatCounts
 from registrations.serializers import message_api_location, message_to_dict
@@ -63,9 +63,10 @@ REGISTRANTS = "registrants"
 MAX_SUBJECT_CHARS = 200
 MAX_BODY_CHARS = 5000
 
-# Recipients per page: a page is one transaction of its mails plus the message and maybe the next pass's outbox
-# message, under DynamoDB's 100 items; 50 keeps each transaction small (a failed one is cheap to redo).
-PAGE_SIZE = 50
+# Recipients per page: a page is one transaction of two items per recipient (the mail and the person's copy) plus
+# the message and maybe the next pass's outbox message, under DynamoDB's 100 items; 40 keeps each transaction
+# small (a failed one is cheap to redo).
+PAGE_SIZE = 40
 # Pages per relay pass: a pass must end well inside the outbox lease (tems.outbox.LEASE), or another relay would
 # take the message over mid-pass (harmless, the cursor's condition decides, but wasted work); measured in
 # docs/journal/2026-12-04-messages.md.
@@ -263,11 +264,20 @@ def _page(message: EventMessage) -> tuple[list[Recipient], dict | None]:
 
 
 def _mail(message: EventMessage, recipient: Recipient, now: datetime) -> OutboxMessage:
+    payload = {"event_id": message.event_id, "message_id": message.message_id, "kind": message.kind,
+               "user": recipient.user_id, "registration_id": recipient.registration_id}
+    if message.kind == EventMessage.CANCELLATION and message.body:
+        payload["reason"] = message.body  # the reason staff gave travels with each notice
     return outbox_message(
         message_type=MESSAGE_MAIL, now=now,
-        message_id=EventMessage.delivery_id_for(message.message_id, recipient.registration_id),
-        payload={"event_id": message.event_id, "message_id": message.message_id, "kind": message.kind,
-                 "user": recipient.user_id, "registration_id": recipient.registration_id})
+        message_id=EventMessage.delivery_id_for(message.message_id, recipient.registration_id), payload=payload)
+
+
+def _copy(message: EventMessage, recipient: Recipient) -> MessageCopy:
+    return MessageCopy(*MessageCopy.key_for(recipient.user_id, message.event_id, message.message_id,
+                                            message.created_at),
+                       user_id=recipient.user_id, event_id=message.event_id, message_id=message.message_id,
+                       registration_id=recipient.registration_id, created_at=message.created_at)
 
 
 def _queue_page(message: EventMessage, *, continue_after: bool, now: datetime) -> EventMessage | None:
@@ -284,8 +294,13 @@ def _queue_page(message: EventMessage, *, continue_after: bool, now: datetime) -
     while True:
         transaction = LabelledTransaction()
         mails = {f"mail_{n}": recipient for n, recipient in enumerate(recipients)}
+        copied: set[str] = set()
         for label, recipient in mails.items():
             transaction.save(label, _mail(message, recipient, now), condition=OutboxMessage.pk.does_not_exist())
+            if recipient.user_id not in copied:  # one copy per person, the key a transaction may touch once
+                copied.add(recipient.user_id)
+                # Unconditional: the same copy whichever listing of the registration writes it.
+                transaction.save(f"copy_{label}", _copy(message, recipient))
         actions = [EventMessage.partition.set(partition), EventMessage.pages.add(1),
                    EventMessage.queued.add(len(recipients))]
         actions.append(EventMessage.last_key.set(json.dumps(last_key)) if last_key else EventMessage.last_key.remove())

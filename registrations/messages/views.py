@@ -1,4 +1,5 @@
-"""Staff's "Message attendees" page: write, preview the number of recipients, confirm to send once.
+"""Staff's "Message attendees" page: write, preview the mail and the number of recipients, confirm to send once;
+the list of sent messages follows each one's progress.
 
 Thin: it validates with ``MessageForm`` and calls ``registrations.messages.services``. The preview and the send
 are two posts of the same form; the confirm step carries one idempotency key rendered with it, so a double-click
@@ -11,7 +12,7 @@ from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods
 
 from registrations import selectors
 from registrations.checkins import selectors as checkin_selectors
@@ -24,6 +25,7 @@ from registrations.messages.services import (
     audience_count,
     message_send_once,
 )
+from registrations.notifications import staff_message_mail
 from tems.decorators import staff_required
 from tems.errors import DomainError
 from tems.http import after_save
@@ -78,14 +80,36 @@ def message_page(request: HttpRequest, event_id: str) -> HttpResponse:
                                               f"({counts[form.cleaned_data['audience']]}). Progress is below.")
                 return after_save(request, reverse("registrations:event_messages", kwargs={"event_id": event_id}))
         elif request.POST.get("step") == "preview":
-            # The preview: the number it will reach, and a Send button carrying this step's one key.
+            # The preview: the number it will reach, the mail exactly as the relay will send it, and a Send
+            # button carrying this step's one key.
+            subject, body = staff_message_mail(event=event, subject=form.cleaned_data["subject"],
+                                               body=form.cleaned_data["body"])
             confirm = {"count": counts[form.cleaned_data["audience"]],
-                       "audience": AUDIENCE_LABELS[form.cleaned_data["audience"]], "key": str(uuid.uuid4())}
+                       "audience": AUDIENCE_LABELS[form.cleaned_data["audience"]], "key": str(uuid.uuid4()),
+                       "mail": {"subject": subject, "body": body}}
+    context = {"event": event, "form": form, "confirm": confirm, **_sent_context(request, event_id)}
+    status = 400 if request.method == "POST" and not form.is_valid() else 200
+    return render(request, f"{PAGE}#message-form" if request.htmx else PAGE, context, status=status)
+
+
+@require_GET
+@staff_required
+def message_progress(request: HttpRequest, event_id: str) -> HttpResponse:
+    """The page's list of sent messages alone: what htmx polls while a message is still being sent."""
+    try:
+        event = selectors.event_get(event_id=event_id, with_seats=False)
+    except RegistrationError as error:
+        raise Http404(error.detail) from None
+    return render(request, f"{PAGE}#sent-list", {"event": event, **_sent_context(request, event_id)})
+
+
+def _sent_context(request: HttpRequest, event_id: str) -> dict:
     try:
         sent = selectors.message_list(event_id=event_id, **page_args(request))
     except DomainError as error:
         raise Http404(error.detail) from None  # a forged or foreign cursor, or a limit out of range
-    context = {"event": event, "form": form, "confirm": confirm, "next_url": next_page_url(request, sent),
-               "sent": [(message, AUDIENCE_NAMES.get(message.audience, message.audience)) for message in sent]}
-    status = 400 if request.method == "POST" and not form.is_valid() else 200
-    return render(request, f"{PAGE}#message-form" if request.htmx else PAGE, context, status=status)
+    query = request.GET.urlencode()
+    progress_url = reverse("registrations:event_message_progress", kwargs={"event_id": event_id})
+    return {"next_url": next_page_url(request, sent), "sending": any(m.done_at is None for m in sent),
+            "progress_url": f"{progress_url}?{query}" if query else progress_url,
+            "sent": [(message, AUDIENCE_NAMES.get(message.audience, message.audience)) for message in sent]}

@@ -87,9 +87,10 @@ def questions_update(*, event_id: str, expected_version: int, questions: Iterabl
         except TransactionCancelled as cancelled:
             if cancelled.failed(QUESTIONS):
                 current, by = _current(cancelled.reasons[QUESTIONS].raw_item)
+                # No version numbers in the words: staff see them on a page (the API's answer carries them).
                 raise RegistrationError(
-                    "conflict", f"{by or 'Someone'} changed these questions after you opened them (version "
-                    f"{expected_version} → {current.version}). Nothing of yours was saved.",
+                    "conflict", f"{by or 'Someone'} changed these questions after you opened them. Nothing of "
+                    "yours was saved.",
                     current=current, expected_version=expected_version) from None
             continue  # the shards were re-sliced since the gate was read: read it again
         saved = QuestionSet(expected_version + 1, checked)

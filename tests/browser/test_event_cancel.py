@@ -11,7 +11,7 @@ from registrations.events import services as event_services
 from registrations.messages.models import EventMessage
 from tems.identity import user_key
 from tests.browser.helpers import log_in
-from tests.browser.pages import DESKTOP, PHONE, new_sized_page, serious_axe_violations
+from tests.browser.pages import DESKTOP, PHONE, axe_violations, fits_the_width, new_sized_page, serious_axe_violations
 from tests.registrations.helpers import register
 
 
@@ -30,8 +30,11 @@ def test_a_double_click_on_the_confirmation_cancels_the_event_once(app_server, b
     expect(page.locator(".notice")).to_contain_text("This e-mails 2 people")
     assert serious_axe_violations(page) == []
 
+    assert axe_violations(page) == [] and fits_the_width(page)
+    page.get_by_label("Reason (optional)").fill("The telescope is broken.")
     page.get_by_role("button", name="Cancel the event and tell 2").dblclick()
     expect(page.get_by_text("This event is cancelled.")).to_be_visible()
+    expect(page.locator(".cancel-reason")).to_contain_text("The telescope is broken.")
     expect(page.get_by_text("“Rooftop astronomy” is cancelled.")).to_be_visible()
     expect(page.get_by_role("link", name="Cancel event")).to_have_count(0)
     assert serious_axe_violations(page) == []

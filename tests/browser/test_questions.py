@@ -1,5 +1,7 @@
-"""Custom questions in Chromium (DynamoDB Local): staff add one on the questions page, a student is told what is
-missing without losing what they typed, registers with answers, and staff see them; every page axe-clean."""
+"""Custom questions in Chromium (DynamoDB Local): staff write several questions in the editor (choices only for
+the kinds that have them, reordered, previewed as a student sees them), a student is told what is missing without
+losing what they typed, registers with answers, and staff see them; questions are also asked on the New event
+form. Every page is axe-clean (no violation at all on the editor's pages) and fits a phone."""
 
 from datetime import UTC, datetime
 
@@ -11,7 +13,7 @@ from registrations.questions import question_sets
 from registrations.questions import services as question_services
 from registrations.questions.question_sets import Question
 from tests.browser.helpers import log_in
-from tests.browser.pages import DESKTOP, PHONE, new_sized_page, serious_axe_violations
+from tests.browser.pages import DESKTOP, PHONE, axe_violations, fits_the_width, new_sized_page, serious_axe_violations
 
 pytestmark = pytest.mark.browser
 
@@ -28,14 +30,29 @@ def test_staff_ask_a_question_and_a_student_answers_it(app_server, browser, cont
     staff = new_sized_page(browser, viewport, contexts)
     log_in(staff, app_server, "staffer", "pw-staff-1")
     staff.goto(f"{app_server}/events/{event.event_id}/questions/")
-    checked["questions page"] = serious_axe_violations(staff)
-    staff.locator("#label-new").fill("Diet")
-    staff.locator("#kind-new").select_option("single")
-    staff.locator("#choices-new").fill("none\nvegan")
-    staff.locator("input[name=required-new]").check()
-    staff.locator("input[name=door-new]").check()
+    checked["questions page"] = axe_violations(staff)
+    assert fits_the_width(staff)
+    expect(staff.locator("#id_questions-0-choices")).to_be_hidden()  # a text question has no choices
+    staff.locator("#id_questions-1-label").fill("Diet")
+    staff.locator("#id_questions-1-kind").select_option("single")
+    expect(staff.locator("#id_questions-1-choices")).to_be_visible()
+    staff.locator("#id_questions-1-choices").fill("none\nvegan")
+    staff.locator("#id_questions-1-required").check()
+    staff.locator("#id_questions-1-door").check()
+    staff.locator("#id_questions-2-label").fill("T-shirt size")
+    staff.get_by_role("button", name="Move up (question 2)").click()
+    expect(staff.locator("#id_questions-0-label")).to_have_value("Diet")  # moved, and nothing lost
+    expect(staff.locator("#id_questions-2-label")).to_have_value("T-shirt size")
+    staff.get_by_role("button", name="Preview as a student").click()
+    preview = staff.locator(".questions-preview")
+    expect(preview.get_by_role("heading", name="What a student sees")).to_be_visible()
+    expect(preview.get_by_label("vegan")).to_be_disabled()
+    checked["questions preview"] = axe_violations(staff)
+    assert fits_the_width(staff)
     staff.get_by_role("button", name="Save questions").click()
     expect(staff.get_by_text("Saved the questions.")).to_be_visible()
+    assert [q.label for q in question_sets.questions_get(event_id=event.event_id).questions] == [
+        "Diet", "Anything we should know?", "T-shirt size"]
 
     page = new_sized_page(browser, viewport, contexts)
     log_in(page, app_server, "student1", "pw-student-1")
@@ -58,3 +75,29 @@ def test_staff_ask_a_question_and_a_student_answers_it(app_server, browser, cont
     checked["attendee list with answers"] = serious_axe_violations(staff)
     failures = {name: found for name, found in checked.items() if found}
     assert failures == {}, failures
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_the_new_event_form_creates_the_event_with_its_questions(app_server, browser, contexts, viewport,
+                                                                  staff_user):
+    question_sets.known.reset()
+    page = new_sized_page(browser, viewport, contexts)
+    log_in(page, app_server, "staffer", "pw-staff-1")
+    page.goto(f"{app_server}/events/new/")
+    assert axe_violations(page) == [] and fits_the_width(page)
+    page.get_by_label("Title").fill("Robot workshop")
+    page.get_by_label("Starts").fill("2030-07-01T14:00")
+    page.get_by_label("Capacity").fill("12")
+    page.locator("#id_questions-0-label").fill("Laptop OS")
+    page.locator("#id_questions-0-kind").select_option("multiple")
+    page.locator("#id_questions-0-choices").fill("Linux\nmacOS\nWindows")
+    page.get_by_role("button", name="Preview as a student").click()
+    expect(page.locator(".questions-preview").get_by_label("Windows")).to_be_visible()
+    expect(page.get_by_label("Title")).to_have_value("Robot workshop")
+    assert axe_violations(page) == [] and fits_the_width(page)
+    page.get_by_role("button", name="Create event").click()
+    expect(page.get_by_role("heading", name="Robot workshop")).to_be_visible()
+    event_id = page.url.rstrip("/").split("/")[-1]
+    stored = question_sets.questions_get(event_id=event_id)
+    assert stored.version == 1 and [(q.label, q.choices) for q in stored.questions] == [
+        ("Laptop OS", ("Linux", "macOS", "Windows"))]

@@ -172,3 +172,35 @@ def test_my_registrations_say_the_event_is_cancelled_and_offer_no_cancel(event, 
     assert row["event_cancelled"] is True and row["status"] == "confirmed"
     page = student_client.get("/me/registrations/").content.decode()
     assert "Event cancelled" in page and "cancel-step" not in page
+
+
+def test_the_page_takes_a_reason_and_the_event_page_shows_it(event, staff_client, student_client):
+    answer = staff_client.post(page_url(event), {"idempotency_key": str(uuid.uuid4()),
+                                                 "reason": "  The hall is flooded.\r\nSorry!  "})
+    assert answer.status_code == 302
+    assert selectors.event_get(event_id=event.event_id).cancel_reason == "The hall is flooded.\nSorry!"
+    page = student_client.get(f"/events/{event.event_id}/").content.decode()
+    assert "The hall is flooded.<br>Sorry!" in page
+
+
+@pytest.mark.parametrize(("reason", "says"), [
+    ("x" * 20_000, "20,000 characters long; at most 500 fit"),
+    ("Stop\x1b[2J\x07", "control characters"),
+    ("nul\x00here", "Null characters are not"),
+])
+def test_a_hostile_reason_gets_a_readable_message_never_a_server_error(event, staff_client, reason, says):
+    key = str(uuid.uuid4())
+    page = staff_client.post(page_url(event), {"idempotency_key": key, "reason": reason})
+    assert page.status_code == 400 and says in page.content.decode()
+    api = staff_client.post(f"/api/events/{event.event_id}/cancel", json.dumps({"reason": reason}),
+                            content_type="application/json", headers={"Idempotency-Key": str(uuid.uuid4())})
+    assert api.status_code == 400 and api["Content-Type"] == "application/problem+json"
+    assert not selectors.event_get(event_id=event.event_id).is_cancelled
+
+
+def test_the_api_takes_a_reason_and_answers_it(event, staff_client):
+    answer = staff_client.post(f"/api/events/{event.event_id}/cancel", json.dumps({"reason": "Snow."}),
+                               content_type="application/json", headers={"Idempotency-Key": str(uuid.uuid4())})
+    assert answer.status_code == 200 and answer.json()["reason"] == "Snow."
+    later = api_cancel(staff_client, event.event_id, str(uuid.uuid4()))
+    assert later.json()["reason"] == "Snow."  # the first reason stands

@@ -18,13 +18,15 @@ from datetime import timedelta
 import pytest
 from aiosmtpd.controller import Controller
 from django.contrib.auth.models import User
+from django.utils.html import escape
 
 from registrations import attendees, selectors, services
 from registrations.checkins import services as checkin_services
+from registrations.errors import RegistrationError
 from registrations.events import services as event_services
 from registrations.events.models import Event
 from registrations.messages import services as messages
-from registrations.messages.models import EventMessage
+from registrations.messages.models import EventMessage, MessageCopy
 from registrations.models import CONFIRMED, WAITLISTED, Registration
 from registrations.ticket_tokens import ticket_token
 from tems import outbox
@@ -275,6 +277,9 @@ def test_a_relay_killed_mid_fan_out_and_restarted_mails_everyone_once(ddb, db, s
     assert len(smtp.deliveries) == len(users)  # the kill came between pages: nothing was sent twice
     [message] = event_messages(event.event_id)
     assert message.done_at is not None and int(message.queued) == len(users)
+    # Each person's copy was written with their mail: every one of them, once, can read it on the event page.
+    copies = [m for m in MessageCopy.scan(MessageCopy.entity == "MessageCopy") if m.message_id == message.message_id]
+    assert sorted(copy.user_id for copy in copies) == sorted(user_key(user) for user in users)
 
 
 def test_a_relay_killed_between_smtp_and_the_outbox_delete_resends_the_same_message_id(ddb, db, smtp, small_pages,
@@ -604,3 +609,119 @@ def test_the_race_check_catches_a_fan_out_without_derived_ids_or_the_cursor_cond
     message, queued = racing_fan_outs(event.event_id)
     assert set(queued) == registered
     assert max(queued.values()) > 1  # some recipients queued twice or three times
+
+
+# --- what staff preview is what is sent ---------------------------------------------------------------------
+
+def _text(mail: email.message.Message) -> str:
+    """A mail's body as its reader sees it: SMTP carries line ends as CRLF and ends the data with one."""
+    text = mail.get_payload(decode=True).decode(mail.get_content_charset() or "utf-8")
+    return text.replace("\r\n", "\n").removesuffix("\n")
+
+
+def test_the_preview_shows_exactly_the_mail_the_smtp_server_then_receives(ddb, db, smtp, staff_client):
+    event = make_event(capacity=5, location="Room {7}")
+    [reader] = students(1, prefix="preview")
+    register(event.event_id, reader)
+    drain(smtp)
+    page = f"/events/{event.event_id}/messages/"
+    posted = {"audience": CONFIRMED, "subject": "Moved: {room}", "body": "Now in the hall.\nÉtage 2, {left}.",
+              "step": "preview"}
+    preview = staff_client.post(page, posted)
+    assert preview.status_code == 200
+    shown = preview.context["confirm"]["mail"]
+    assert escape(shown["body"]) in preview.content.decode() and escape(shown["subject"]) in preview.content.decode()
+    sent = staff_client.post(page, {**posted, "step": "send", "idempotency_key": preview.context["confirm"]["key"]})
+    assert sent.status_code == 302
+    relay_until_empty()
+    [mail] = smtp.mails
+    assert mail["Subject"] == shown["subject"] == "Open day: Moved: {room}"
+    assert _text(mail) == shown["body"]
+    assert shown["body"].startswith("Now in the hall.\nÉtage 2, {left}.\n\n(Sent by the organisers of Open day.)")
+
+
+# --- the cancellation's reason ------------------------------------------------------------------------------
+
+def test_every_cancellation_notice_carries_the_reason_given(ddb, db, smtp):
+    event = make_event(capacity=2)
+    users = students(3, prefix="called-off")
+    for user in users:
+        register(event.event_id, user)  # two seats and one waiting
+    drain(smtp)
+    reason = "The speaker is ill.\nWe will announce a new date."
+    event_services.event_cancel_once(event_id=event.event_id, user_id="staff-key", cancelled_by="staffer",
+                                     idempotency_key=new_key(), fingerprint="fp-reason", reason=reason)
+    assert selectors.event_get(event_id=event.event_id).cancel_reason == reason
+    [notice] = [m for m in event_messages(event.event_id) if m.kind == EventMessage.CANCELLATION]
+    assert notice.body == reason
+    [requested] = [m for m in OutboxMessage.scan() if m.message_type == event_services.CANCELLATION_REQUESTED
+                   and m.data.get("event_id") == event.event_id]
+    assert requested.data["reason"] == reason  # written by the cancellation's own transaction
+    messages.message_fan_out(requested)
+    mails = [m for m in OutboxMessage.scan() if m.message_type == messages.MESSAGE_MAIL
+             and m.data.get("event_id") == event.event_id]
+    assert len(mails) == 3 and all(m.data["reason"] == reason for m in mails)
+    relay_until_empty()
+    assert sorted(recipient for recipient, _ in smtp.deliveries) == sorted(u.email for u in users)
+    assert all(f"Their reason: {reason}" in _text(mail) for mail in smtp.mails)
+
+
+def test_a_cancellation_without_a_reason_says_none(ddb, db, smtp):
+    event = make_event(capacity=2)
+    [user] = students(1, prefix="no-reason")
+    register(event.event_id, user)
+    drain(smtp)
+    cancel_event(event.event_id)
+    relay_until_empty()
+    [mail] = smtp.mails
+    assert "reason" not in _text(mail) and _text(mail).startswith("Open day has been cancelled by the organisers. ")
+
+
+@pytest.mark.parametrize("reason", ["x" * 501, "Ring \x07 the bell", "a\x00b", "\x1b[31mred", "line\u2028sep"])
+def test_a_hostile_reason_is_refused_with_a_readable_message_and_nothing_is_cancelled(ddb, db, reason):
+    event = make_event(capacity=2)
+    with pytest.raises(RegistrationError) as refused:
+        event_services.event_cancel_once(event_id=event.event_id, user_id="staff-key", cancelled_by="staffer",
+                                         idempotency_key=new_key(), fingerprint="fp-hostile", reason=reason)
+    assert refused.value.code == "invalid" and "reason" in refused.value.errors
+    assert "reason" in refused.value.detail.lower()
+    assert not selectors.event_get(event_id=event.event_id).is_cancelled
+
+
+# --- a student reads the messages sent to them --------------------------------------------------------------
+
+def test_a_student_reads_on_the_event_page_only_the_messages_sent_to_them(ddb, db, smtp, client):
+    event = make_event(capacity=1)
+    other = make_event(capacity=5, title="Other day")
+    seated, waiting = students(2, prefix="reader")
+    register(event.event_id, seated)
+    register(event.event_id, waiting)  # full: waiting
+    register(other.event_id, seated)
+    drain(smtp)
+    send(event.event_id, key=new_key(), subject="For the seated", body="Bring your ticket.")
+    send(event.event_id, key=new_key(), audience=WAITLISTED, subject="For the waiting", body="Hold on.")
+    send(other.event_id, key=new_key(), subject="Another event's news", body="Elsewhere.")
+    relay_until_empty()
+    seen = selectors.messages_to(user_id=user_key(seated), event_id=event.event_id)
+    assert [m.subject for m in seen] == ["For the seated"]
+    client.force_login(seated)
+    page = client.get(f"/events/{event.event_id}/").content.decode()
+    assert "Messages to you" in page and "For the seated" in page and "Bring your ticket." in page
+    assert "For the waiting" not in page and "Another event" not in page
+    client.force_login(waiting)
+    page = client.get(f"/events/{event.event_id}/").content.decode()
+    assert "For the waiting" in page and "For the seated" not in page
+
+
+def test_the_student_s_messages_are_one_bounded_query_not_a_scan(ddb, db, smtp, dynamodb_calls):
+    event = make_event(capacity=5)
+    [reader] = students(1, prefix="bounded")
+    register(event.event_id, reader)
+    drain(smtp)
+    for n in range(3):
+        send(event.event_id, key=new_key(), subject=f"News {n}")
+    relay_until_empty()
+    dynamodb_calls.clear()
+    seen = selectors.messages_to(user_id=user_key(reader), event_id=event.event_id, limit=2)
+    assert [m.subject for m in seen] == ["News 2", "News 1"]
+    assert dynamodb_calls == ["Query", "BatchGetItem"]

@@ -8,7 +8,9 @@ import pytest
 
 from registrations import selectors
 from registrations.events import services as event_services
+from tems import outbox
 from tems.identity import user_key
+from tems.templatetags.when import when_text
 from tests.registrations.helpers import make_event, register
 
 
@@ -130,3 +132,37 @@ def test_the_reminder_lead_time_is_set_on_create_kept_by_other_edits_and_checked
     refused = staff_client.post("/api/events", json.dumps({**body, "reminder_hours": -1}),
                                 content_type="application/json", headers={"Idempotency-Key": str(uuid.uuid4())})
     assert refused.status_code == 400 and "reminder_hours" in refused.json()["errors"]
+
+
+def test_the_preview_shows_the_mail_itself(event, staff_client):
+    preview = staff_client.post(page_url(event), {**posted(), "step": "preview"})
+    mail = preview.context["confirm"]["mail"]
+    assert mail["subject"] == f"{event.title}: Room change"
+    assert mail["body"].startswith("Room 101.\nBring {nothing}.\n\n(Sent by the organisers of")
+    text = preview.content.decode()
+    assert "The e-mail each of them gets" in text and "Bring {nothing}." in text
+
+
+def progress_url(event) -> str:
+    return f"/events/{event.event_id}/messages/sent/"
+
+
+def test_the_sent_list_polls_itself_until_every_message_is_sent(event, staff_client):
+    quiet = staff_client.get(progress_url(event))
+    assert quiet.status_code == 200 and b"<html" not in quiet.content and b"hx-trigger" not in quiet.content
+    staff_client.post(page_url(event), {**posted(), "step": "send", "idempotency_key": str(uuid.uuid4())})
+    sending = staff_client.get(progress_url(event))
+    text = sending.content.decode()
+    assert 'id="sent-list"' in text and 'hx-trigger="every 2s"' in text
+    assert f'hx-get="{progress_url(event)}"' in text and "0 so far (sending…)" in text
+    assert 'hx-trigger="every 2s"' in staff_client.get(page_url(event)).content.decode()  # the page starts it
+    [message] = selectors.message_list(event_id=event.event_id)
+    outbox.outbox_relay()  # fans the message out
+    done = staff_client.get(progress_url(event)).content.decode()
+    assert "hx-trigger" not in done and "1, done" in done  # the answer without a trigger ends the polling
+    assert when_text(message.created_at) in done and "a.m." not in done and "p.m." not in done
+
+
+def test_the_progress_is_for_staff_and_known_events(event, student_client, staff_client):
+    assert student_client.get(progress_url(event)).status_code == 403
+    assert staff_client.get("/events/no-such-event/messages/sent/").status_code == 404

@@ -12,6 +12,7 @@ from registrations.models import Registration
 from registrations.questions import question_sets
 from registrations.questions import services as question_services
 from registrations.questions.question_sets import Question
+from registrations.seating.models import SeatShard
 from tests.helpers import assert_invariants_clean, assert_problem
 from tests.registrations.helpers import make_event
 
@@ -179,51 +180,136 @@ def test_hostile_registration_bodies_are_400(event, student_client, student, bod
 
 # --- staff: the questions page and API ----------------------------------------------------------------------------
 
-def test_staff_add_a_question_on_the_page(ddb, staff_client):
-    plain = make_event()
-    page = staff_client.get(f"/events/{plain.event_id}/questions/").content.decode()
-    new_id = re.search(r'name="new_id" value="([0-9a-f]{8})"', page).group(1)
+def row(question: Question, **changes) -> dict:
+    """A question's row of the editor as a browser posts it (an unticked box is not sent)."""
+    fields = {"id": question.id, "label": question.label, "kind": question.kind,
+              "choices": "\n".join(question.choices), **changes}
+    for box in ("required", "door"):
+        if getattr(question, box) and box not in changes:
+            fields[box] = "on"
+    return fields
+
+
+def editor_post(rows: list[dict], **extra) -> dict:
+    """The editor's formset as posted: its management form and each row under its index."""
+    data = {"questions-TOTAL_FORMS": str(len(rows)), "questions-INITIAL_FORMS": str(len(rows)),
+            "questions-MIN_NUM_FORMS": "0", "questions-MAX_NUM_FORMS": "22"}
+    for n, fields in enumerate(rows):
+        data.update({f"questions-{n}-{name}": value for name, value in fields.items()})
+    return {**data, **extra}
+
+
+def opened(client, event_id: str) -> tuple[str, str, list[str]]:
+    """The questions page as opened: its version, its signed base and the ids of its rows."""
+    page = client.get(f"/events/{event_id}/questions/").content.decode()
+    version = re.search(r'name="version" value="(\d+)"', page).group(1)
     base = re.search(r'name="base" value="([^"]+)"', page).group(1)
-    response = staff_client.post(f"/events/{plain.event_id}/questions/", {
-        "version": "0", "base": base, "new_id": new_id, "label-new": "Diet", "kind-new": "single",
-        "choices-new": "none\nvegan\n", "required-new": "on", "door-new": "on"})
+    return version, base, re.findall(r'name="questions-\d+-id" value="([0-9a-f]{8})"', page)
+
+
+def test_staff_add_several_questions_in_one_save(ddb, staff_client):
+    plain = make_event()
+    version, base, (first, second) = opened(staff_client, plain.event_id)  # two empty rows to fill
+    diet = Question(id=first, label="Diet", kind="single", required=True, choices=("none", "vegan"), door=True)
+    size = Question(id=second, label="T-shirt size", kind="text")
+    response = staff_client.post(f"/events/{plain.event_id}/questions/", editor_post(
+        [row(diet, choices="none\nvegan\n"), row(size)], version=version, base=base))
     assert response.status_code == 302
     stored = question_sets.questions_get(event_id=plain.event_id)
-    assert stored.version == 1 and stored.questions == (Question(id=new_id, label="Diet", kind="single",
-                                                                  required=True, choices=("none", "vegan"),
-                                                                  door=True),)
+    assert stored.version == 1 and stored.questions == (diet, size)
+    saved = staff_client.get(f"/events/{plain.event_id}/questions/").content.decode()
+    assert "Saved the questions." in saved and "version" not in saved.split("Saved the questions.")[1][:40]
+
+
+def test_empty_rows_are_left_out_and_choices_only_kept_for_choice_kinds(ddb, staff_client):
+    plain = make_event()
+    version, base, (first, second) = opened(staff_client, plain.event_id)
+    typed = Question(id=first, label="Arrival", kind="date", choices=("left", "over"))
+    staff_client.post(f"/events/{plain.event_id}/questions/", editor_post(
+        [row(typed), {"id": second, "label": "", "kind": "text"}], version=version, base=base))
+    assert question_sets.questions_get(event_id=plain.event_id).questions == (
+        Question(id=first, label="Arrival", kind="date"),)
+
+
+def test_the_choices_field_is_marked_for_the_kinds_that_have_them(event, staff_client):
+    page = staff_client.get(f"/events/{event.event_id}/questions/").content.decode()
+    assert page.count('class="field choices-field"') == len(ALL) + 2
+    assert page.count('class="question-kind"') == len(ALL) + 2
+
+
+def test_up_and_down_reorder_the_rows_and_save_nothing_until_saved(event, staff_client):
+    version, base, _ = opened(staff_client, event.event_id)
+    rows = [row(q) for q in ALL]
+    moved = staff_client.post(f"/events/{event.event_id}/questions/",
+                              editor_post(rows, version=version, base=base, question_move="1:up"))
+    assert moved.status_code == 200
+    order = re.findall(r'name="questions-\d+-id" value="([0-9a-f]{8})"', moved.content.decode())
+    assert order == [NOTE.id, DIET.id, WHEN.id, COUNT.id, TOPICS.id, PHOTO.id]
+    assert question_sets.questions_get(event_id=event.event_id).version == 1  # nothing saved
+    down = staff_client.post(f"/events/{event.event_id}/questions/",
+                             editor_post(rows, version=version, base=base, question_move="5:down"))
+    assert re.findall(r'name="questions-\d+-id" value="([0-9a-f]{8})"', down.content.decode())[-1] == PHOTO.id
+    saved = staff_client.post(f"/events/{event.event_id}/questions/", editor_post(
+        [row(q) for q in (NOTE, DIET, WHEN, COUNT, TOPICS, PHOTO)], version=version, base=base))
+    assert saved.status_code == 302
+    assert [q.id for q in question_sets.questions_get(event_id=event.event_id).questions][:2] == [NOTE.id, DIET.id]
+
+
+def test_add_a_question_offers_one_more_row(event, staff_client):
+    version, base, ids = opened(staff_client, event.event_id)
+    rows = [row(q) for q in ALL] + [{"id": ids[-1], "label": "Typed so far", "kind": "text"}]
+    more = staff_client.post(f"/events/{event.event_id}/questions/",
+                             editor_post(rows, version=version, base=base, question_add="1")).content.decode()
+    assert len(re.findall(r'name="questions-\d+-id"', more)) == len(rows) + 1 and "Typed so far" in more
+    assert question_sets.questions_get(event_id=event.event_id).version == 1
+
+
+def test_the_preview_shows_the_student_s_form_and_saves_nothing(event, staff_client):
+    version, base, _ = opened(staff_client, event.event_id)
+    preview = staff_client.post(f"/events/{event.event_id}/questions/",
+                                editor_post([row(q) for q in ALL], version=version, base=base, question_preview="1"))
+    assert preview.status_code == 200
+    page = preview.content.decode()
+    shown = page[page.index('id="questions-preview-heading"'):]
+    assert "<fieldset disabled" in shown
+    assert f'id="id_answer_{NOTE.id}"' in shown and 'value="vegan"' in shown and 'type="date"' in shown
+    assert preview.context["preview"] == question_sets.form_fields(
+        question_sets.QuestionSet(0, ALL), given={}, errors={})
+    assert question_sets.questions_get(event_id=event.event_id).version == 1
+
+
+def test_a_preview_of_an_invalid_question_names_the_problem(event, staff_client):
+    version, base, _ = opened(staff_client, event.event_id)
+    bad = staff_client.post(f"/events/{event.event_id}/questions/", editor_post(
+        [row(DIET, choices="only one")], version=version, base=base, question_preview="1"))
+    assert bad.status_code == 400 and "at least two choices" in bad.content.decode()
+    assert bad.context["preview"] is None
 
 
 def test_two_staff_pages_saved_from_one_version_merge(event, staff_client):
-    page = staff_client.get(f"/events/{event.event_id}/questions/").content.decode()
-    base = re.search(r'name="base" value="([^"]+)"', page).group(1)
+    version, base, _ = opened(staff_client, event.event_id)
 
     def form(**changes):
-        data = {"version": "1", "base": base, "question": [q.id for q in ALL], "label-new": ""}
-        for q in ALL:
-            data.update({f"label-{q.id}": q.label, f"kind-{q.id}": q.kind, f"choices-{q.id}": "\n".join(q.choices)})
-            if q.required:
-                data[f"required-{q.id}"] = "on"
-            if q.door:
-                data[f"door-{q.id}"] = "on"
-        return {**data, **changes}
+        return editor_post([row(q, **changes.get(q.id, {})) for q in ALL], version=version, base=base)
 
-    assert staff_client.post(f"/events/{event.event_id}/questions/", form(**{f"label-{NOTE.id}": "Notes"})
+    assert staff_client.post(f"/events/{event.event_id}/questions/", form(**{NOTE.id: {"label": "Notes"}})
                              ).status_code == 302
-    assert staff_client.post(f"/events/{event.event_id}/questions/", form(**{f"remove-{PHOTO.id}": "on"})
+    assert staff_client.post(f"/events/{event.event_id}/questions/", form(**{PHOTO.id: {"remove": "on"}})
                              ).status_code == 302
     stored = question_sets.questions_get(event_id=event.event_id)
     assert stored.version == 3
     assert [q.label for q in stored.questions] == ["Diet", "Notes", "Arrival date", "Guests", "Topics"]
-    clash = staff_client.post(f"/events/{event.event_id}/questions/", form(**{f"label-{NOTE.id}": "Remarks"}))
-    assert clash.status_code == 409 and "You both changed" in clash.content.decode()
+    clash = staff_client.post(f"/events/{event.event_id}/questions/", form(**{NOTE.id: {"label": "Remarks"}}))
+    text = clash.content.decode()
+    assert clash.status_code == 409 and "You both changed" in text
+    assert "→" not in text and "(version" not in text  # staff are told who and what, not version numbers
     assert question_sets.questions_get(event_id=event.event_id).version == 3  # nothing written
 
 
 def test_a_question_without_choices_is_refused_on_the_page(ddb, staff_client):
     plain = make_event()
-    response = staff_client.post(f"/events/{plain.event_id}/questions/", {
-        "version": "0", "base": "", "new_id": "abcdef01", "label-new": "Pick", "kind-new": "single"})
+    response = staff_client.post(f"/events/{plain.event_id}/questions/", editor_post(
+        [{"id": "abcdef01", "label": "Pick", "kind": "single"}], version="0", base=""))
     assert response.status_code == 400 and "at least two choices" in response.content.decode()
     assert question_sets.questions_get(event_id=plain.event_id).version == 0
 
@@ -312,18 +398,114 @@ def test_api_retry_after_the_questions_changed_replays_the_first_answer(event, s
 
 
 @pytest.mark.parametrize(("changes", "says"), [
-    ({"label-new": "nul\x00here", "kind-new": "text"}, "Null characters"),
-    ({"label-new": "Pick", "kind-new": "essay"}, "The kind must be one of"),
-    ({"label-new": "x" * 201, "kind-new": "text"}, "at most 200 characters"),
-    ({"label-new": "Pick", "kind-new": "multiple", "choices-new": "a\n" + "b" * 101}, "at most 100 characters"),
-    ({"label-new": "Pick", "kind-new": "single", "choices-new": "\n".join(str(n) for n in range(21))},
-     "At most 20 choices"),
+    ({"label": "nul\x00here", "kind": "text"}, "Null characters"),
+    ({"label": "Pick", "kind": "essay"}, "The kind must be one of"),
+    ({"label": "x" * 201, "kind": "text"}, "at most 200 characters"),
+    ({"label": "Pick", "kind": "multiple", "choices": "a\n" + "b" * 101}, "at most 100 characters"),
+    ({"label": "Pick", "kind": "single", "choices": "\n".join(str(n) for n in range(21))}, "At most 20 choices"),
+    ({"id": "../../etc", "label": "Pick", "kind": "text"}, "Unknown question id"),
 ])
 def test_hostile_question_rows_on_the_page_are_a_readable_message_and_write_nothing(event, staff_client, changes,
                                                                                     says):
-    data = {"version": "1", "base": "", "new_id": "abcdef01", "question": [DIET.id, "../../etc", "#x"],
-            f"label-{DIET.id}": DIET.label, f"kind-{DIET.id}": DIET.kind, f"choices-{DIET.id}": "none\nvegan",
-            **changes}
+    data = editor_post([row(DIET), {"id": "abcdef01", **changes}], version="1", base="")
     response = staff_client.post(f"/events/{event.event_id}/questions/", data)
     assert response.status_code == 400 and says in response.content.decode()
+    assert question_sets.questions_get(event_id=event.event_id).version == 1
+
+
+# --- questions on the New event form ----------------------------------------------------------------------------
+
+NEW_EVENT = {"title": "Open lab", "description": "", "location": "", "starts_at": "2030-03-01T10:00",
+             "capacity": "5"}
+
+
+def new_event_rows(client) -> list[str]:
+    page = client.get("/events/new/").content.decode()
+    return re.findall(r'name="questions-\d+-id" value="([0-9a-f]{8})"', page)
+
+
+def test_the_new_event_form_writes_its_questions_in_the_create_transaction(ddb, staff_client, student_client,
+                                                                          student, dynamodb_calls):
+    first, second = new_event_rows(staff_client)
+    diet = Question(id=first, label="Diet", kind="single", required=True, choices=("none", "vegan"))
+    note = Question(id=second, label="Anything else?", kind="text")
+    dynamodb_calls.clear()
+    created = staff_client.post("/events/new/", editor_post(
+        [row(diet), row(note)], **NEW_EVENT, idempotency_key=str(uuid.uuid4())))
+    assert created.status_code == 302
+    assert dynamodb_calls.count("TransactWriteItems") == 1 and not {"PutItem", "UpdateItem"} & set(dynamodb_calls)
+    event_id = created["Location"].strip("/").split("/")[-1]
+    stored = question_sets.questions_get(event_id=event_id)
+    assert stored.version == 1 and stored.questions == (diet, note)
+    seats = SeatShard.get(*SeatShard.key_for(event_id, 0))
+    assert int(seats.questions) == 1  # a registration is checked against this first version
+    question_sets.known.reset()
+    answered = register_page(student_client, event_id, **{first: "vegan", second: "Late by 10 minutes"})
+    assert answered.status_code == 302
+    copy = Registration.get(*Registration.event_key_for(event_id, claim(event_id, student).registration_id))
+    assert {a["label"]: a["value"] for a in question_sets.answers_of(copy.answers)} == {
+        "Diet": "vegan", "Anything else?": "Late by 10 minutes"}
+    assert_invariants_clean()
+
+
+def test_a_new_event_with_an_invalid_question_is_not_created_and_says_why(ddb, staff_client):
+    (first, _) = new_event_rows(staff_client)
+    page = staff_client.post("/events/new/", editor_post(
+        [{"id": first, "label": "Pick one", "kind": "single", "choices": "only"}], **NEW_EVENT,
+        idempotency_key=str(uuid.uuid4())))
+    assert page.status_code == 200 and "at least two choices" in page.content.decode()
+    assert selectors.event_list() == ([], [])
+
+
+def test_the_new_event_form_previews_and_reorders_its_questions_without_creating(ddb, staff_client):
+    first, second = new_event_rows(staff_client)
+    rows = [{"id": first, "label": "Diet", "kind": "yesno"}, {"id": second, "label": "Size", "kind": "text"}]
+    preview = staff_client.post("/events/new/", editor_post(rows, **NEW_EVENT, question_preview="1"))
+    text = preview.content.decode()
+    assert preview.status_code == 200 and "What a student sees" in text and f'name="answer_{first}"' in text
+    assert 'value="Open lab"' in text  # the event's fields as typed
+    moved = staff_client.post("/events/new/", editor_post(rows, **NEW_EVENT, question_move="1:up"))
+    assert re.findall(r'name="questions-\d+-id" value="([0-9a-f]{8})"', moved.content.decode())[:2] == [
+        second, first]
+    assert selectors.event_list() == ([], [])
+
+
+def test_a_new_event_posted_without_the_editor_has_no_questions(ddb, staff_client):
+    created = staff_client.post("/events/new/", {**NEW_EVENT, "idempotency_key": str(uuid.uuid4())})
+    assert created.status_code == 302
+    event_id = created["Location"].strip("/").split("/")[-1]
+    assert question_sets.questions_get(event_id=event_id).version == 0
+
+
+def test_the_one_transaction_check_catches_questions_written_after_the_event(ddb, staff_client, dynamodb_calls,
+                                                                            monkeypatch):
+    """The broken variant: the event first, its questions by a second write. The count above sees two."""
+    from registrations.events import services as event_services
+
+    create = event_services.event_create_once
+
+    def event_then_questions(*, questions=(), **fields):
+        outcome = create(**fields)
+        question_services.questions_update(event_id=outcome.data["id"], expected_version=0, questions=questions,
+                                           updated_by="staff")
+        return outcome
+
+    monkeypatch.setattr(event_services, "event_create_once", event_then_questions)
+    (first, _) = new_event_rows(staff_client)
+    dynamodb_calls.clear()
+    created = staff_client.post("/events/new/", editor_post(
+        [{"id": first, "label": "Diet", "kind": "text"}], **NEW_EVENT, idempotency_key=str(uuid.uuid4())))
+    assert created.status_code == 302
+    assert dynamodb_calls.count("TransactWriteItems") == 2  # what the create test's count of 1 refuses
+
+
+@pytest.mark.parametrize("management", [
+    {},  # no management form at all
+    {"questions-TOTAL_FORMS": "1000000000", "questions-INITIAL_FORMS": "0"},
+    {"questions-TOTAL_FORMS": "x", "questions-INITIAL_FORMS": "-1"},
+])
+def test_a_forged_editor_is_a_readable_refusal_and_writes_nothing(event, staff_client, management):
+    response = staff_client.post(f"/events/{event.event_id}/questions/",
+                                 {"version": "1", "base": "", **management, "questions-0-label": "Hi"})
+    assert response.status_code == 400 and "not valid" in response.content.decode()
     assert question_sets.questions_get(event_id=event.event_id).version == 1

@@ -29,6 +29,7 @@ from tems.idempotency import IdempotencyRecord
 # Waitlist offers: the event's ``offer_hours``, an offered registration's ``offer_ends_at``, the Offer item.
 # Minus the event's ``registered_count`` and ``waitlist_count``: seats are counted on their shards and lanes
 # (``seat_counts``), and the door's view reads ``capacity`` instead.
+# The cancellation's reason on the event; a person's copy of each message addressed to them (MessageCopy).
 ITEM_SHAPES = {
     "CheckIn": {
         "PK", "SK", "checked_in_at", "checked_in_by", "door", "entity", "event_id", "registration_id", "scan_key",
@@ -40,7 +41,7 @@ ITEM_SHAPES = {
         "entity", "event_id", "expires_at", "location", "seat_shards", "sliced", "starts_at",
         "title", "updated_at", "updated_by", "version", "reminder_hours", "cancelled_at",
         "cancelled_by", "offer_hours", "ends_at", "time_zone", "map_url", "online_url", "category", "organizer",
-        "public", "registration_opens_at", "registration_closes_at",
+        "public", "registration_opens_at", "registration_closes_at", "cancel_reason",
     },
     "EventFacet": {
         "GSI1PK", "GSI1SK", "PK", "SK", "entity", "event_id", "facet", "starts_at", "category", "organizer", "public",
@@ -71,6 +72,7 @@ ITEM_SHAPES = {
         "GSI1PK", "GSI1SK", "PK", "SK", "entity", "registration_id", "event_id", "user_id", "state", "shard",
         "offered_at", "ends_at", "ended_at", "expires_at"
     },
+    "MessageCopy": {"PK", "SK", "created_at", "entity", "event_id", "message_id", "registration_id", "user_id"},
     "OperationMetrics": {
         "PK", "SK", "calls", "condition_failures", "entity", "exhausted", "operation", "read_capacity", "refused",
         "replays", "requests", "retries", "succeeded", "transaction_conflicts", "updated_at", "write_capacity"
