@@ -15,7 +15,7 @@ from typing import Any
 
 from registrations.errors import RegistrationError, cancelled_in_image, event_cancelled_error
 from registrations.events import index
-from registrations.events.models import MAX_CANCEL_REASON_CHARS, Event, EventCancellation, EventSeats
+from registrations.events.models import MAX_CANCEL_REASON_CHARS, Event, EventCancellation
 from registrations.messages.models import EventMessage
 from registrations.messages.services import MESSAGE, REGISTRANTS
 from registrations.questions.models import EventQuestions
