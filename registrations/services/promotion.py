@@ -13,6 +13,7 @@ from registrations import selectors
 from registrations.events.models import EventSeats
 from registrations.models import CONFIRMED, WAITLISTED, Registration, WaitlistEntry
 from registrations.offers.offer_writes import HEAD_OFFER, add_head_leaves_queue, add_offer, offer_end_for
+from registrations.reports.counting import count_head_left
 from registrations.seating import positions, shards
 from registrations.seating.gate import CLOSED, RAISED, add_gate, lane_open
 from registrations.seating.models import SeatGate, SeatShard, WaitlistQueue
@@ -147,6 +148,7 @@ def add_to_head(transaction: LabelledTransaction, head: WaitlistEntry, *, now: d
         add_promotion(transaction, head, now=now, shard=shard, suffix=suffix)
     else:
         add_offer(transaction, head, now=now, shard=shard, ends_at=offer_ends_at, suffix=suffix)
+    count_head_left(transaction, event_id=head.event_id, shard=shard, now=now, offered=offer_ends_at is not None)
 
 
 class PromotionRounds:
