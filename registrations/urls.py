@@ -22,6 +22,7 @@ urlpatterns = [
     path("events/new/", event_views.event_create, name="event_create"),
     path("events/<id:event_id>/", event_views.event_detail, name="event_detail"),
     path("events/<id:event_id>/edit/", event_views.event_edit, name="event_edit"),
+    path("events/<id:event_id>/copy/", event_views.event_copy, name="event_copy"),
     path("events/<id:event_id>/report/", report_views.report_page, name="event_report"),
     path("events/<id:event_id>/report.csv", report_views.report_csv, name="event_report_csv"),
     path("events/<id:event_id>/register/", views.registration_create, name="registration_create"),

@@ -76,3 +76,10 @@ class EventEditForm(EventForm):
     version = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
     # The values the page was opened with (signed, tems.merge): what this editor changed is what differs from it.
     base = forms.CharField(required=False, widget=forms.HiddenInput)
+
+
+def event_form_values(event) -> dict:
+    """The stored event as the form's fields: what an edit leaves out keeps."""
+    return {"title": event.title, "description": event.description, "location": event.location,
+            "starts_at": event.starts_at.isoformat(), "capacity": int(event.capacity),
+            "reminder_hours": event.reminder_hours_or_default, "offer_hours": int(event.offer_hours or 0)}

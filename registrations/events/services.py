@@ -11,10 +11,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 
+from registrations import selectors
 from registrations.errors import RegistrationError, cancelled_in_image, event_cancelled_error
 from registrations.events.models import Event, EventCancellation, EventSeats
 from registrations.messages.models import EventMessage
 from registrations.messages.services import MESSAGE, REGISTRANTS
+from registrations.questions.models import EventQuestions
+from registrations.questions.question_sets import questions_get, questions_to_json
 from registrations.seating import shards
 from registrations.seating.gate import GATE, GateBusy, gate_get, new_gate
 from registrations.seating.models import SeatGate, SeatShard, WaitlistQueue
@@ -41,6 +44,8 @@ from tems.outbox import OutboxMessage, outbox_message
 from tems.transactions import UNKNOWN_OUTCOME, LabelledTransaction, TransactionCancelled, commit_round
 
 logger = logging.getLogger(__name__)
+
+QUESTIONS = "questions"  # a copy's questions item, born with the event
 
 # The outbox message an event edit writes in its own transaction: "fill free seats from the waiting list".
 PROMOTION_REQUESTED = "WaitlistPromotionRequested"
@@ -72,12 +77,14 @@ def _new_event(*, event_id: str | None, title: str, description: str, location: 
     )
 
 
-def _commit_event_create(event: Event, *, add_record: Callable[[LabelledTransaction], None] | None = None) -> None:
+def _commit_event_create(event: Event, *, add_record: Callable[[LabelledTransaction], None] | None = None,
+                         questions: str | None = None) -> None:
     """The event (and the tap's COMPLETED record) as one TransactWriteItems.
 
     A transaction and not a PutItem because botocore sends it with a ClientRequestToken and repeats the token
     on its own retries: after a lost answer DynamoDB answers the retry as a success instead of letting it fail
     the ``attribute_not_exists`` condition that the first attempt already satisfied (a false "already exists").
+    ``questions`` (JSON, as EventQuestions holds them): the event is born with them at version 1, its shards too.
     """
     def attempt() -> None:
         transaction = LabelledTransaction()
@@ -85,7 +92,13 @@ def _commit_event_create(event: Event, *, add_record: Callable[[LabelledTransact
         # The seat shards are born with the event, so a registration never meets an event without them.
         for shard in shards.new_shards(event_id=event.event_id, capacity=int(event.capacity),
                                       starts_at=event.starts_at):
+            if questions is not None:
+                shard.questions = 1  # the shards carry the questions' version (docs/questions.md)
             transaction.save(f"shard_{int(shard.shard)}", shard, condition=SeatShard.pk.does_not_exist())
+        if questions is not None:
+            transaction.save(QUESTIONS, EventQuestions(
+                *EventQuestions.key_for(event.event_id), event_id=event.event_id, questions=questions,
+                updated_at=event.created_at, updated_by=event.created_by), condition=EventQuestions.pk.does_not_exist())
         # And the queue the waiting list's lanes take their tickets from (registrations.seating.lanes, "Claims"),
         # and its gate (registrations.seating.gate).
         transaction.save(QUEUE, WaitlistQueue.new(event.event_id), condition=WaitlistQueue.pk.does_not_exist())
@@ -131,6 +144,21 @@ def event_create(
     return event
 
 
+def event_copy_once(*, source_event_id: str, user_id: str, idempotency_key: str, fingerprint: str, title: str,
+                    description: str = "", location: str = "", starts_at: datetime, capacity: int,
+                    created_by: str, reminder_hours: int | None = None,
+                    offer_hours: int | None = None) -> StoredOutcome:
+    """``event_create_once`` of a new event with the questions ``source_event_id`` asks now (the other fields are
+    the form's, prefilled from the source): once per key, so a double tap on "Create copy" makes one event.
+    Raises RegistrationError: 'not_found' (no such source event), and as ``event_create_once``."""
+    selectors.event_get(event_id=source_event_id, with_seats=False)  # 'not_found' for a copy of nothing
+    asked = questions_get(event_id=source_event_id).questions
+    return event_create_once(user_id=user_id, idempotency_key=idempotency_key, fingerprint=fingerprint, title=title,
+                             description=description, location=location, starts_at=starts_at, capacity=capacity,
+                             created_by=created_by, reminder_hours=reminder_hours, offer_hours=offer_hours,
+                             questions=questions_to_json(asked) if asked else None)
+
+
 def event_api_location(event_id: str) -> str:
     return f"/api/events/{event_id}"
 
@@ -138,15 +166,16 @@ def event_api_location(event_id: str) -> str:
 def event_create_once(*, user_id: str, idempotency_key: str, fingerprint: str, title: str,
                       description: str = "", location: str = "", starts_at: datetime, capacity: int,
                       created_by: str, reminder_hours: int | None = None,
-                      offer_hours: int | None = None) -> StoredOutcome:
+                      offer_hours: int | None = None, questions: str | None = None) -> StoredOutcome:
     """Create an event once per (staff member, idempotency key): the same key answers the first 201 again.
 
     ``user_id`` (``tems.identity.user_key``) scopes the key; ``created_by`` is the name the event shows.
 
     The key's record is born COMPLETED inside the creating transaction, holding the response (the event as the
     API shows it, with its ``Location``), so a retry of the tap, even after the answer was lost or the server
-    died right after the commit, is answered byte for byte and never creates a second event. Raises
-    RegistrationError: 'unprocessable' (the key was used for a different request), 'busy'.
+    died right after the commit, is answered byte for byte and never creates a second event. ``questions``
+    (JSON): the event is born with them (a copy's). Raises RegistrationError: 'unprocessable' (the key was used
+    for a different request), 'busy'.
     """
     event = _new_event(event_id=None, title=title, description=description, location=location,
                        starts_at=starts_at, capacity=capacity, created_by=created_by, collection=Event.COLLECTION,
@@ -161,7 +190,7 @@ def event_create_once(*, user_id: str, idempotency_key: str, fingerprint: str, t
     add_record = partial(add_completed_record, user_id=user_id, key=idempotency_key, fingerprint=fingerprint,
                          response=response, now=event.created_at)
     try:
-        _commit_event_create(event, add_record=add_record)
+        _commit_event_create(event, add_record=add_record, questions=questions)
     except TransactionCancelled as cancelled:
         if not cancelled.failed(IDEMPOTENCY):
             raise
