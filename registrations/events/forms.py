@@ -65,8 +65,9 @@ class EventForm(forms.Form):
             self.add_error("starts_at", forms.ValidationError(
                 "This start is in the past: registration would be closed at once. Correct the date, or tick "
                 "“Yes, this event starts in the past” to save it anyway.", code="past"))
-            # The confirmation is offered only once it is needed.
+            # The confirmation is offered only once it is needed, right under the start it confirms.
             self.fields["confirm_past"].widget = forms.CheckboxInput()
+            self.order_fields(["title", "description", "location", "starts_at", "confirm_past"])
         data.pop("confirm_past", None)
         return data
 

@@ -25,20 +25,20 @@ def figures(report: EventReport) -> list[tuple[str, str]]:
     share = report.no_show_share
     median = report.median_accept_minutes
     return [
-        ("Registered (with a seat, offered one, or waiting)", str(report.registered)),
-        ("Holding a seat", str(report.seated)),
+        ("Registered", str(report.registered)),
+        ("With a seat", str(report.seated)),
         ("Waiting now", str(report.waiting)),
         ("Checked in", str(report.checked_in)),
         ("No-show share", "known after the start" if share is None
          else f"{share:.0%} ({report.no_shows} of {report.seated})"),
-        ("Waiting list peak (most waiting at the end of a day)", str(report.waiting_peak)),
+        ("Waiting list peak", str(report.waiting_peak)),
         ("Offers made", str(report.offers_made)),
         ("Offers accepted", str(report.offers_accepted)),
         ("Offers declined", str(report.offers_declined)),
         ("Offers expired", str(report.offers_expired)),
-        ("Offers open or called off", str(report.offers_open)),
+        ("Offers still open", str(report.offers_open)),
         ("Median time to accept", "no accepts yet" if median is None
-         else f"between {minutes_text(median[0])} and {minutes_text(median[1])}"),
+         else f"{minutes_text(median[0])} to {minutes_text(median[1])}"),
     ]
 
 
@@ -86,14 +86,14 @@ class Chart:
     width: int
     height: int
     bars: list[Bar]
-    top: int  # the value of the chart's top line
+    top: int  # the value a full-height bar stands for
     baseline: float
 
 
+# The SVG holds only the bars (it scales to the card); its labels are HTML under it, so they keep the page's size.
 CHART_HEIGHT = 160
 CHART_WIDTH = 640
-# Room under the bars for the first and last day's labels, and above them for the top value.
-LABEL_ROOM = 22
+LABEL_ROOM = 2  # above the tallest bar and below the axis, so neither is cut off
 
 
 def registrations_chart(report: EventReport) -> Chart | None:
