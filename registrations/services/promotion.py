@@ -45,7 +45,8 @@ logger = logging.getLogger(__name__)
 
 
 # Items per promotion in a transaction: claim, two registration copies, waitlist entry, outbox message. With
-# the event's counters, the queue and one shard that is 5 * 15 + 3 = 78 of DynamoDB's 100 items per transaction.
+# the event's counters, the queue, one shard and the report's day item (all heads of a round count on one) that
+# is 5 * 15 + 4 = 79 of DynamoDB's 100 items per transaction.
 PROMOTION_BATCH = 15
 # Rounds in a row that promote nobody (another promoter, canceller or editor got in between each time) before
 # a promotion gives up for now; progress resets it, so a long waiting list is never cut short.
@@ -246,7 +247,8 @@ def waitlist_promote(*, event_id: str, now: datetime | None = None,
             # In offer mode the raised seats are offered like freed ones: held for the head, not given.
             offer_ends_at = offer_end_for(seats, now=now)
             # Their departure counters share the transaction's 100 items: far apart tickets need more of them.
-            heads = heads[:positions.fit_batch([int(h.ticket) for h in heads], fixed_items=3,
+            # Fixed: the event, the queue, the shard and the report's day item.
+            heads = heads[:positions.fit_batch([int(h.ticket) for h in heads], fixed_items=4,
                                                items_per_ticket=6 if offer_ends_at is None else 7)]
             # The new seats go to one shard per round, turn by turn, so the slices stay about even.
             shard = sliced % count
