@@ -1,24 +1,31 @@
 """JSON API of the inventory app (staff only; session auth, CSRF via X-CSRFToken, problem+json errors)."""
 
-import re
-
 from django.http import HttpRequest, HttpResponse
 
 from inventory import edits, selectors, serializers, services
 from inventory.errors import InventoryError
 from inventory.forms import ItemCreateForm, ItemFieldsForm
 from inventory.models import TRACKED_FIELDS, InventoryItem
-from tems.api import api_view, form_errors, json_response, parse_form, parse_json_object
+from tems.api import (
+    api_view,
+    form_errors,
+    if_match_version,
+    json_response,
+    parse_form,
+    parse_json_object,
+    with_etag,
+)
 from tems.idempotency import parse_key
 from tems.identity import user_key
 from tems.pagination import next_page_url, page_args
 
-_ETAG = re.compile(r'^\s*"(\d{1,12})"\s*$')
-
 
 def _with_etag(response: HttpResponse, item: InventoryItem) -> HttpResponse:
-    response["ETag"] = f'"{int(item.version)}"'
-    return response
+    return with_etag(response, int(item.version))
+
+
+def _if_match(request: HttpRequest) -> int:
+    return if_match_version(request, InventoryError)
 
 
 @api_view("GET", "POST", staff=True)
@@ -72,17 +79,6 @@ def _item_patch(request: HttpRequest, sku: str) -> HttpResponse:
     changes = {name: form.cleaned_data[name] for name in body}
     outcome = edits.item_patch(sku=sku, if_match=version, changes=changes, actor=request.user.get_username())
     return _with_etag(json_response(serializers.item_to_dict(outcome.item)), outcome.item)
-
-
-def _if_match(request: HttpRequest) -> int:
-    if_match = request.headers.get("If-Match")
-    if not if_match:
-        raise InventoryError("precondition_required",
-                             'Send If-Match: "<version>" with the ETag you read, so no one else\'s change is lost.')
-    match = _ETAG.match(if_match)
-    if not match:
-        raise InventoryError("invalid", f'If-Match must be one ETag as sent by GET, e.g. "3"; got {if_match[:40]!r}.')
-    return int(match.group(1))
 
 
 @api_view("POST", staff=True)

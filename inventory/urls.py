@@ -1,4 +1,5 @@
 from django.urls import path
+from django.views.generic import RedirectView
 
 from inventory import api, views
 
@@ -7,7 +8,9 @@ urlpatterns = [
     path("inventory/", views.item_list, name="item_list"),
     path("inventory/new/", views.item_create, name="item_create"),
     path("inventory/import/", views.stock_import, name="stock_import"),
-    path("inventory/metrics/", views.metrics, name="metrics"),
+    # Operators' diagnostics, not a storekeeper's page: the old address keeps working by redirecting there.
+    path("diagnostics/write-metrics/", views.metrics, name="metrics"),
+    path("inventory/metrics/", RedirectView.as_view(pattern_name="inventory:metrics", permanent=True)),
     path("inventory/<id:sku>/", views.item_detail, name="item_detail"),
     path("inventory/<id:sku>/edit/", views.item_edit, name="item_edit"),
     path("inventory/<id:sku>/adjust/", views.item_adjust, name="item_adjust"),

@@ -22,6 +22,7 @@ from registrations.errors import RegistrationError
 from registrations.events import services as event_services
 from registrations.events.models import Event, EventSeats
 from registrations.models import CONFIRMED, REGISTRATION_BUCKETS, WAITLISTED, Registration, RegistrationClaim
+from registrations.reports.models import REPORT_SLOTS, EventReportDay
 from registrations.seating.models import SeatGate, SeatShard, WaitlistQueue
 from registrations.seating.shards import event_seat_counts, max_shards
 from tems.clock import utcnow
@@ -165,9 +166,10 @@ def _last_seat_run(technique, *, taps: int) -> dict[str, int]:
 
 def _event_partitions(event_id: str) -> list[str]:
     """The partitions that hold only this event's items: its own, its waiting list's queue item's and gate's,
-    and its registrations' buckets."""
+    its registrations' buckets and its report's slots."""
     return [Event.pk_for(event_id), WaitlistQueue.pk_for(event_id), SeatGate.pk_for(event_id),
-            *(Registration.event_pk_for(event_id, bucket) for bucket in range(REGISTRATION_BUCKETS))]
+            *(Registration.event_pk_for(event_id, bucket) for bucket in range(REGISTRATION_BUCKETS)),
+            *(EventReportDay.pk_for(event_id, slot) for slot in range(REPORT_SLOTS))]
 
 
 # --- the try-it panel: one scratch event per person ----------------------------------------------------------

@@ -14,4 +14,5 @@ class RegistrationsConfig(AppConfig):
         from registrations.offers import models as offers_models  # noqa: F401
         from registrations.privacy import models as privacy_models  # noqa: F401
         from registrations.questions import models as questions_models  # noqa: F401
+        from registrations.reports import models as reports_models  # noqa: F401
         from registrations.seating import models as seating_models  # noqa: F401

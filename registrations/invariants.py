@@ -443,3 +443,7 @@ class ShardsCarryTheQuestionsVersion(StreamingCheck):
             wanted = self.versions.get(event_id)
             if found != wanted:
                 yield f"{Event.pk_for(event_id)}: seat shard {shard} carries questions version {found}, not {wanted}"
+
+
+# The report's own check lives with the report; importing it registers it.
+from registrations.reports import invariants as _report_invariants  # noqa: E402, F401

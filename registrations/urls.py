@@ -13,6 +13,7 @@ from registrations.offers import api as offer_api
 from registrations.offers import views as offer_views
 from registrations.questions import api as question_api
 from registrations.questions import views as question_views
+from registrations.reports import views as report_views
 
 app_name = "registrations"
 urlpatterns = [
@@ -22,6 +23,9 @@ urlpatterns = [
     path("events/new/", event_views.event_create, name="event_create"),
     path("events/<id:event_id>/", event_views.event_detail, name="event_detail"),
     path("events/<id:event_id>/edit/", event_views.event_edit, name="event_edit"),
+    path("events/<id:event_id>/copy/", event_views.event_copy, name="event_copy"),
+    path("events/<id:event_id>/report/", report_views.report_page, name="event_report"),
+    path("events/<id:event_id>/report.csv", report_views.report_csv, name="event_report_csv"),
     path("events/<id:event_id>/register/", views.registration_create, name="registration_create"),
     path("events/<id:event_id>/attendees/", attendee_views.attendee_list, name="attendee_list"),
     path("events/<id:event_id>/messages/", message_views.message_page, name="event_messages"),

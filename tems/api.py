@@ -140,6 +140,33 @@ def parse_json_object(request: HttpRequest) -> dict[str, Any]:
     return data
 
 
+_ETAG = re.compile(r'^\s*"(\d{1,12})"\s*$')
+
+
+def if_match_version(request: HttpRequest, error_class: type[DomainError] = DomainError) -> int:
+    """The version named by the request's ``If-Match`` (one ETag as GET sent it, e.g. ``"3"``): 'precondition_required'
+    (428) without one, so no edit is made blind; 'invalid' (400) for anything else."""
+    try:
+        return _if_match(request.headers.get("If-Match"))
+    except DomainError as error:
+        raise error_class(error.code, error.detail) from None
+
+
+def _if_match(if_match: str | None) -> int:
+    if not if_match:
+        raise DomainError("precondition_required",
+                          'Send If-Match: "<version>" with the ETag you read, so no one else\'s change is lost.')
+    match = _ETAG.match(if_match)
+    if not match:
+        raise DomainError("invalid", f'If-Match must be one ETag as sent by GET, e.g. "3"; got {if_match[:40]!r}.')
+    return int(match.group(1))
+
+
+def with_etag(response: HttpResponse, version: int) -> HttpResponse:
+    response["ETag"] = f'"{int(version)}"'
+    return response
+
+
 def _json_type(field: forms.Field) -> tuple[tuple[type, ...], str]:
     if isinstance(field, forms.BooleanField):
         return (bool,), "true or false"
@@ -158,15 +185,18 @@ def _json_name(value: Any) -> str:
 
 
 def parse_form(request: HttpRequest, form_class: type[forms.Form], error_class: type[DomainError] = DomainError,
-               **form_kwargs: Any) -> forms.Form:
+               *, defaults: dict[str, Any] | None = None, **form_kwargs: Any) -> forms.Form:
     """The JSON body validated by a Django form, the same form the page uses; DomainError('invalid') (of
     ``error_class``) names each field that is wrong.
 
     Each field must arrive as its own JSON type (``null`` counts as absent): a form would otherwise str() a
-    list into "['x']", and JSON's true is a Python int.
+    list into "['x']", and JSON's true is a Python int. ``defaults`` fill the fields the body leaves out (or
+    sends as ``null``): a partial edit keeps them.
     """
     data = parse_json_object(request)
-    form = form_class(data=data, **form_kwargs)
+    # ``defaults``: the values of fields the body leaves out (a partial edit keeps them as stored).
+    form = form_class(data={**(defaults or {}), **{name: value for name, value in data.items() if value is not None}},
+                      **form_kwargs)
     errors = {}
     for name, field in form.fields.items():
         value = data.get(name)

@@ -81,6 +81,7 @@ class LabelledTransaction:
     def __init__(self) -> None:
         self._ops: dict[str, list[tuple[str, Callable[[TransactWrite], None]]]] = {kind: [] for kind in _SEND_ORDER}
         self._labels: set[str] = set()
+        self._counts: dict[str, tuple[Model, dict[str, int], dict[str, Any]]] = {}
 
     def _add(self, kind: str, label: str, apply: Callable[[TransactWrite], None]) -> None:
         if label in self._labels:
@@ -114,6 +115,24 @@ class LabelledTransaction:
         self._add("update", label, lambda t: t.update(model, actions=actions, condition=condition,
                                                       return_values=return_values,
                                                       add_version_condition=add_version_condition))
+
+    def add_counts(self, label: str, model: Model, counts: dict[str, int], *,
+                   sets: dict[str, Any] | None = None) -> None:
+        """ADD ``counts`` (attribute name: amount) to ``model``'s item, merged with whatever was counted under
+        ``label`` before: a transaction may write an item once, and several of its changes may count on the same
+        item (a cancel and the offer it makes). No condition: an ADD applies to whatever is there, so counting
+        never refuses the change it counts. ``sets`` are written alongside (SET), the same on every call."""
+        pending = self._counts.get(label)
+        if pending is None:
+            pending = self._counts[label] = (model, {}, dict(sets or {}))
+            self._add("update", label, lambda t: t.update(
+                pending[0], actions=[*(getattr(type(pending[0]), name).add(amount)
+                                       for name, amount in sorted(pending[1].items()) if amount),
+                                     *(getattr(type(pending[0]), name).set(value)
+                                       for name, value in sorted(pending[2].items()))],
+                add_version_condition=False))
+        for name, amount in counts.items():
+            pending[1][name] = pending[1].get(name, 0) + amount
 
     @property
     def sent_order(self) -> list[str]:

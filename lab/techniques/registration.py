@@ -19,7 +19,8 @@ techniques, from worst to best:
 - ``naive``: idempotency GetItem, "already registered?" Query, then three unconditional puts (5 requests).
   Two taps that read before either writes both register.
 - ``claim`` (the article's technique 1): a conditional put of the claim, then the rest as separate
-  writes. No duplicates, but a crash after the claim leaves a claim without a registration, and no replay.
+  writes (the items, the seat counter and the report's count: 5 requests). No duplicates, but a crash after
+  the claim leaves a claim without a registration, and no replay.
 - ``transaction`` (technique 2): claim, items, counter and idempotency record in one transaction; a loser
   reads the claim. No stored response, so a retry gets a rebuilt answer, not the first one's bytes.
 - ``powertools`` (technique 3 alone): Powertools' INPROGRESS -> COMPLETED record around the naive body.
@@ -39,6 +40,8 @@ from pynamodb.exceptions import PutError
 
 from registrations import services
 from registrations.models import CONFIRMED, WAITLISTED, Registration, RegistrationClaim
+from registrations.reports.counting import count_registered
+from registrations.reports.models import EventReportDay
 from registrations.seating.models import SeatShard
 from tems.clock import utcnow
 from tems.idempotency import (
@@ -146,10 +149,16 @@ def claim(*, event_id: str, user_id: str, idempotency_key: str,
         winner = RegistrationClaim.get(*RegistrationClaim.key_for(event_id, user_id), consistent_read=True)
         return Attempt(winner.registration_id, "already_registered")
     pause()  # a crash here leaves a claim with no registration: the gap technique 2 closes
-    for item in _items(registration_id, event_id, user_id, shard=0):
+    items = _items(registration_id, event_id, user_id, shard=0)
+    for item in items:
         item.save()
     # The article's single seat counter: the event's first seat shard (every event has shard 0).
     SeatShard(*SeatShard.key_for(event_id, 0)).update(actions=[SeatShard.taken.add(1)])
+    # And the report's count (docs/reports.md), a write of its own like every write of this technique.
+    created_at = items[0].created_at
+    EventReportDay(*EventReportDay.key_for(event_id, shard=0, when=created_at)).update(actions=[
+        EventReportDay.registrations.add(1), EventReportDay.event_id.set(event_id),
+        EventReportDay.day.set(EventReportDay.day_of(created_at)), EventReportDay.entity.set("EventReportDay")])
     return Attempt(registration_id, "created")
 
 
@@ -164,6 +173,7 @@ def _claim_transaction(event_id: str, user_id: str, idempotency_key: str | None)
     transaction.save("event_registration", event_item)
     transaction.update("event", SeatShard(*SeatShard.key_for(event_id, 0)),
                        actions=[SeatShard.taken.add(1)], condition=SeatShard.taken < SeatShard.capacity)
+    count_registered(transaction, event_id=event_id, shard=0, created_at=user_item.created_at, waiting=False)
     body = json.dumps({"registration_id": registration_id, "status": CONFIRMED})
     if idempotency_key is not None:
         # As in the article: the record is written with the registration, unconditionally.

@@ -6,8 +6,8 @@ from registrations import selectors, serializers
 from registrations.errors import RegistrationError
 from registrations.events import selectors as event_selectors
 from registrations.events import services as event_services
-from registrations.events.forms import EventForm, EventSearchForm
-from tems.api import api_view, json_response, parse_form
+from registrations.events.forms import EventForm, EventSearchForm, event_form_values
+from tems.api import api_view, if_match_version, json_response, parse_form, with_etag
 from tems.idempotency import key_from_request, request_fingerprint
 from tems.identity import user_key
 from tems.pagination import next_page_url, page_args
@@ -44,9 +44,36 @@ def _event_create(request: HttpRequest) -> HttpResponse:
     return outcome.response.to_http(replayed=outcome.replayed)
 
 
-@api_view("GET")
+@api_view("GET", "PUT")
 def event_detail(request: HttpRequest, event_id: str) -> HttpResponse:
+    if request.method == "PUT":
+        return _event_update(request, event_id)
     event = selectors.event_get(event_id=event_id)
-    return json_response(serializers.event_to_dict(event, seats=selectors.seats_for(event=event),
-                                                   with_online_url=request.user.is_staff))
+    return with_etag(json_response(serializers.event_to_dict(event, seats=selectors.seats_for(event=event),
+                                                             with_online_url=request.user.is_staff)),
+                     int(event.version))
+
+
+def _event_update(request: HttpRequest, event_id: str) -> HttpResponse:
+    """An edit at the version ``If-Match`` names (428 without it, 412 with ``current`` when another is stored).
+    A field the body leaves out keeps its stored value."""
+    if not request.user.is_staff:
+        raise RegistrationError("forbidden", "Only staff may edit events.")
+    version = if_match_version(request, RegistrationError)
+    stored = selectors.event_get(event_id=event_id)
+    form = parse_form(request, EventForm, RegistrationError, defaults=event_form_values(stored),
+                      opened_starts_at=stored.starts_at)
+    try:
+        event_services.event_update(event_id=event_id, expected_version=version,
+                                    updated_by=request.user.get_username(), **form.cleaned_data)
+    except RegistrationError as error:
+        if error.code != "conflict" or "current" not in error.extra:
+            raise
+        current = error.extra["current"]
+        raise RegistrationError("precondition_failed", f"The event is at version {current['version']}, not "
+                                f"{version}: read it again and send your change with its ETag.",
+                                current=current, version=current["version"]) from None
+    event = selectors.event_get(event_id=event_id)
+    return with_etag(json_response(serializers.event_to_dict(event, seats=selectors.seats_for(event=event))),
+                     int(event.version))
 

@@ -131,8 +131,9 @@ class EventForm(forms.Form):
             self.add_error("starts_at", forms.ValidationError(
                 "This start is in the past: registration would be closed at once. Correct the date, or tick "
                 "“Yes, this event starts in the past” to save it anyway.", code="past"))
-            # The confirmation is offered only once it is needed.
+            # The confirmation is offered only once it is needed, right under the start it confirms.
             self.fields["confirm_past"].widget = forms.CheckboxInput()
+            self.order_fields(["title", "description", "location", "starts_at", "confirm_past"])
         data.pop("confirm_past", None)
         ends_at, opens, closes = (data.get(name) for name in TIMES[1:])
         if starts_at and ends_at and ends_at < starts_at:
@@ -221,3 +222,18 @@ def _day_start(day) -> datetime | None:
     if not day:
         return None
     return timezone.make_aware(datetime.combine(day, time()), timezone.get_default_timezone())
+
+
+def event_form_values(event) -> dict:
+    """The stored event as the form's fields: what an edit leaves out keeps."""
+    def when(value):
+        return value.isoformat() if value else None
+
+    return {"title": event.title, "description": event.description, "location": event.location,
+            "starts_at": event.starts_at.isoformat(), "capacity": int(event.capacity),
+            "reminder_hours": event.reminder_hours_or_default, "offer_hours": int(event.offer_hours or 0),
+            "ends_at": when(event.ends_at), "time_zone": event.time_zone or "", "map_url": event.map_url or "",
+            "online_url": event.online_url or "", "category": event.category or "",
+            "organizer": event.organizer or "", "public": bool(event.public),
+            "registration_opens_at": when(event.registration_opens_at),
+            "registration_closes_at": when(event.registration_closes_at)}

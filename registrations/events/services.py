@@ -13,6 +13,7 @@ from datetime import datetime
 from functools import partial
 from typing import Any
 
+from registrations import selectors
 from registrations.errors import RegistrationError, cancelled_in_image, event_cancelled_error
 from registrations.events import index
 from registrations.events.models import MAX_CANCEL_REASON_CHARS, Event, EventCancellation
@@ -24,6 +25,7 @@ from registrations.questions.question_sets import (
     QuestionSet,
     checked_questions,
     known,
+    questions_get,
     questions_to_json,
 )
 from registrations.seating import shards
@@ -107,6 +109,7 @@ def _commit_event_create(event: Event, *, add_record: Callable[[LabelledTransact
     A transaction and not a PutItem because botocore sends it with a ClientRequestToken and repeats the token
     on its own retries: after a lost answer DynamoDB answers the retry as a success instead of letting it fail
     the ``attribute_not_exists`` condition that the first attempt already satisfied (a false "already exists").
+    ``questions`` (JSON, as EventQuestions holds them): the event is born with them at version 1, its shards too.
     """
     def attempt() -> None:
         transaction = LabelledTransaction()
@@ -122,7 +125,8 @@ def _commit_event_create(event: Event, *, add_record: Callable[[LabelledTransact
             # Version 1 of the questions, as the questions page's first save writes it (attribute_not_exists).
             transaction.save(QUESTIONS, EventQuestions(
                 *EventQuestions.key_for(event.event_id), event_id=event.event_id,
-                questions=questions_to_json(questions), updated_at=event.created_at, updated_by=event.created_by))
+                questions=questions_to_json(questions), updated_at=event.created_at, updated_by=event.created_by),
+                condition=EventQuestions.pk.does_not_exist())
         # And the queue the waiting list's lanes take their tickets from (registrations.seating.lanes, "Claims"),
         # and its gate (registrations.seating.gate).
         transaction.save(QUEUE, WaitlistQueue.new(event.event_id), condition=WaitlistQueue.pk.does_not_exist())
@@ -170,6 +174,21 @@ def event_create(
                        expires_at=expires_at, reminder_hours=reminder_hours, offer_hours=offer_hours, **details)
     _commit_event_create(event)
     return event
+
+
+def event_copy_once(*, source_event_id: str, user_id: str, idempotency_key: str, fingerprint: str, title: str,
+                    description: str = "", location: str = "", starts_at: datetime, capacity: int,
+                    created_by: str, reminder_hours: int | None = None,
+                    offer_hours: int | None = None, **details: Any) -> StoredOutcome:
+    """``event_create_once`` of a new event with the questions ``source_event_id`` asks now (the other fields are
+    the form's, prefilled from the source): once per key, so a double tap on "Create copy" makes one event.
+    Raises RegistrationError: 'not_found' (no such source event), and as ``event_create_once``."""
+    selectors.event_get(event_id=source_event_id)  # 'not_found' for a copy of nothing
+    asked = questions_get(event_id=source_event_id).questions
+    return event_create_once(user_id=user_id, idempotency_key=idempotency_key, fingerprint=fingerprint, title=title,
+                             description=description, location=location, starts_at=starts_at, capacity=capacity,
+                             created_by=created_by, reminder_hours=reminder_hours, offer_hours=offer_hours,
+                             questions=asked, **details)
 
 
 def event_api_location(event_id: str) -> str:

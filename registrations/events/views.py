@@ -20,12 +20,13 @@ from registrations.checkins import selectors as checkin_selectors
 from registrations.errors import RegistrationError
 from registrations.events import selectors as event_selectors
 from registrations.events import services as event_services
-from registrations.events.forms import EventEditForm, EventForm, EventSearchForm
+from registrations.events.forms import EventEditForm, EventForm, EventSearchForm, event_form_values
 from registrations.events.models import CATEGORY_LABELS
 from registrations.questions import forms as question_forms
-from registrations.questions.question_sets import MAX_QUESTIONS
+from registrations.questions.question_sets import MAX_QUESTIONS, questions_get
 from registrations.statuses import card_statuses
 from registrations.views import event_or_404, panel_context
+from tems.clock import utcnow
 from tems.decorators import staff_required
 from tems.errors import DomainError
 from tems.http import after_save, conflict_status
@@ -233,6 +234,37 @@ def _create_page(request: HttpRequest, form, editor, *, preview: list[dict] | No
                    "preview": preview, "max_questions": MAX_QUESTIONS}, status=status)
 
 
+@require_http_methods(["GET", "POST"])
+@staff_required
+def event_copy(request: HttpRequest, event_id: str) -> HttpResponse:
+    """A new event prefilled from ``event_id`` (its questions come along); one tap of "Create event" makes one."""
+    source = event_or_404(event_id)
+    asked = questions_get(event_id=event_id).questions
+    if request.method == "GET":
+        values = event_form_values(source)
+        # The old start is offered only while it is still ahead: a copy is usually for another date.
+        values["starts_at"] = source.starts_at if source.starts_at > utcnow() else None
+        form = EventForm(initial=values)
+    else:
+        form = EventForm(request.POST)
+        if form.is_valid():
+            try:
+                outcome = event_services.event_copy_once(
+                    source_event_id=event_id, **form.cleaned_data, user_id=user_key(request.user),
+                    created_by=request.user.get_username(), idempotency_key=key_from_request(request),
+                    fingerprint=request_fingerprint(request))
+            except DomainError as error:
+                form.add_error(None, error.detail)
+            else:
+                event = outcome.data
+                if not outcome.replayed:
+                    messages.success(request, f"Created “{event['title']}”, a copy of “{source.title}”.")
+                return redirect("registrations:event_detail", event_id=event["id"])
+    return render(request, "registrations/event_form.html",
+                  {"form": form, "creating": True, "copy_of": source, "copied_questions": len(asked),
+                   "fresh_key": str(uuid.uuid4())})
+
+
 LABELS = {"title": "Title", "location": "Venue", "starts_at": "Starts", "capacity": "Capacity",
           "description": "Description", "reminder_hours": "Reminder (hours before)",
           "offer_hours": "Offer window (hours)", "ends_at": "Ends", "time_zone": "Time zone", "map_url": "Map link",
@@ -261,7 +293,8 @@ def event_edit(request: HttpRequest, event_id: str) -> HttpResponse:
         return render(request, template, {"form": form, "event": event})
 
     base = _posted_base(request, event_id)
-    form = EventEditForm(request.POST, opened_starts_at=base and datetime.fromisoformat(base["starts_at"]))
+    form = EventEditForm(_omitted_kept(request.POST, base=base, event_id=event_id),
+                         opened_starts_at=base and datetime.fromisoformat(base["starts_at"]))
     conflict = None
     if form.is_valid():
         data = dict(form.cleaned_data)
@@ -293,6 +326,21 @@ def event_edit(request: HttpRequest, event_id: str) -> HttpResponse:
     event = event_or_404(event_id)
     return render(request, template, {"form": form, "event": event, "conflict": conflict},
                   status=conflict_status(request, conflict))
+
+
+def _omitted_kept(posted, *, base: dict | None, event_id: str):
+    """The posted edit with each field it leaves out (a form without the offer window, a script posting a few
+    fields) set to the value the page was opened with, or else the stored one: left out is kept, never emptied.
+    A field sent empty is still the form's to read (an empty offer window is "off")."""
+    missing = [name for name in edits.EDITED_FIELDS if name not in posted]
+    if not missing:
+        return posted
+    opened = base or event_form_values(event_or_404(event_id))
+    posted = posted.copy()
+    for name in missing:
+        value = opened[name]
+        posted[name] = "" if value is None else str(value)  # a start as ISO 8601, which the form reads too
+    return posted
 
 
 def _posted_base(request: HttpRequest, event_id: str) -> dict | None:

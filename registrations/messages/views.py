@@ -97,7 +97,7 @@ def message_page(request: HttpRequest, event_id: str) -> HttpResponse:
 def message_progress(request: HttpRequest, event_id: str) -> HttpResponse:
     """The page's list of sent messages alone: what htmx polls while a message is still being sent."""
     try:
-        event = selectors.event_get(event_id=event_id, with_seats=False)
+        event = selectors.event_get(event_id=event_id)
     except RegistrationError as error:
         raise Http404(error.detail) from None
     return render(request, f"{PAGE}#sent-list", {"event": event, **_sent_context(request, event_id)})

@@ -20,6 +20,7 @@ from registrations.events.models import EventSeats
 from registrations.models import CONFIRMED, OFFERED, Registration, RegistrationClaim
 from registrations.offers.models import Offer
 from registrations.offers.offer_writes import OFFER, add_offer_end
+from registrations.reports.counting import count_accepted
 from registrations.services.cancel import FreedSeat, FreeingCommit, cancel_transaction, freed_seat
 from registrations.write_rules import (
     CLAIM,
@@ -125,6 +126,7 @@ def _accept_transaction(offer: Offer, *, now: datetime) -> LabelledTransaction:
     event_id, user_id, registration_id = offer.event_id, offer.user_id, offer.registration_id
     transaction = LabelledTransaction()
     add_offer_end(transaction, user_id=user_id, registration_id=registration_id, state=Offer.ACCEPTED, now=now)
+    count_accepted(transaction, event_id=event_id, shard=int(offer.shard), offered_at=offer.offered_at, now=now)
     transaction.update(CLAIM, RegistrationClaim(*RegistrationClaim.key_for(event_id, user_id)),
                        actions=[RegistrationClaim.status.set(CONFIRMED)],
                        condition=(RegistrationClaim.registration_id == registration_id)

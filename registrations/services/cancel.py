@@ -22,6 +22,7 @@ from registrations.models import (
 )
 from registrations.offers.models import Offer
 from registrations.offers.offer_writes import add_offer_end, offer_end_for
+from registrations.reports.counting import count_gone
 from registrations.seating.gate import (
     add_freed,
     add_gate,
@@ -252,6 +253,10 @@ def cancel_transaction(registration: Registration, freed: FreedSeat, *, now: dat
     }))
     if registration.status == OFFERED:
         add_offer_end(transaction, user_id=user_id, registration_id=registration_id, state=offer_end, now=now)
+    was_waiting = registration.status == WAITLISTED
+    count_gone(transaction, event_id=event_id, shard=int(registration.lane if was_waiting else registration.shard),
+               created_at=registration.created_at, now=now, was_waiting=was_waiting,
+               offer_end=offer_end if registration.status == OFFERED else None)
     writes = SeatWrites(event_id)
     # Every branch checks the event's item: that the event is not cancelled: its registrations stand as they were
     # when it was called off (the cancellation's mail goes to each of them), and no freed seat goes to anyone.

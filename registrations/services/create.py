@@ -24,6 +24,7 @@ from pynamodb.exceptions import PynamoDBException
 from registrations import attendees, selectors
 from registrations.models import CONFIRMED, WAITLISTED, Registration, RegistrationClaim, WaitlistEntry
 from registrations.questions import question_sets
+from registrations.reports.counting import count_registered
 from registrations.seating import lanes, positions, shards
 from registrations.seating.gate import CLOSED, GateBusy
 from registrations.seating.models import SeatShard, WaitlistQueue
@@ -199,6 +200,8 @@ def _base_transaction(attempt: NewRegistration, *, status: str, position: int | 
         transaction.save(EVENT_REGISTRATION,
                          Registration(*Registration.event_key_for(attempt.event_id, attempt.registration_id),
                                       **fields, **index, **answers))
+    count_registered(transaction, event_id=attempt.event_id, shard=shard if lane is None else lane,
+                     created_at=attempt.created_at, waiting=status == WAITLISTED)
     transaction.save(OUTBOX, outbox_message(
         message_type="RegistrationCreated", now=attempt.created_at,
         # "user" is the immutable key in every message, as in the cancel and promote ones: the relay finds the

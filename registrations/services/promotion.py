@@ -13,6 +13,7 @@ from registrations import selectors
 from registrations.events.models import EventSeats
 from registrations.models import CONFIRMED, WAITLISTED, Registration, WaitlistEntry
 from registrations.offers.offer_writes import HEAD_OFFER, add_head_leaves_queue, add_offer, offer_end_for
+from registrations.reports.counting import count_head_left
 from registrations.seating import positions, shards
 from registrations.seating.gate import CLOSED, RAISED, add_gate, lane_open
 from registrations.seating.models import SeatGate, SeatShard, WaitlistQueue
@@ -44,7 +45,8 @@ logger = logging.getLogger(__name__)
 
 
 # Items per promotion in a transaction: claim, two registration copies, waitlist entry, outbox message. With
-# the event's counters, the queue and one shard that is 5 * 15 + 3 = 78 of DynamoDB's 100 items per transaction.
+# the event's counters, the queue, one shard and the report's day item (all heads of a round count on one) that
+# is 5 * 15 + 4 = 79 of DynamoDB's 100 items per transaction.
 PROMOTION_BATCH = 15
 # Rounds in a row that promote nobody (another promoter, canceller or editor got in between each time) before
 # a promotion gives up for now; progress resets it, so a long waiting list is never cut short.
@@ -147,6 +149,7 @@ def add_to_head(transaction: LabelledTransaction, head: WaitlistEntry, *, now: d
         add_promotion(transaction, head, now=now, shard=shard, suffix=suffix)
     else:
         add_offer(transaction, head, now=now, shard=shard, ends_at=offer_ends_at, suffix=suffix)
+    count_head_left(transaction, event_id=head.event_id, shard=shard, now=now, offered=offer_ends_at is not None)
 
 
 class PromotionRounds:
@@ -244,7 +247,8 @@ def waitlist_promote(*, event_id: str, now: datetime | None = None,
             # In offer mode the raised seats are offered like freed ones: held for the head, not given.
             offer_ends_at = offer_end_for(seats, now=now)
             # Their departure counters share the transaction's 100 items: far apart tickets need more of them.
-            heads = heads[:positions.fit_batch([int(h.ticket) for h in heads], fixed_items=3,
+            # Fixed: the event, the queue, the shard and the report's day item.
+            heads = heads[:positions.fit_batch([int(h.ticket) for h in heads], fixed_items=4,
                                                items_per_ticket=6 if offer_ends_at is None else 7)]
             # The new seats go to one shard per round, turn by turn, so the slices stay about even.
             shard = sliced % count

@@ -60,9 +60,10 @@ def test_no_page_has_a_serious_or_critical_axe_violation(app_server, browser, co
     for path in (f"/events/{event.event_id}/", "/events/new/", f"/events/{event.event_id}/edit/",
                  f"/events/{event.event_id}/door/", f"/events/{event.event_id}/attendees/",
                  f"/events/{event.event_id}/messages/", f"/events/{event.event_id}/questions/",
-                 f"/events/{event.event_id}/cancel/", f"/events/{event.event_id}/retention/", "/inventory/",
+                 f"/events/{event.event_id}/cancel/", f"/events/{event.event_id}/retention/",
+                 f"/events/{event.event_id}/report/", f"/events/{event.event_id}/copy/", "/inventory/",
                  "/inventory/new/", "/inventory/MUG-1/", "/inventory/MUG-1/edit/", "/inventory/MUG-1/history/",
-                 "/inventory/import/", "/inventory/metrics/", "/lab/"):
+                 "/inventory/import/", "/diagnostics/write-metrics/", "/lab/"):
         staff.goto(f"{app_server}{path}")
         checked[f"staff {path}"] = serious_axe_violations(staff)
 

@@ -135,10 +135,11 @@ def test_every_page_fits_a_phone(app_server, browser, contexts, demo_mode, stude
 
     staff_paths = ["/events/", "/events/new/", "/idempotency-key/", "/inventory/", "/inventory/new/",
                    "/inventory/MUG-1/", "/inventory/MUG-1/edit/", "/inventory/MUG-1/history/", "/inventory/import/",
-                   "/inventory/metrics/", "/lab/"]
+                   "/diagnostics/write-metrics/", "/lab/"]
     for event in (seated, doomed):
         staff_paths += [f"/events/{event.event_id}/{page}" for page in
-                        ("", "edit/", "attendees/", "messages/", "questions/", "cancel/", "door/", "retention/")]
+                        ("", "edit/", "attendees/", "messages/", "questions/", "cancel/", "door/", "retention/",
+                         "report/", "copy/")]
     staff_paths.append(f"/events/{asked.event_id}/questions/")
     found |= _problems(staff, app_server, staff_paths)
 

@@ -26,7 +26,7 @@ def rendered_key(page: str) -> str:
 # --- access -----------------------------------------------------------------------------------------------
 
 def test_anonymous_is_sent_to_log_in(item, client):
-    for url in ("/inventory/", "/inventory/TSHIRT-M/", "/inventory/TSHIRT-M/edit/", "/inventory/metrics/"):
+    for url in ("/inventory/", "/inventory/TSHIRT-M/", "/inventory/TSHIRT-M/edit/", "/diagnostics/write-metrics/"):
         response = client.get(url)
         assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
 
@@ -35,7 +35,7 @@ def test_students_get_403_and_no_link(item, student_client):
     assert "/inventory/" not in student_client.get("/events/").content.decode()
     for url in ("/inventory/", "/inventory/new/", "/inventory/TSHIRT-M/", "/inventory/TSHIRT-M/edit/",
                 "/inventory/TSHIRT-M/history/",
-                "/inventory/import/", "/inventory/metrics/"):
+                "/inventory/import/", "/diagnostics/write-metrics/"):
         assert student_client.get(url).status_code == 403, url
     assert student_client.post("/inventory/TSHIRT-M/adjust/", adjust_form()).status_code == 403
     assert student_client.post("/inventory/TSHIRT-M/edit/", edit_form(name="x")).status_code == 403
@@ -224,9 +224,16 @@ def test_import_with_a_bad_line_shows_it_and_writes_nothing(item, staff_client):
     assert int(selectors.item_get(sku="TSHIRT-M").quantity) == 10
 
 
+def test_write_metrics_are_diagnostics_not_a_storekeepers_page(item, staff_client):
+    old = staff_client.get("/inventory/metrics/")
+    assert old.status_code == 301 and old["Location"] == "/diagnostics/write-metrics/"
+    assert "/diagnostics/write-metrics/" not in staff_client.get("/inventory/").content.decode()
+    assert "/diagnostics/write-metrics/" in staff_client.get("/accounts/").content.decode()
+
+
 def test_metrics_page_shows_counts_per_operation(item, staff_client):
     services.item_adjust(sku="TSHIRT-M", delta=-1, reason="sold", actor="bo")
-    page = staff_client.get("/inventory/metrics/").content.decode()
+    page = staff_client.get("/diagnostics/write-metrics/").content.decode()
     assert "<th scope=\"row\">adjust</th>" in page and "<th scope=\"row\">create</th>" in page
     assert "Lost-race rate" in page and "WCU / call" in page
 

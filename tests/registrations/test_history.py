@@ -39,10 +39,12 @@ from registrations.offers import offer_writes
 from registrations.offers import services as offer_services
 from registrations.offers import services as offers_module
 from registrations.offers.models import Offer
+from registrations.reports.selectors import event_report
 from registrations.seating.shards import event_seat_counts
+from registrations.services import cancel as cancel_module
 from registrations.services import create as registration_module
 from tems.clock import utcnow
-from tems.invariants import check_all
+from tems.invariants import check_all, registered_checks
 from tems.outbox import OutboxMessage, outbox_relay
 from tems.transactions import TransactionCancelled
 from tests.registrations.helpers import make_event
@@ -53,6 +55,7 @@ STUDENT_STEPS = 7
 STAFF = 2
 STAFF_EDITS = 5
 SWEEPS = 4
+REPORT_CHECK = "every report figure equals a recount of the items it counts"
 # Past any offer's end: the window is at most a day in these histories.
 LATE = timedelta(hours=25)
 OFFER_ACTIONS = ["accept", "accept", "accept", "decline", "late_accept", "cancel", "cancel", "cancel"]
@@ -332,6 +335,31 @@ def test_random_history_with_offers_keeps_every_promise(ddb, seed):
     assert problems == {}, f"seed {seed}"
     made = list(Offer.scan(filter_condition=(Offer.entity == "Offer") & (Offer.event_id == event_id)))
     assert made, "seats must actually have been offered"
+    # The report's figures were recounted from the table by check_all (REPORT_CHECK) and agreed; they are
+    # not all zero, so the recount compared something.
+    report = event_report(event_id=event_id)
+    assert REPORT_CHECK in registered_checks()
+    assert report.offers_made == len(made) and report.registrations_per_day
+
+
+def test_history_catches_an_uncounted_cancel(ddb, monkeypatch):
+    """Broken, deliberately: a cancel that leaves the report's counters as they were."""
+    monkeypatch.setattr(cancel_module, "count_gone", lambda transaction, **_: None)
+    _, problems = run_history(2)
+    assert problems.get(REPORT_CHECK), problems
+
+
+def test_offer_history_catches_an_uncounted_accept(ddb, monkeypatch):
+    """Broken, deliberately: an accept that is not counted (nor its time in the histogram)."""
+    monkeypatch.setattr(offers_module, "count_accepted", lambda transaction, **_: None)
+    found = []
+    for seed in (11, 12, 13):  # a history may end before anyone accepted: the next seed's will not
+        _, problems = run_history(seed, offers=True)
+        found.append(sorted(problems))
+        if problems.get(REPORT_CHECK):
+            assert set(problems) == {REPORT_CHECK}, problems
+            return
+    raise AssertionError(f"the uncounted accept went unnoticed: {found}")
 
 
 def decline_keeping_the_seat(offer, *, state, now, response, key=None):

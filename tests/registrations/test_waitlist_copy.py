@@ -7,6 +7,7 @@ import pytest
 
 from registrations import attendees, selectors, services
 from registrations.models import CONFIRMED, WAITLISTED, Registration
+from registrations.reports.counting import REPORT
 from registrations.write_rules import EVENT_REGISTRATION, WAITLIST_ENTRY
 from tems.transactions import LabelledTransaction
 from tests.helpers import assert_invariants_clean, broken_invariants
@@ -39,14 +40,16 @@ def listed(event_id: str) -> list[tuple[str, str, int | None]]:
             for row in attendees.attendee_page(event_id=event_id, limit=50).items]
 
 
-def test_a_join_writes_six_items_and_its_entry_is_the_event_side_copy(ddb, committed):
+def test_a_join_writes_seven_items_and_its_entry_is_the_event_side_copy(ddb, committed):
     event = make_event(capacity=1)
     ann = register(event.event_id, "ann", user_name="Ann").data
     committed.clear()
     joined = register(event.event_id, "bob", user_name="Bob").data
     assert joined["status"] == WAITLISTED
     join = committed[-1]
-    assert len(join) == 6 and WAITLIST_ENTRY in join and EVENT_REGISTRATION not in join, join
+    # Six of its own and the report's count (docs/reports.md).
+    assert len(join) == 7 and WAITLIST_ENTRY in join and EVENT_REGISTRATION not in join, join
+    assert sum(label.startswith(REPORT) for label in join) == 1, join
     assert event_copy(event.event_id, joined["registration_id"]) is None
     (entry,) = selectors.waitlist_entries(event_id=event.event_id)
     assert (entry.user_name, entry.status) == ("Bob", WAITLISTED)
@@ -91,4 +94,5 @@ def test_the_invariants_see_an_entry_whose_student_copy_is_gone(ddb):
     bob = register(event.event_id, "bob").data
     Registration(*Registration.user_key_for("bob", bob["registration_id"])).delete()
     assert set(broken_invariants()) == {"every claim has both registration items and every registration its claim",
-                        "waitlist entries are unique and in ticket order"}
+                        "waitlist entries are unique and in ticket order",
+                        "every report figure equals a recount of the items it counts"}

@@ -200,7 +200,7 @@ def test_method_not_allowed_is_problem_under_api(moto_ddb, staff_client):
 
 @pytest.mark.parametrize("url", ["/api/events", "/api/me/registrations", "/api/inventory", "/events/", "/inventory/",
                                  "/me/registrations/", "/events/new/", "/inventory/new/", "/inventory/import/",
-                                 "/inventory/metrics/", "/accounts/login/"])
+                                 "/diagnostics/write-metrics/", "/accounts/login/"])
 def test_head_answers_like_get_without_a_body(moto_ddb, staff_client, url):
     got, head = staff_client.get(url), staff_client.head(url)
     assert got.status_code == 200, got.content

@@ -101,7 +101,7 @@ def test_the_app_policy_allows_every_request_the_app_sends_and_no_scan(template,
     send(student_client, "delete", f"/api/registrations/{mine['registration_id']}")  # promotes the staffer
     send(staff_client, "post", "/api/inventory", {"sku": "POLICY-1", "name": "Mug", "quantity": 5})
     send(staff_client, "post", "/api/inventory/POLICY-1/adjustments", {"delta": -1, "reason": "sold"})
-    for page in ("/inventory/", "/inventory/POLICY-1/", "/inventory/POLICY-1/history/", "/inventory/metrics/"):
+    for page in ("/inventory/", "/inventory/POLICY-1/", "/inventory/POLICY-1/history/", "/diagnostics/write-metrics/"):
         assert staff_client.get(page).status_code == 200
     send(staff_client, "post", "/api/lab/registration-race",
          {"technique": "production", "taps": 3, "same_key": False, "latency_ms": 0})

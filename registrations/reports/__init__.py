@@ -1,0 +1,1 @@
+"""Staff reports of an event: figures kept as counters by the transactions that change them (docs/reports.md)."""
