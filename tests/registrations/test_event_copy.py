@@ -7,6 +7,7 @@ import re
 import uuid
 from datetime import UTC, datetime
 
+from registrations import selectors
 from registrations.events import services as event_services
 from registrations.events.models import Event
 from registrations.questions import question_sets
