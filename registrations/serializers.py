@@ -29,7 +29,9 @@ from tems.ids import id_path
 # --- events ---------------------------------------------------------------------------------------------------
 
 
-def event_to_dict(event: Event) -> dict:
+def event_to_dict(event: Event, *, team_name: str | None = None) -> dict:
+    """The event as the API shows it; ``team`` is its organizer, ``team_name`` that team's name (the caller reads
+    it, from Django's database: tems.teams.selectors.team_names)."""
     return {
         "id": event.event_id,
         "title": event.title,
@@ -43,6 +45,7 @@ def event_to_dict(event: Event) -> dict:
         "offer_hours": int(event.offer_hours or 0),
         "version": int(event.version),
         "cancelled_at": event.cancelled_at.isoformat() if event.cancelled_at else None,
+        "team": {"id": event.team, "name": team_name} if event.team else None,
     }
 
 

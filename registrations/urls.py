@@ -21,6 +21,7 @@ urlpatterns = [
     path("events/new/", event_views.event_create, name="event_create"),
     path("events/<id:event_id>/", event_views.event_detail, name="event_detail"),
     path("events/<id:event_id>/edit/", event_views.event_edit, name="event_edit"),
+    path("events/<id:event_id>/doors/", event_views.event_doors, name="event_doors"),
     path("events/<id:event_id>/register/", views.registration_create, name="registration_create"),
     path("events/<id:event_id>/attendees/", attendee_views.attendee_list, name="attendee_list"),
     path("events/<id:event_id>/messages/", message_views.message_page, name="event_messages"),

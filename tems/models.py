@@ -15,7 +15,8 @@ from tems.identity import UserIdentity
 from tems.outbox import OutboxMessage
 from tems.ratelimit import WriteRateCounter
 
-__all__ = ["EmailAddress", "IdempotencyRecord", "MailQuota", "OutboxMessage", "SingleSignOnIdentity",
+__all__ = ["DoorAssignment", "EmailAddress", "IdempotencyRecord", "MailQuota", "Membership", "OutboxMessage",
+           "SingleSignOnIdentity", "Team",
            "UserIdentity", "WriteRateCounter"]
 
 
@@ -70,3 +71,47 @@ class SingleSignOnIdentity(models.Model):
 
     def __str__(self) -> str:
         return f"{self.subject} at {self.issuer} -> user {self.user_id}"
+
+
+# --- Organizer teams (Django's own database: read once per staff request, never on a student's path) -------
+class Team(models.Model):
+    """An organizer (a department, a society, the stores): it owns events and inventory items, which carry its
+    ``id`` as their ``team``. Its name is what pages and the API show as the organizer."""
+
+    # The id events and items store: id-shaped (tems.ids), so it travels in paths and keys as it is.
+    id = models.CharField(primary_key=True, max_length=64)
+    name = models.CharField(max_length=100, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    """A person's one role in one team (tems.permissions.ROLES says what each role may do)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="team_memberships")
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=32)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "team"], name="membership_one_role_per_team")]
+
+    def __str__(self) -> str:
+        return f"user {self.user_id}: {self.role} of {self.team_id}"
+
+
+class DoorAssignment(models.Model):
+    """A door volunteer let in at one event of their team; removing the member removes their doors."""
+
+    membership = models.ForeignKey(Membership, on_delete=models.CASCADE, related_name="doors")
+    event_id = models.CharField(max_length=64)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["membership", "event_id"], name="door_assignment_once")]
+
+    def __str__(self) -> str:
+        return f"membership {self.membership_id} at event {self.event_id}"

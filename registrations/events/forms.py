@@ -12,12 +12,17 @@ from registrations.events.models import (
 )
 from tems.clock import utcnow
 from tems.forms import UtcDateTimeField
+from tems.permissions import EVENT_CREATE
+from tems.teams.forms import TeamChoiceMixin
 
 MAX_CAPACITY = 100_000
 
 
-class EventForm(forms.Form):
-    """Validates an event from the page and from the API alike."""
+class EventForm(TeamChoiceMixin, forms.Form):
+    """Validates an event from the page and from the API alike; given the creating ``user``, it also asks for the
+    organizing team (an edit keeps the team the event was created with)."""
+
+    team_permission = EVENT_CREATE
 
     title = forms.CharField(max_length=200)
     description = forms.CharField(required=False, max_length=5000, widget=forms.Textarea(attrs={"rows": 4}))
@@ -44,8 +49,10 @@ class EventForm(forms.Form):
                                       help_text="Registration is closed from the start time on.",
                                       widget=forms.HiddenInput)
 
-    def __init__(self, *args, opened_starts_at=None, **kwargs):
+    def __init__(self, *args, opened_starts_at=None, user=None, **kwargs):
         super().__init__(*args, **kwargs)
+        if user is not None:
+            self._set_up_team(user)
         # An edit that keeps the start it was opened with needs no confirmation, even once that start has passed.
         self.opened_starts_at = opened_starts_at
         # Which clock the date and time picker means: the site's zone (its abbreviation changes with summer time).

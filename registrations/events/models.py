@@ -79,6 +79,9 @@ class Event(TableModel):
     # "not for a cancelled event" rule asks. Writes that admit someone check it by their own conditions.
     cancelled_at = UTCDateTimeAttribute(null=True)
     cancelled_by = UnicodeAttribute(null=True)
+    # The organizer team's id (tems.models.Team), set at creation: its members' roles say who may run the event.
+    # Absent: only platform admins may (tems.permissions).
+    team = UnicodeAttribute(null=True)
 
     by_start = CollectionIndex()
     gsi1pk = UnicodeAttribute(attr_name="GSI1PK", default=COLLECTION)

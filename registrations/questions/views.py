@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from django.contrib import messages
+from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
@@ -20,7 +21,6 @@ from registrations.errors import RegistrationError
 from registrations.questions import question_sets
 from registrations.questions import services as question_services
 from registrations.questions.question_sets import KINDS, MAX_QUESTIONS, QUESTION_ID, Question, QuestionSet
-from tems.decorators import staff_required
 from tems.http import after_save
 from tems.merge import load_base, sign_base
 
@@ -77,7 +77,7 @@ def _stored_page(request: HttpRequest, event, *, status: int = 200) -> HttpRespo
 
 
 @require_http_methods(["GET", "POST"])
-@staff_required
+@login_required
 def event_questions(request: HttpRequest, event_id: str) -> HttpResponse:
     try:
         event = selectors.event_get(event_id=event_id, with_seats=False)
