@@ -220,7 +220,8 @@ def event_doors(request: HttpRequest, event_id: str) -> HttpResponse:
     event = event_or_404(event_id)
     volunteers = door_volunteers(team_id=event.team, event_id=event_id) if event.team else []
     choices = [(member.pk, member.user.get_full_name() or member.user.get_username()) for member, _ in volunteers]
-    form = DoorVolunteersForm(request.POST or None, choices=choices,
+    # Bound on every post: nobody ticked is an empty post, and a choice too (unassign them all).
+    form = DoorVolunteersForm(request.POST if request.method == "POST" else None, choices=choices,
                               initial={"volunteers": [member.pk for member, assigned in volunteers if assigned]})
     status = 200
     if request.method == "POST":
