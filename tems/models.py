@@ -1,7 +1,8 @@
 """``UserIdentity`` is the one Django model of ``tems``. The shared table models live in their own modules;
 importing them here registers them with Django's start-up.
 
-The Django models at the end (accounts' verified addresses and mail quotas) live in Django's own database.
+The Django models at the end (accounts' verified addresses and mail quotas, single sign-on links, and the organizer
+teams with their members' roles) live in Django's own database.
 
 ``tems.dynamo.configure_models`` also configures ``TableMeta`` itself, so a model imported later still inherits
 the configuration; this import only makes start-up order not matter for the ones we know of.

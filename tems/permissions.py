@@ -254,11 +254,6 @@ def access_of(user) -> Access:
     return cached
 
 
-def forget_access(user) -> None:
-    """Drop the cached roles (after a change of them within the same request)."""
-    user.__dict__.pop("_tems_access", None)
-
-
 def holds(user, permission: Permission, *, team: str | None, event_id: str | None = None) -> bool:
     """Whether ``user`` holds ``permission`` for an object of ``team``: for pages that show a link or a panel."""
     return access_of(user).holds(permission, team=team, event_id=event_id)
