@@ -14,6 +14,7 @@ from django.db import models
 from tems.idempotency import IdempotencyRecord
 from tems.identity import UserIdentity
 from tems.outbox import OutboxMessage
+from tems.permissions import ROLES
 from tems.ratelimit import WriteRateCounter
 
 __all__ = ["DoorAssignment", "EmailAddress", "IdempotencyRecord", "MailQuota", "Membership", "OutboxMessage",
@@ -96,7 +97,7 @@ class Membership(models.Model):
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="team_memberships")
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
-    role = models.CharField(max_length=32)
+    role = models.CharField(max_length=32, choices=list(ROLES.items()))
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["user", "team"], name="membership_one_role_per_team")]

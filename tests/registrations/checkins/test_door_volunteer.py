@@ -95,3 +95,11 @@ def test_the_door_shows_only_the_answers_marked_for_it(door):
     assert "asthma" not in answers.content.decode()
     assert_problem(client.get(f"/api/events/{events['b'].event_id}/door-answers/{tickets['b']['registration_id']}"),
                    403)
+
+
+def test_a_scanned_ticket_url_takes_them_to_the_door_only_where_they_work_it(door):
+    client, events, tickets = door
+    path_a = tickets["a"]["ticket_url"].split("://", 1)[1].split("/", 1)[1]
+    path_b = tickets["b"]["ticket_url"].split("://", 1)[1].split("/", 1)[1]
+    assert client.get(f"/{path_a}")["Location"].startswith(f"/events/{events['a'].event_id}/door/#ticket=")
+    assert client.get(f"/{path_b}")["Location"] == f"/events/{events['b'].event_id}/"
