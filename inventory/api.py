@@ -18,6 +18,7 @@ from tems.api import (
 from tems.idempotency import parse_key
 from tems.identity import user_key
 from tems.pagination import next_page_url, page_args
+from tems.permissions import INVENTORY, teams_within
 
 
 def _with_etag(response: HttpResponse, item: InventoryItem) -> HttpResponse:
@@ -28,18 +29,19 @@ def _if_match(request: HttpRequest) -> int:
     return if_match_version(request, InventoryError)
 
 
-@api_view("GET", "POST", staff=True)
+@api_view("GET", "POST")
 def items(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
-        form = parse_form(request, ItemCreateForm, InventoryError)
+        form = parse_form(request, ItemCreateForm, InventoryError, user=request.user)
         item = services.item_create(**form.cleaned_data, actor=request.user.get_username())
         response = json_response(serializers.item_to_dict(item), status=201)
         response["Location"] = f"/api/inventory/{item.sku}"
         return _with_etag(response, item)
-    return json_response({"items": [serializers.item_to_dict(item) for item in selectors.item_list()]})
+    return json_response({"items": [serializers.item_to_dict(item) for item in selectors.item_list(
+        teams=teams_within(request.user, INVENTORY))]})
 
 
-@api_view("GET", "PUT", "PATCH", staff=True)
+@api_view("GET", "PUT", "PATCH")
 def item_detail(request: HttpRequest, sku: str) -> HttpResponse:
     if request.method == "PUT":
         return _item_update(request, sku)
@@ -81,7 +83,7 @@ def _item_patch(request: HttpRequest, sku: str) -> HttpResponse:
     return _with_etag(json_response(serializers.item_to_dict(outcome.item)), outcome.item)
 
 
-@api_view("POST", staff=True)
+@api_view("POST")
 def adjustments(request: HttpRequest, sku: str) -> HttpResponse:
     key = parse_key(request.headers.get("Idempotency-Key"))
     body = parse_json_object(request)
@@ -98,7 +100,7 @@ def adjustments(request: HttpRequest, sku: str) -> HttpResponse:
     return result.response.to_http(replayed=result.replayed)
 
 
-@api_view("GET", staff=True)
+@api_view("GET")
 def history(request: HttpRequest, sku: str) -> HttpResponse:
     item = selectors.item_get(sku=sku)
     page = selectors.item_history_page(sku=sku, **page_args(request))

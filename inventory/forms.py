@@ -2,6 +2,8 @@ from django import forms
 
 from inventory.services import MAX_IMPORT_BYTES, MAX_QUANTITY
 from tems.ids import id_validator
+from tems.permissions import INVENTORY
+from tems.teams.forms import TeamChoiceMixin
 
 # Skus travel in URLs and in keys (ITEM#<sku>): the shared id shape, nothing to escape.
 SKU_VALIDATOR = id_validator
@@ -22,13 +24,22 @@ class ItemFieldsForm(forms.Form):
         return name
 
 
-class ItemCreateForm(ItemFieldsForm):
+class ItemCreateForm(TeamChoiceMixin, ItemFieldsForm):
+    """A new item; given the creating ``user``, also the team that keeps it."""
+
+    team_permission = INVENTORY
+
     sku = forms.CharField(label="SKU", max_length=64, validators=[SKU_VALIDATOR],
                           help_text="A unique code, e.g. TSHIRT-M. It cannot be changed later.")
     field_order = ["sku", "name", "description", "quantity", "location"]
 
     # These are pages under /inventory/; an item called "new" could never be opened.
     RESERVED_SKUS = frozenset({"new", "import", "metrics"})
+
+    def __init__(self, *args, user=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        if user is not None:
+            self._set_up_team(user)
 
     def clean_sku(self) -> str:
         sku = self.cleaned_data["sku"].strip()

@@ -37,6 +37,8 @@ class InventoryItem(TableModel):
     updated_at = UTCDateTimeAttribute(default=utcnow)
     updated_by = UnicodeAttribute(default="")
     version = VersionAttribute()
+    # The keeping team's id (tems.models.Team), set at creation; absent: only platform admins (tems.permissions).
+    team = UnicodeAttribute(null=True)
 
     by_sku = CollectionIndex()
     gsi1pk = UnicodeAttribute(attr_name="GSI1PK", default=COLLECTION)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from pynamodb.exceptions import DoesNotExist
 
 from inventory.errors import InventoryError
 from inventory.models import InventoryChange, InventoryItem, OperationMetrics
 from tems.pagination import Page, query_page
+from tems.permissions import NoSuchObject
 
 
 def item_get(*, sku: str, consistent: bool = True) -> InventoryItem:
@@ -17,9 +20,20 @@ def item_get(*, sku: str, consistent: bool = True) -> InventoryItem:
         raise InventoryError("not_found", f"There is no inventory item with sku {sku!r}.") from None
 
 
-def item_list() -> list[InventoryItem]:
-    """Every item in sku order, from the collection index (eventually consistent, fine for a listing)."""
-    return list(InventoryItem.by_sku.query(InventoryItem.COLLECTION))
+def item_team(sku: str) -> str | None:
+    """The id of the team that keeps the item (None: none, platform admins only); for tems.permissions, which
+    raises NoSuchObject for an unknown sku."""
+    try:
+        return InventoryItem.get(*InventoryItem.key_for(sku), consistent_read=True, attributes_to_get=["team"]).team
+    except DoesNotExist:
+        raise NoSuchObject(sku) from None
+
+
+def item_list(*, teams: Collection[str] | None = None) -> list[InventoryItem]:
+    """Every item in sku order, from the collection index (eventually consistent, fine for a listing); with
+    ``teams``, only the items those teams keep."""
+    items = InventoryItem.by_sku.query(InventoryItem.COLLECTION)
+    return [item for item in items if teams is None or item.team in teams]
 
 
 def item_history(*, sku: str, after_version: int = 0, limit: int | None = None) -> list[InventoryChange]:

@@ -17,6 +17,7 @@ def item_to_dict(item: InventoryItem) -> dict:
         "version": int(item.version),
         "updated_at": item.updated_at.isoformat(),
         "updated_by": item.updated_by,
+        "team": item.team,
     }
 
 

@@ -4,6 +4,7 @@ import uuid
 from datetime import datetime
 
 from django.contrib import messages
+from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -14,13 +15,13 @@ from inventory import edits, selectors, services
 from inventory.errors import InventoryError
 from inventory.forms import AdjustmentForm, ItemCreateForm, ItemEditForm, StockImportForm
 from inventory.models import TRACKED_FIELDS
-from tems.decorators import staff_required
 from tems.errors import DomainError
 from tems.http import after_save, conflict_status
 from tems.idempotency import FORM_FIELD, key_from_request
 from tems.identity import user_key
 from tems.merge import conflict_panel, load_base, sign_base
 from tems.pagination import next_page_url, page_args
+from tems.permissions import INVENTORY, teams_within
 
 HISTORY_ON_DETAIL = 50
 
@@ -41,15 +42,16 @@ def _add_errors(form, error: InventoryError) -> None:
 
 
 @require_GET
-@staff_required
+@login_required
 def item_list(request: HttpRequest) -> HttpResponse:
-    return render(request, "inventory/item_list.html", {"items": selectors.item_list()})
+    return render(request, "inventory/item_list.html",
+                  {"items": selectors.item_list(teams=teams_within(request.user, INVENTORY))})
 
 
 @require_http_methods(["GET", "POST"])
-@staff_required
+@login_required
 def item_create(request: HttpRequest) -> HttpResponse:
-    form = ItemCreateForm(request.POST or None)
+    form = ItemCreateForm(request.POST or None, user=request.user)
     if request.method == "POST" and form.is_valid():
         try:
             item = services.item_create(**form.cleaned_data, actor=request.user.get_username())
@@ -80,13 +82,13 @@ def _detail_context(item, *, adjust_form=None, adjust_error=None) -> dict:
 # adjustment would resend a used key and be answered as a repeat instead of applied.
 @never_cache
 @require_GET
-@staff_required
+@login_required
 def item_detail(request: HttpRequest, sku: str) -> HttpResponse:
     return render(request, "inventory/item_detail.html", _detail_context(_item_or_404(sku)))
 
 
 @require_GET
-@staff_required
+@login_required
 def item_history(request: HttpRequest, sku: str) -> HttpResponse:
     item = _item_or_404(sku)
     try:
@@ -101,7 +103,7 @@ def item_history(request: HttpRequest, sku: str) -> HttpResponse:
 
 @never_cache
 @require_POST
-@staff_required
+@login_required
 def item_adjust(request: HttpRequest, sku: str) -> HttpResponse:
     template = "inventory/item_detail.html#stock" if request.htmx else "inventory/item_detail.html"
     form = AdjustmentForm(request.POST)
@@ -144,7 +146,7 @@ def _base_scope(sku: str, version: int) -> str:
 
 
 @require_http_methods(["GET", "POST"])
-@staff_required
+@login_required
 def item_edit(request: HttpRequest, sku: str) -> HttpResponse:
     template = "inventory/item_edit.html#edit-region" if request.htmx else "inventory/item_edit.html"
     if request.method == "GET":
@@ -203,13 +205,14 @@ def _changed_fields(change: dict) -> list[tuple[str, object, object]]:
 
 
 @require_http_methods(["GET", "POST"])
-@staff_required
+@login_required
 def stock_import(request: HttpRequest) -> HttpResponse:
     form = StockImportForm(request.POST or None, request.FILES or None)
     report = None
     if request.method == "POST" and form.is_valid():
         try:
             report = services.stock_import(csv_text=form.cleaned_data["csv_text"],
+                                           teams=teams_within(request.user, INVENTORY),
                                            reason=form.cleaned_data["reason"], actor=request.user.get_username())
         except InventoryError as error:
             if not form.cleaned_data.get("csv_file"):
@@ -222,6 +225,6 @@ def stock_import(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
-@staff_required
+@login_required
 def metrics(request: HttpRequest) -> HttpResponse:
     return render(request, "inventory/metrics.html", {"metrics": selectors.metrics_list()})

@@ -14,17 +14,20 @@ from registrations.errors import RegistrationError
 from registrations.events import services as event_services
 from registrations.events.models import CATEGORIES
 from tems.clock import utcnow
+from tems.demo import DEMO_TEAMS
 from tems.identity import user_key
+from tems.models import DoorAssignment, Membership
 
+# The last column is the organizing team (tems/demo.py's DEMO_TEAMS).
 DEMO_EVENTS = (
     ("welcome-fair", "Welcome Week Fair", "Great Hall", 3, 200,
-     "Meet every society, club and service in one afternoon."),
+     "Meet every society, club and service in one afternoon.", "union"),
     ("python-workshop", "Intro to Python Workshop", "Computing Lab 2", 5, 10,
-     "Hands-on, laptops provided. Seats are limited."),
+     "Hands-on, laptops provided. Seats are limited.", "compsoc"),
     ("career-talk", "Careers in Data: Alumni Talk", "Lecture Theatre B", 8, 80,
-     "Three alumni on their first years in industry."),
+     "Three alumni on their first years in industry.", "compsoc"),
     ("robotics-demo", "Robotics Society Demo Night", "Engineering Atrium", 12, 3,
-     "Tiny room, tiny robots: book early."),
+     "Tiny room, tiny robots: book early.", "union"),
 )
 # The rest of the term: (title, category, organizer, venue or "" for online only), one every ~17 hours.
 TERM = (
@@ -46,6 +49,7 @@ TERM = (
     ("Volunteering Fair", "other", "Students Union", "Great Hall"),
 )
 WEEKS = 6
+TEAM_NAMES = {team_id: name for team_id, name, _ in DEMO_TEAMS}
 STAFF = "staff"
 
 
@@ -57,9 +61,9 @@ def _key(*parts: str) -> str:
 def _term(today: datetime) -> list[dict]:
     """Every demo event's fields, in start order."""
     events = [dict(event_id=event_id, title=title, location=location, starts_at=today + timedelta(days=in_days),
-                   capacity=capacity, description=description, category=category, organizer="Students Union",
-                   public=True)
-              for (event_id, title, location, in_days, capacity, description), category in zip(
+                   capacity=capacity, description=description, category=category, organizer=TEAM_NAMES[team],
+                   public=True, team=team)
+              for (event_id, title, location, in_days, capacity, description, team), category in zip(
                   DEMO_EVENTS, ("social", "workshop", "careers", "talk"), strict=True)]
     count = 60 - len(DEMO_EVENTS)
     for number in range(count):
@@ -73,7 +77,7 @@ def _term(today: datetime) -> list[dict]:
             location=venue, starts_at=starts.replace(minute=0), capacity=(2, 12, 30, 60)[number % 4],
             description=f"{dict(CATEGORIES)[category]} run by {organizer}.", category=category, organizer=organizer,
             public=number % 3 != 1, online_url="" if venue else "https://meet.example.org/tems-demo",
-            ends_at=starts.replace(minute=0) + timedelta(hours=2)))
+            ends_at=starts.replace(minute=0) + timedelta(hours=2), team=("compsoc", "union")[number % 2]))
     events[8]["offer_hours"] = 24  # a full one in offer mode: its freed seat is offered below
     return events
 
@@ -100,6 +104,10 @@ def _fill(event: dict, students: list[tuple[str, str]], guests: list[tuple[str, 
     people = guests[:capacity] + students[:2] if capacity <= 3 else (students + guests)[:capacity // 3]
     for user_id, name in people:
         _register(event["event_id"], user_id, name)
+
+
+# Each team's door volunteer works the door of its team's first event.
+DEMO_DOORS = (("compsoc", "cs-door", "python-workshop"), ("union", "su-door", "welcome-fair"))
 
 
 def seed_events() -> list[str]:
@@ -131,6 +139,14 @@ def seed_events() -> list[str]:
     return created
 
 
+def seed_doors() -> None:
+    for team_id, username, event_id in DEMO_DOORS:
+        membership = Membership.objects.get(team_id=team_id, user__username=username)
+        DoorAssignment.objects.get_or_create(membership=membership, event_id=event_id)
+
+
 def seed() -> str:
     """``seed_demo``'s hook: create what is missing, then say how much."""
-    return f"{len(seed_events())} demo event(s)"
+    created = seed_events()
+    seed_doors()
+    return f"{len(created)} demo event(s)"

@@ -29,6 +29,7 @@ from registrations.ticket_tokens import ticket_url
 from tems.clock import utcnow
 from tems.dynamo import batch_get_models
 from tems.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page, decode_cursor, query_page
+from tems.permissions import NoSuchObject
 
 
 def event_get(*, event_id: str, consistent: bool = True) -> Event:
@@ -48,6 +49,17 @@ def seat_counts(*, events: Iterable[Event]) -> dict[str, SeatCounts]:
 def seats_for(*, event: Event) -> SeatCounts:
     """The one event's ``SeatCounts`` (one BatchGetItem of its shards)."""
     return seat_counts(events=[event])[event.event_id]
+
+
+def event_team(event_id: str) -> str | None:
+    """The id of the team that organizes the event (None: no team, platform admins only); for tems.permissions,
+    which raises NoSuchObject for an unknown event. Consistent: a page opened right after the creation must
+    find it."""
+    try:
+        event = Event.get(*Event.key_for(event_id), consistent_read=True, attributes_to_get=["team"])
+    except Event.DoesNotExist:
+        raise NoSuchObject(event_id) from None
+    return event.team
 
 
 def event_list(*, now: datetime | None = None) -> tuple[list[Event], list[Event]]:

@@ -37,9 +37,12 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
 
 
-def event_to_dict(event: Event, *, seats: SeatCounts, with_online_url: bool = True) -> dict:
+def event_to_dict(event: Event, *, seats: SeatCounts, with_online_url: bool = True,
+                  team_name: str | None = None) -> dict:
     """The API's event, with its seats as ``seat_counts`` read them (the stored event holds no count); the online
-    link only ``with_online_url`` (staff: people see it on the event's page once their place is confirmed)."""
+    link only ``with_online_url`` (staff: people see it on the event's page once their place is confirmed);
+    ``team`` is its organizing team, ``team_name`` that team's name (the caller reads it, from Django's database:
+    tems.teams.selectors.team_names)."""
     return {
         "id": event.event_id,
         "title": event.title,
@@ -63,6 +66,7 @@ def event_to_dict(event: Event, *, seats: SeatCounts, with_online_url: bool = Tr
         "public": bool(event.public),
         "registration_opens_at": _iso(event.registration_opens_at),
         "registration_closes_at": _iso(event.registration_closes_at),
+        "team": {"id": event.team, "name": team_name} if event.team else None,
     }
 
 

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from tems.models import EmailAddress, SingleSignOnIdentity
+from tems.models import EmailAddress, Membership, SingleSignOnIdentity, Team
 
 
 @admin.register(EmailAddress)
@@ -21,3 +21,19 @@ class SingleSignOnIdentityAdmin(admin.ModelAdmin):
     search_fields = ("user__username", "subject")
     raw_id_fields = ("user",)
     readonly_fields = ("created_at",)
+
+
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    raw_id_fields = ("user",)
+    extra = 0
+
+
+@admin.register(Team)
+class TeamAdmin(admin.ModelAdmin):
+    """Platform admins can see every team and its members here too (the team pages are the usual way)."""
+
+    list_display = ("name", "id", "created_at")
+    search_fields = ("name", "id")
+    readonly_fields = ("created_at",)
+    inlines = [MembershipInline]

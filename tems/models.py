@@ -1,7 +1,8 @@
 """``UserIdentity`` is the one Django model of ``tems``. The shared table models live in their own modules;
 importing them here registers them with Django's start-up.
 
-The Django models at the end (accounts' verified addresses and mail quotas) live in Django's own database.
+The Django models at the end (accounts' verified addresses and mail quotas, single sign-on links, and the organizer
+teams with their members' roles) live in Django's own database.
 
 ``tems.dynamo.configure_models`` also configures ``TableMeta`` itself, so a model imported later still inherits
 the configuration; this import only makes start-up order not matter for the ones we know of.
@@ -13,9 +14,11 @@ from django.db import models
 from tems.idempotency import IdempotencyRecord
 from tems.identity import UserIdentity
 from tems.outbox import OutboxMessage
+from tems.permissions import ROLES
 from tems.ratelimit import WriteRateCounter
 
-__all__ = ["CalendarFeed", "EmailAddress", "IdempotencyRecord", "MailQuota", "OutboxMessage", "SingleSignOnIdentity",
+__all__ = ["CalendarFeed", "DoorAssignment", "EmailAddress", "IdempotencyRecord", "MailQuota", "Membership",
+           "OutboxMessage", "SingleSignOnIdentity", "Team",
            "UserIdentity", "WriteRateCounter"]
 
 
@@ -81,3 +84,45 @@ class CalendarFeed(models.Model):
 
     def __str__(self) -> str:
         return f"calendar feed of user {self.user_id}: generation {self.generation}"
+# --- Organizer teams (Django's own database: read once per staff request, never on a student's path) -------
+class Team(models.Model):
+    """An organizer (a department, a society, the stores): it owns events and inventory items, which carry its
+    ``id`` as their ``team``. Its name is what pages and the API show as the organizer."""
+
+    # The id events and items store: id-shaped (tems.ids), so it travels in paths and keys as it is.
+    id = models.CharField(primary_key=True, max_length=64)
+    name = models.CharField(max_length=100, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    """A person's one role in one team (tems.permissions.ROLES says what each role may do)."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="team_memberships")
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=32, choices=list(ROLES.items()))
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "team"], name="membership_one_role_per_team")]
+
+    def __str__(self) -> str:
+        return f"user {self.user_id}: {self.role} of {self.team_id}"
+
+
+class DoorAssignment(models.Model):
+    """A door volunteer let in at one event of their team; removing the member removes their doors."""
+
+    membership = models.ForeignKey(Membership, on_delete=models.CASCADE, related_name="doors")
+    event_id = models.CharField(max_length=64)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["membership", "event_id"], name="door_assignment_once")]
+
+    def __str__(self) -> str:
+        return f"membership {self.membership_id} at event {self.event_id}"

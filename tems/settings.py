@@ -164,6 +164,8 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
     # Inside HtmxMiddleware (it reads request.htmx): a log-in redirect for htmx or a post becomes a whole-page one.
     "tems.http.LoginRedirectMiddleware",
+    # Once the route is known: its permission in tems.permissions.ROUTES decides whether the view runs.
+    "tems.permissions.PermissionMiddleware",
     "tems.ratelimit.WriteRateMiddleware",
     # Last, as django-axes asks: it turns a lockout signalled during authentication into the lockout page.
     "axes.middleware.AxesMiddleware",
@@ -198,6 +200,7 @@ TEMPLATES = [
                 "tems.context_processors.demo",
                 "tems.context_processors.single_sign_on",
                 "tems.context_processors.email_unverified",
+                "tems.context_processors.staff_menu",
             ],
         },
     },
@@ -276,6 +279,12 @@ OUTBOX_HANDLERS = {
 # Jobs the relay runs besides delivering messages, each at most once per RELAY_JOB_INTERVAL_SECONDS per relay
 # process (tems.outbox.run_periodic_jobs): they write outbox messages under deterministic keys, so any number of
 # relays may run them.
+# How tems.permissions finds the team of the object a route's URL argument names (raises NoSuchObject).
+TEMS_PERMISSION_SCOPES = {
+    "event_id": "registrations.selectors.event_team",
+    "sku": "inventory.selectors.item_team",
+    "team_id": "tems.teams.selectors.team_of",
+}
 RELAY_PERIODIC_JOBS = {
     "event_reminders": "registrations.messages.services.reminders_sweep",
     "answers_retention": "registrations.privacy.services.answers_retention_sweep",

@@ -28,6 +28,7 @@ urlpatterns = [
     path("accounts/verify-email/", views.verify_email, name="verify_email"),
     path("accounts/verify-email/<str:token>/", views.verify_email_confirm, name="verify_email_confirm"),
     path("admin/", admin.site.urls),
+    path("", include("tems.teams.urls")),
     path("", include("registrations.urls")),
     path("", include("registrations.checkins.urls")),
     path("", include("registrations.privacy.urls")),

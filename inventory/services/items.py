@@ -27,8 +27,8 @@ from tems.transactions import LabelledTransaction, TransactionCancelled
 # --- create -----------------------------------------------------------------------------------------------
 
 def item_create(*, sku: str, name: str, description: str = "", quantity: int = 0, location: str = "",
-                actor: str) -> InventoryItem:
-    """Create an item and its first history entry (version 1) in one transaction.
+                actor: str, team: str | None = None) -> InventoryItem:
+    """Create an item, kept by ``team``, and its first history entry (version 1) in one transaction.
 
     Raises InventoryError('conflict') if the sku exists: the put is conditional, nothing is read first.
     """
@@ -38,6 +38,7 @@ def item_create(*, sku: str, name: str, description: str = "", quantity: int = 0
         item = InventoryItem(
             *InventoryItem.key_for(sku), sku=sku, name=name, description=description, quantity=quantity,
             location=location, created_at=now, created_by=actor, updated_at=now, updated_by=actor, gsi1sk=sku,
+            team=team,
         )
         change = change_entry(sku=sku, version=1, kind=InventoryChange.CREATE, actor=actor, at=now, before=None,
                               after=item.snapshot())

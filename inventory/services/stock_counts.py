@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from inventory.errors import InventoryError
@@ -37,9 +38,10 @@ IMPORT_ROWS_PER_TRANSACTION = 50
 IMPORT_POLICY = RetryPolicy(attempts=5, max_delay=0.2)
 
 
-def stock_import(*, csv_text: str, actor: str, reason: str = "stock count",
+def stock_import(*, csv_text: str, actor: str, reason: str = "stock count", teams: Collection[str] | None = None,
                  policy: RetryPolicy = IMPORT_POLICY) -> list[ImportRow]:
     """Set each listed item's quantity to a counted value (CSV columns ``sku,quantity``, header optional).
+    With ``teams``, only items those teams keep count: another team's item is refused as if it did not exist.
 
     The whole file is validated before anything is written: its size, every row's shape and quantity, no SKU
     twice, and every SKU an existing item (read with BatchGetItem, 100 keys a request). Any problem raises
@@ -55,7 +57,7 @@ def stock_import(*, csv_text: str, actor: str, reason: str = "stock count",
     if len(csv_text.encode()) > MAX_IMPORT_BYTES:
         raise InventoryError("invalid", f"Nothing was imported: the file is larger than {MAX_IMPORT_BYTES // 1024} kB.",
                              errors={"csv_file": [f"At most {MAX_IMPORT_BYTES // 1024} kB."]})
-    rows, stored = _validated_counts(csv_text)
+    rows, stored = _validated_counts(csv_text, teams=teams)
     report: dict[int, ImportRow] = {}
     to_write = []
     for line, sku, counted in rows:
@@ -107,14 +109,16 @@ def _import_row(line: int, sku: str, counted: int, *, actor: str, reason: str, p
                      seen.get("before"))
 
 
-def _validated_counts(csv_text: str) -> tuple[list[tuple[int, str, int]], dict[str, InventoryItem]]:
+def _validated_counts(csv_text: str, *, teams: Collection[str] | None
+                      ) -> tuple[list[tuple[int, str, int]], dict[str, InventoryItem]]:
     """The file's rows and the stored item of each, or InventoryError('invalid') listing every problem."""
     rows, problems = _parse_counts(csv_text)
     stored: dict[str, InventoryItem] = {}
     if rows and not problems:
         # A read to explain a refusal, and the version each write is conditioned on: nothing here decides.
         stored = {item.sku: item for item in InventoryItem.batch_get(
-            [InventoryItem.key_for(sku) for _, sku, _ in rows], consistent_read=True)}
+            [InventoryItem.key_for(sku) for _, sku, _ in rows], consistent_read=True)
+            if teams is None or item.team in teams}
         problems = [f"line {line}: there is no inventory item {sku!r}" for line, sku, _ in rows if sku not in stored]
     if problems:
         raise InventoryError("invalid", "Nothing was imported: " + "; ".join(problems) + ".",

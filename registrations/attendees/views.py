@@ -3,6 +3,7 @@
 import itertools
 
 from django.contrib import messages
+from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
@@ -10,7 +11,6 @@ from django.views.decorators.http import require_GET
 from registrations import attendees, selectors
 from registrations.questions import question_sets
 from registrations.views import event_or_404
-from tems.decorators import staff_required
 from tems.errors import DomainError
 from tems.pagination import next_page_url, page_args
 
@@ -18,7 +18,7 @@ CSV_BOM = "\ufeff"
 
 
 @require_GET
-@staff_required
+@login_required
 def attendee_list(request: HttpRequest, event_id: str) -> HttpResponse:
     event = event_or_404(event_id)
     status, search = request.GET.get("status") or "", request.GET.get("q") or ""
@@ -38,7 +38,7 @@ def attendee_list(request: HttpRequest, event_id: str) -> HttpResponse:
 
 
 @require_GET
-@staff_required
+@login_required
 def attendee_export(request: HttpRequest, event_id: str) -> HttpResponse:
     event = event_or_404(event_id)
     try:

@@ -9,6 +9,7 @@ service makes a second cancellation of the same event a no-op anyway. Works with
 import uuid
 
 from django.contrib import messages
+from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
@@ -18,7 +19,6 @@ from registrations import selectors
 from registrations.cancellation.forms import EventCancelForm
 from registrations.errors import RegistrationError
 from registrations.events import services as event_services
-from tems.decorators import staff_required
 from tems.errors import DomainError
 from tems.http import after_save
 from tems.idempotency import key_from_request, request_fingerprint
@@ -28,7 +28,7 @@ PAGE = "registrations/event_cancel.html"
 
 
 @require_http_methods(["GET", "POST"])
-@staff_required
+@login_required
 def event_cancel_page(request: HttpRequest, event_id: str) -> HttpResponse:
     try:
         event = selectors.event_get(event_id=event_id)

@@ -11,7 +11,7 @@ from tems.identity import user_key
 from tems.pagination import next_page_url
 
 
-@api_view("POST", staff=True)
+@api_view("POST")
 def checkin_create(request: HttpRequest, event_id: str) -> HttpResponse:
     """Check a scanned ticket in: once per ticket, replayed per Idempotency-Key (one key per scan)."""
     data = parse_json_object(request)
@@ -25,21 +25,21 @@ def checkin_create(request: HttpRequest, event_id: str) -> HttpResponse:
     return outcome.response.to_http(replayed=outcome.replayed)
 
 
-@api_view("DELETE", staff=True)
+@api_view("DELETE")
 @idempotent
 def checkin_undo(request: HttpRequest, event_id: str, registration_id: str) -> HttpResponse:
     return json_response(services.checkin_undo(event_id=event_id, registration_id=registration_id,
                                                undone_by=request.user.get_username()))
 
 
-@api_view("GET", staff=True)
+@api_view("GET")
 def checkin_stats(request: HttpRequest, event_id: str) -> HttpResponse:
     response = json_response(selectors.checkin_stats(event_id=event_id))
     response["Cache-Control"] = "no-store"
     return response
 
 
-@api_view("GET", staff=True)
+@api_view("GET")
 def door_search(request: HttpRequest, event_id: str) -> HttpResponse:
     """Staff: ``?q=`` a name, username or short code: ``{"attendees": [...], "more": bool}``, each with its
     state, check-in and the ticket a tap sends."""
@@ -49,7 +49,7 @@ def door_search(request: HttpRequest, event_id: str) -> HttpResponse:
     return response
 
 
-@api_view("GET", staff=True)
+@api_view("GET")
 def door_list(request: HttpRequest, event_id: str) -> HttpResponse:
     """Staff: the door's copy of the whole list, a page at a time (``?cursor=``), for searching offline."""
     registration_selectors.event_get(event_id=event_id, consistent=False)
@@ -59,7 +59,7 @@ def door_list(request: HttpRequest, event_id: str) -> HttpResponse:
     return response
 
 
-@api_view("GET", staff=True)
+@api_view("GET")
 def door_answers(request: HttpRequest, event_id: str, registration_id: str) -> HttpResponse:
     """The ticket holder's answers to the questions staff show at the door: ``{"answers": [{label, value}]}``."""
     response = json_response({"answers": question_sets.door_answers(event_id=event_id,

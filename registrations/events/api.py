@@ -11,6 +11,7 @@ from tems.api import api_view, if_match_version, json_response, parse_form, with
 from tems.idempotency import key_from_request, request_fingerprint
 from tems.identity import user_key
 from tems.pagination import next_page_url, page_args
+from tems.teams.selectors import team_names
 
 
 @api_view("GET", "POST")
@@ -26,19 +27,21 @@ def events(request: HttpRequest) -> HttpResponse:
         page = selectors.event_page(past=request.GET.get("past") == "1", **page_args(request))
         seats = selectors.seat_counts(events=page.items)
     staff = request.user.is_staff
-    return json_response({"events": [serializers.event_to_dict(e, seats=seats[e.event_id], with_online_url=staff)
+    names = team_names(event.team for event in page)
+    return json_response({"events": [serializers.event_to_dict(e, seats=seats[e.event_id], with_online_url=staff,
+                                                               team_name=names.get(e.team))
                                      for e in page],
                           "next": next_page_url(request, page)})
 
 
 def _event_create(request: HttpRequest) -> HttpResponse:
-    if not request.user.is_staff:
-        raise RegistrationError("forbidden", "Only staff may create events.")
-    form = parse_form(request, EventForm, RegistrationError)
+    # Who may create at all is tems.permissions' (EVENT_CREATE); the form keeps the team to one of theirs.
+    form = parse_form(request, EventForm, RegistrationError, user=request.user)
     key = key_from_request(request)
     user_id = user_key(request.user)
     outcome = event_services.event_create_once(
-        **form.cleaned_data, user_id=user_id, created_by=request.user.get_username(), idempotency_key=key,
+        **form.cleaned_data, team_name=team_names([form.cleaned_data["team"]]).get(form.cleaned_data["team"]),
+        user_id=user_id, created_by=request.user.get_username(), idempotency_key=key,
         fingerprint=request_fingerprint(request),
     )
     return outcome.response.to_http(replayed=outcome.replayed)
@@ -50,15 +53,14 @@ def event_detail(request: HttpRequest, event_id: str) -> HttpResponse:
         return _event_update(request, event_id)
     event = selectors.event_get(event_id=event_id)
     return with_etag(json_response(serializers.event_to_dict(event, seats=selectors.seats_for(event=event),
-                                                             with_online_url=request.user.is_staff)),
+                                                             with_online_url=request.user.is_staff,
+                                                             team_name=team_names([event.team]).get(event.team))),
                      int(event.version))
 
 
 def _event_update(request: HttpRequest, event_id: str) -> HttpResponse:
     """An edit at the version ``If-Match`` names (428 without it, 412 with ``current`` when another is stored).
-    A field the body leaves out keeps its stored value."""
-    if not request.user.is_staff:
-        raise RegistrationError("forbidden", "Only staff may edit events.")
+    A field the body leaves out keeps its stored value. Who may is ``tems.permissions``' to say."""
     version = if_match_version(request, RegistrationError)
     stored = selectors.event_get(event_id=event_id)
     form = parse_form(request, EventForm, RegistrationError, defaults=event_form_values(stored),
@@ -74,6 +76,7 @@ def _event_update(request: HttpRequest, event_id: str) -> HttpResponse:
                                 f"{version}: read it again and send your change with its ETag.",
                                 current=current, version=current["version"]) from None
     event = selectors.event_get(event_id=event_id)
-    return with_etag(json_response(serializers.event_to_dict(event, seats=selectors.seats_for(event=event))),
+    return with_etag(json_response(serializers.event_to_dict(event, seats=selectors.seats_for(event=event),
+                                                             team_name=team_names([event.team]).get(event.team))),
                      int(event.version))
 

@@ -20,6 +20,8 @@ from registrations.events.models import (
 from registrations.events.selectors import EventFilters
 from tems.clock import utcnow
 from tems.forms import UtcDateTimeField
+from tems.permissions import EVENT_CREATE
+from tems.teams.forms import TeamChoiceMixin
 
 MAX_CAPACITY = 100_000
 # The dates an event's times are typed in: the start, the end and the registration window.
@@ -51,8 +53,11 @@ def _when_field(label: str, *, required: bool = False, help_text: str = "") -> Z
         attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"))
 
 
-class EventForm(forms.Form):
-    """Validates an event from the page and from the API alike."""
+class EventForm(TeamChoiceMixin, forms.Form):
+    """Validates an event from the page and from the API alike; given the creating ``user``, it also asks for the
+    organizing team (an edit keeps the team the event was created with)."""
+
+    team_permission = EVENT_CREATE
 
     title = forms.CharField(max_length=200)
     description = forms.CharField(required=False, max_length=5000, widget=forms.Textarea(attrs={"rows": 4}))
@@ -92,8 +97,10 @@ class EventForm(forms.Form):
                                       help_text="Registration is closed from the start time on.",
                                       widget=forms.HiddenInput)
 
-    def __init__(self, *args, opened_starts_at=None, **kwargs):
+    def __init__(self, *args, opened_starts_at=None, user=None, **kwargs):
         super().__init__(*args, **kwargs)
+        if user is not None:
+            self._set_up_team(user)
         # An edit that keeps the start it was opened with needs no confirmation, even once that start has passed.
         self.opened_starts_at = opened_starts_at
         self.fields["time_zone"].initial = settings.TIME_ZONE

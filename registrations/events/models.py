@@ -110,6 +110,9 @@ class Event(TableModel):
     registration_closes_at = UTCDateTimeAttribute(null=True)
     # Why, in staff's words (optional): shown on the event's page and carried by every cancellation notice.
     cancel_reason = TextAttribute(null=True)
+    # The organizer team's id (tems.models.Team), set at creation: its members' roles say who may run the event.
+    # Absent: only platform admins may (tems.permissions).
+    team = UnicodeAttribute(null=True)
 
     by_start = CollectionIndex()
     gsi1pk = UnicodeAttribute(attr_name="GSI1PK", default=COLLECTION)

@@ -89,7 +89,8 @@ def _details(details: dict[str, Any]) -> dict[str, Any]:
 
 def _new_event(*, event_id: str | None, title: str, description: str, location: str, starts_at: datetime,
                capacity: int, created_by: str, collection: str, expires_at: datetime | None = None,
-               reminder_hours: int | None = None, offer_hours: int | None = None, **details: Any) -> Event:
+               reminder_hours: int | None = None, offer_hours: int | None = None, team: str | None = None,
+               **details: Any) -> Event:
     event_id = event_id or new_event_id()
     now = utcnow()
     return Event(
@@ -98,7 +99,7 @@ def _new_event(*, event_id: str | None, title: str, description: str, location: 
         capacity=capacity, created_at=now, created_by=created_by, updated_at=now, updated_by=created_by,
         gsi1pk=collection, gsi1sk=Event.listing_key(starts_at, event_id), expires_at=expires_at,
         seat_shards=shards.shard_count(capacity), sliced=capacity,
-        reminder_hours=reminder_hours, offer_hours=offer_hours or None, **_details(details),
+        reminder_hours=reminder_hours, offer_hours=offer_hours or None, team=team, **_details(details),
     )
 
 
@@ -161,6 +162,7 @@ def event_create(
     expires_at: datetime | None = None,
     reminder_hours: int | None = None,
     offer_hours: int | None = None,
+    team: str | None = None,
     **details: Any,
 ) -> Event:
     """Create an event. Raises RegistrationError('conflict') if ``event_id`` is taken (the put is conditional).
@@ -171,7 +173,8 @@ def event_create(
     """
     event = _new_event(event_id=event_id, title=title, description=description, location=location,
                        starts_at=starts_at, capacity=capacity, created_by=created_by, collection=collection,
-                       expires_at=expires_at, reminder_hours=reminder_hours, offer_hours=offer_hours, **details)
+                       expires_at=expires_at, reminder_hours=reminder_hours, offer_hours=offer_hours, team=team,
+                       **details)
     _commit_event_create(event)
     return event
 
@@ -198,14 +201,15 @@ def event_api_location(event_id: str) -> str:
 def event_create_once(*, user_id: str, idempotency_key: str, fingerprint: str, title: str,
                       description: str = "", location: str = "", starts_at: datetime, capacity: int,
                       created_by: str, reminder_hours: int | None = None,
-                      offer_hours: int | None = None, questions: Iterable[Question] = (),
-                      **details: Any) -> StoredOutcome:
+                      offer_hours: int | None = None, questions: Iterable[Question] = (), team: str | None = None,
+                      team_name: str | None = None, **details: Any) -> StoredOutcome:
     """Create an event once per (staff member, idempotency key): the same key answers the first 201 again.
 
     ``questions`` (the custom questions at registration) are written in the same transaction, as version 1 of
     the event's questions: an event is never seen without the questions it was created with.
 
-    ``user_id`` (``tems.identity.user_key``) scopes the key; ``created_by`` is the name the event shows.
+    ``user_id`` (``tems.identity.user_key``) scopes the key; ``created_by`` is the name the event shows;
+    ``team`` the organizing team (the caller has checked the person may create for it), ``team_name`` its name.
 
     The key's record is born COMPLETED inside the creating transaction, holding the response (the event as the
     API shows it, with its ``Location``), so a retry of the tap, even after the answer was lost or the server
@@ -216,11 +220,12 @@ def event_create_once(*, user_id: str, idempotency_key: str, fingerprint: str, t
     checked = checked_questions(list(questions))
     event = _new_event(event_id=None, title=title, description=description, location=location,
                        starts_at=starts_at, capacity=capacity, created_by=created_by, collection=Event.COLLECTION,
-                       reminder_hours=reminder_hours, offer_hours=offer_hours, **details)
+                       reminder_hours=reminder_hours, offer_hours=offer_hours, team=team, **details)
     # The event as it will be once created, for the stored response. (Its version stays unset until the commit:
     # PynamoDB turns an unset version into the condition attribute_not_exists(version).)
     event.version = 1
-    body = event_to_dict(event, seats=SeatCounts(registered=0, waiting=0, capacity=int(capacity)))
+    body = event_to_dict(event, seats=SeatCounts(registered=0, waiting=0, capacity=int(capacity)),
+                         team_name=team_name)
     del event.attribute_values["version"]
     response = StoredResponse(201, StoredResponse.json(body, status=201).body,
                               headers=(("Location", event_api_location(event.event_id)),))

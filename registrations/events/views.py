@@ -27,13 +27,16 @@ from registrations.questions.question_sets import MAX_QUESTIONS, questions_get
 from registrations.statuses import card_statuses
 from registrations.views import event_or_404, panel_context
 from tems.clock import utcnow
-from tems.decorators import staff_required
 from tems.errors import DomainError
 from tems.http import after_save, conflict_status
 from tems.idempotency import key_from_request, request_fingerprint
 from tems.identity import user_key
 from tems.merge import conflict_panel, load_base, sign_base
 from tems.pagination import next_page_url, page_args
+from tems.permissions import EVENT_DOOR, EVENT_DOORS, EVENT_MANAGE, holds
+from tems.teams.forms import DoorVolunteersForm
+from tems.teams.selectors import door_volunteers, team_names
+from tems.teams.services import doors_set
 from tems.templatetags.when import when_text
 
 
@@ -145,6 +148,9 @@ def _event_page(request: HttpRequest, *, past: bool) -> HttpResponse:
         statuses = card_statuses(user_id=user_key(request.user), events=page.items, seats=seats)
         for event in page.items:
             event.card_status = statuses.get(event.event_id)
+    names = team_names(event.team for event in page.items)
+    for event in page.items:
+        event.team_name = names.get(event.team)
     template = "registrations/event_list.html"
     if request.htmx:
         template += "#event-page"
@@ -159,24 +165,29 @@ def _event_page(request: HttpRequest, *, past: bool) -> HttpResponse:
 @never_cache  # Back must not show a seat count or a panel from before the last tap
 def event_detail(request: HttpRequest, event_id: str) -> HttpResponse:
     event = event_or_404(event_id)
+    event.team_name = team_names([event.team]).get(event.team)
     if not request.user.is_authenticated:
         if not event.public:
             return redirect_to_login(request.get_full_path())
         return render(request, "registrations/event_detail.html",
                       {"event": event, "seats": selectors.seats_for(event=event)})
     context = panel_context(request, event)
+    # The staff links and panels each role's rights allow (tems.permissions); the team comes with the event.
+    may = {name: holds(request.user, permission, team=event.team, event_id=event_id)
+           for name, permission in (("manage", EVENT_MANAGE), ("door", EVENT_DOOR), ("doors", EVENT_DOORS))}
+    context["may"] = may
     registration = context.get("registration")
-    # The online link is for people with a place (and staff), not for everyone who finds the page.
-    context["show_online_url"] = request.user.is_staff or bool(registration and registration.get("status")
-                                                                 == "confirmed")
+    # The online link is for people with a place (and the event's staff), not for everyone who finds the page.
+    context["show_online_url"] = may["manage"] or may["door"] or bool(
+        registration and registration.get("status") == "confirmed")
     context["my_messages"] = selectors.messages_to(user_id=user_key(request.user), event_id=event_id)
-    if request.user.is_staff:
+    if may["door"]:
         context["checkins"] = checkin_selectors.checkin_list(event_id=event_id)
     return render(request, "registrations/event_detail.html", context)
 
 
 @require_http_methods(["GET", "POST"])
-@staff_required
+@login_required
 def event_create(request: HttpRequest) -> HttpResponse:
     posted = request.method == "POST"
     editor = (question_forms.posted_editor(request.POST) if question_forms.has_editor(request.POST)
@@ -184,20 +195,22 @@ def event_create(request: HttpRequest) -> HttpResponse:
     action = question_forms.editor_action(request.POST) if posted else None
     if action is not None:
         # A question moved, added or previewed: the form again, its fields as typed and not yet checked.
-        form, preview, status = EventForm(initial=request.POST.dict()), None, 200
+        form, preview, status = EventForm(initial=request.POST.dict(), user=request.user), None, 200
         if action == question_forms.PREVIEW:
             preview, status = _questions_preview(editor)
         else:
             editor = question_forms.rearranged(editor, action)
         return _create_page(request, form, editor, preview=preview, status=status)
-    form = EventForm(request.POST or None)
+    form = EventForm(request.POST or None, user=request.user)
     # A post without the editor (an older page, a script) creates the event without questions.
     questions = question_forms.posted_questions(editor) if question_forms.has_editor(request.POST) else []
     if posted and form.is_valid() and questions is not None:
         user_id = user_key(request.user)
+        team = form.cleaned_data["team"]
         try:
             outcome = event_services.event_create_once(
-                **form.cleaned_data, user_id=user_id, created_by=request.user.get_username(),
+                **form.cleaned_data, team_name=team_names([team]).get(team), user_id=user_id,
+                created_by=request.user.get_username(),
                 idempotency_key=key_from_request(request),
                 fingerprint=request_fingerprint(request), questions=questions,
             )
@@ -235,7 +248,7 @@ def _create_page(request: HttpRequest, form, editor, *, preview: list[dict] | No
 
 
 @require_http_methods(["GET", "POST"])
-@staff_required
+@login_required
 def event_copy(request: HttpRequest, event_id: str) -> HttpResponse:
     """A new event prefilled from ``event_id`` (its questions come along); one tap of "Create event" makes one."""
     source = event_or_404(event_id)
@@ -284,7 +297,7 @@ def _edit_initial(event_id: str, values: dict, version: int) -> dict:
 
 
 @require_http_methods(["GET", "POST"])
-@staff_required
+@login_required
 def event_edit(request: HttpRequest, event_id: str) -> HttpResponse:
     template = "registrations/event_form.html#event-form" if request.htmx else "registrations/event_form.html"
     if request.method == "GET":
@@ -392,3 +405,27 @@ def _initial(event) -> dict:
     }
 
 
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def event_doors(request: HttpRequest, event_id: str) -> HttpResponse:
+    """The team admin's choice of which of the team's door volunteers work this event's door."""
+    event = event_or_404(event_id)
+    volunteers = door_volunteers(team_id=event.team, event_id=event_id) if event.team else []
+    choices = [(member.pk, member.user.get_full_name() or member.user.get_username()) for member, _ in volunteers]
+    # Bound on every post: nobody ticked is an empty post, and a choice too (unassign them all).
+    form = DoorVolunteersForm(request.POST if request.method == "POST" else None, choices=choices,
+                              initial={"volunteers": [member.pk for member, assigned in volunteers if assigned]})
+    status = 200
+    if request.method == "POST":
+        if event.team and form.is_valid():
+            try:
+                doors_set(team_id=event.team, event_id=event_id, membership_ids=set(form.cleaned_data["volunteers"]))
+            except DomainError as error:
+                form.add_error("volunteers", error.detail)
+            else:
+                messages.success(request, "Saved who works the door.")
+                return redirect("registrations:event_doors", event_id=event_id)
+        status = 400
+    return render(request, "registrations/event_doors.html", {"event": event, "form": form}, status=status)

@@ -12,7 +12,7 @@ from tems.identity import user_key
 from tems.pagination import next_page_url, page_args
 
 
-@api_view("GET", "POST", staff=True)
+@api_view("GET", "POST")
 def event_messages(request: HttpRequest, event_id: str) -> HttpResponse:
     """Staff: ``POST`` ``{audience, subject, body}`` with an Idempotency-Key sends a message to the event's
     attendees once (202, ``Location`` of its progress); ``GET`` lists the event's messages and reminders, newest
@@ -30,7 +30,7 @@ def event_messages(request: HttpRequest, event_id: str) -> HttpResponse:
 
 
 
-@api_view("GET", staff=True)
+@api_view("GET")
 def message_detail(request: HttpRequest, event_id: str, message_id: str) -> HttpResponse:
     """Staff: a message's progress: how many mails its fan-out queued so far, and whether it is done."""
     return json_response(serializers.message_to_dict(selectors.message_get(event_id=event_id, message_id=message_id)))

@@ -9,6 +9,7 @@ are two posts of the same form; the confirm step carries one idempotency key ren
 import uuid
 
 from django.contrib import messages
+from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
@@ -26,7 +27,6 @@ from registrations.messages.services import (
     message_send_once,
 )
 from registrations.notifications import staff_message_mail
-from tems.decorators import staff_required
 from tems.errors import DomainError
 from tems.http import after_save
 from tems.idempotency import key_from_request, request_fingerprint
@@ -53,7 +53,7 @@ def _form(data=None, *, counts: dict[str, int]) -> MessageForm:
 
 
 @require_http_methods(["GET", "POST"])
-@staff_required
+@login_required
 def message_page(request: HttpRequest, event_id: str) -> HttpResponse:
     try:
         event = selectors.event_get(event_id=event_id)
@@ -93,7 +93,7 @@ def message_page(request: HttpRequest, event_id: str) -> HttpResponse:
 
 
 @require_GET
-@staff_required
+@login_required
 def message_progress(request: HttpRequest, event_id: str) -> HttpResponse:
     """The page's list of sent messages alone: what htmx polls while a message is still being sent."""
     try:

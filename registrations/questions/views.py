@@ -9,6 +9,7 @@ row, adding one and the preview re-show the form and save nothing.
 from __future__ import annotations
 
 from django.contrib import messages
+from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
@@ -20,7 +21,6 @@ from registrations.questions import forms as question_forms
 from registrations.questions import question_sets
 from registrations.questions import services as question_services
 from registrations.questions.question_sets import MAX_QUESTIONS, QuestionSet
-from tems.decorators import staff_required
 from tems.http import after_save
 from tems.merge import load_base, sign_base
 
@@ -57,7 +57,7 @@ def _stored_page(request: HttpRequest, event, *, status: int = 200) -> HttpRespo
 
 
 @require_http_methods(["GET", "POST"])
-@staff_required
+@login_required
 def event_questions(request: HttpRequest, event_id: str) -> HttpResponse:
     try:
         event = selectors.event_get(event_id=event_id)

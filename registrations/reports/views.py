@@ -1,5 +1,6 @@
 """Staff's report of an event: the page (figures and the per-day chart) and its CSV."""
 
+from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.cache import never_cache
@@ -8,7 +9,6 @@ from django.views.decorators.http import require_GET
 from registrations.errors import RegistrationError
 from registrations.reports import output
 from registrations.reports.selectors import EventReport, event_report
-from tems.decorators import staff_required
 
 
 def _report_or_404(event_id: str) -> EventReport:
@@ -19,7 +19,7 @@ def _report_or_404(event_id: str) -> EventReport:
 
 
 @require_GET
-@staff_required
+@login_required
 @never_cache
 def report_page(request: HttpRequest, event_id: str) -> HttpResponse:
     report = _report_or_404(event_id)
@@ -29,7 +29,7 @@ def report_page(request: HttpRequest, event_id: str) -> HttpResponse:
 
 
 @require_GET
-@staff_required
+@login_required
 def report_csv(request: HttpRequest, event_id: str) -> HttpResponse:
     response = HttpResponse(output.report_csv(_report_or_404(event_id)), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="report-{event_id}.csv"'

@@ -5,6 +5,7 @@ most 64 px, and every link, button and field of the main content is a target of 
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.contrib.auth.models import User
 from playwright.sync_api import Page, expect
 
 from inventory import services as inventory_services
@@ -15,6 +16,8 @@ from registrations.questions import services as question_services
 from registrations.questions.question_sets import Question
 from tems.clock import utcnow
 from tems.identity import user_key
+from tems.models import Membership, Team
+from tems.permissions import DOOR_VOLUNTEER
 from tests.browser.helpers import log_in
 from tests.browser.pages import new_sized_page
 from tests.registrations.helpers import register
@@ -81,7 +84,7 @@ def test_every_page_fits_a_phone(app_server, browser, contexts, demo_mode, stude
     soon = utcnow() + timedelta(days=30)
     seated = event_services.event_create(title="A very long event title that keeps going for the whole of the line",
                                          starts_at=soon, capacity=5, created_by="staff", location="Main hall, room 101",
-                                   description="Bring a friend.")
+                                   description="Bring a friend.", team="chem")
     full = event_services.event_create(title="Full house", starts_at=soon, capacity=1, created_by="staff")
     offered = event_services.event_create(title="Offer club", starts_at=soon, capacity=1, created_by="staff",
                                     offer_hours=24)
@@ -133,13 +136,16 @@ def test_every_page_fits_a_phone(app_server, browser, contexts, demo_mode, stude
         f"/registrations/{mine}/cancel/?from=list", "/accounts/", "/accounts/verify-email/", "/me/data/",
         "/tickets/not-a-ticket/", "/lab/", "/inventory/"])
 
-    staff_paths = ["/events/", "/events/new/", "/idempotency-key/", "/inventory/", "/inventory/new/",
+    team = Team.objects.create(id="chem", name="Chemistry Society")
+    Membership.objects.create(user=User.objects.create_user("door1", first_name="Dee"), team=team, role=DOOR_VOLUNTEER)
+    staff_paths = ["/teams/", "/teams/chem/", "/events/", "/events/new/", "/idempotency-key/", "/inventory/",
+                   "/inventory/new/",
                    "/inventory/MUG-1/", "/inventory/MUG-1/edit/", "/inventory/MUG-1/history/", "/inventory/import/",
                    "/diagnostics/write-metrics/", "/lab/"]
     for event in (seated, doomed):
         staff_paths += [f"/events/{event.event_id}/{page}" for page in
                         ("", "edit/", "attendees/", "messages/", "questions/", "cancel/", "door/", "retention/",
-                         "report/", "copy/")]
+                         "report/", "copy/", "doors/")]
     staff_paths.append(f"/events/{asked.event_id}/questions/")
     found |= _problems(staff, app_server, staff_paths)
 
@@ -156,7 +162,7 @@ def test_the_phone_menu_opens_without_javascript_and_its_links_are_thumb_sized(a
     links = menu.locator("a, button")
     expect(links.first).to_be_visible()
     assert [links.nth(n).inner_text() for n in range(links.count())] == [
-        "Events", "My registrations", "Account", "New event", "Inventory", "Lab", "Log out"]
+        "Events", "My registrations", "Account", "New event", "Inventory", "Teams", "Lab", "Log out"]
     for n in range(links.count()):
         box = links.nth(n).bounding_box()
         assert box["height"] >= 44 and box["width"] >= 24, (links.nth(n).inner_text(), box)

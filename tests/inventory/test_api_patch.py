@@ -27,7 +27,7 @@ def test_patch_at_the_current_version_changes_only_the_fields_sent(lanyard, staf
     assert response.status_code == 200 and response["ETag"] == '"2"'
     assert response.json() | {"updated_at": None} == {
         "sku": "LANYARD", "name": "Lanyard", "description": "Blue", "quantity": 35, "location": "Box 3",
-        "version": 2, "updated_at": None, "updated_by": "staffer"}
+        "version": 2, "updated_at": None, "updated_by": "staffer", "team": None}
 
 
 def test_stale_patch_of_an_untouched_field_merges_and_keeps_the_colleagues_change(lanyard, staff_client):

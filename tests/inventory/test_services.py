@@ -29,7 +29,7 @@ def test_create_writes_the_item_and_its_first_change(item):
     stored = selectors.item_get(sku="TSHIRT-M")
     assert serializers.item_to_dict(stored) | {"updated_at": None} == {
         "sku": "TSHIRT-M", "name": "T-shirt (M)", "description": "Navy, logo front", "quantity": 10,
-        "location": "Store room A", "version": 1, "updated_at": None, "updated_by": "ana",
+        "location": "Store room A", "version": 1, "updated_at": None, "updated_by": "ana", "team": None,
     }
     [change] = selectors.item_history(sku="TSHIRT-M")
     assert (change.sk, change.kind, change.changed_by, change.before) == ("CHANGE#0000000001", "create", "ana", None)

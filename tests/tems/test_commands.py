@@ -12,6 +12,8 @@ from registrations import selectors
 from registrations.seating import shards
 from registrations.seating.models import SeatShard
 from tems.dynamo import TABLE_SCHEMA, boto3_client, ensure_table
+from tems.models import DoorAssignment, Membership
+from tems.permissions import ROLES
 
 
 def run(*args) -> str:
@@ -47,15 +49,27 @@ def demo_mode(settings):
 @pytest.mark.django_db
 def test_seed_demo_twice_creates_nothing_twice(ddb, demo_mode):
     first = run("seed_demo")
-    assert "created 6 demo account(s), 60 demo event(s), 5 inventory item(s)" in first
-    assert "staff" in first and "alice" in first
+    assert "created 16 demo account(s), 2 team(s), 60 demo event(s), 5 inventory item(s)" in first
+    assert "staff" in first and "alice" in first and "cs-door (door volunteer)" in first
     second = run("seed_demo")
-    assert "created 0 demo account(s), 0 demo event(s), 0 inventory item(s)" in second
-    assert User.objects.count() == 6
+    assert "created 0 demo account(s), 0 team(s), 0 demo event(s), 0 inventory item(s)" in second
+    assert User.objects.count() == 16
     upcoming, past = selectors.event_list()
     assert len(upcoming) + len(past) == 60
     assert [item.sku for item in inventory_selectors.item_list()] == [
         "BADGE-BLANK", "LABKIT-PY", "LANYARD", "TSHIRT-L", "TSHIRT-M"]
+
+
+@pytest.mark.django_db
+def test_seed_demo_makes_two_teams_with_a_member_in_each_role(ddb, demo_mode):
+    run("seed_demo")
+    for team_id in ("compsoc", "union"):
+        assert sorted(Membership.objects.filter(team_id=team_id).values_list("role", flat=True)) == sorted(ROLES)
+    assert {event.event_id: event.team for event in selectors.event_list()[0]} == {
+        "welcome-fair": "union", "python-workshop": "compsoc", "career-talk": "compsoc", "robotics-demo": "union"}
+    assert set(DoorAssignment.objects.values_list("membership__user__username", "event_id")) == {
+        ("cs-door", "python-workshop"), ("su-door", "welcome-fair")}
+    assert {item.sku: item.team for item in inventory_selectors.item_list()}["LABKIT-PY"] == "compsoc"
 
 
 @pytest.mark.django_db

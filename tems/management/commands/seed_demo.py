@@ -5,7 +5,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.utils.module_loading import module_has_submodule
 
-from tems.demo import DEMO_PASSWORD, DEMO_STAFF, DEMO_STUDENTS
+from tems.demo import DEMO_PASSWORD, DEMO_STAFF, DEMO_STUDENTS, DEMO_TEAMS
+from tems.permissions import ROLES
 
 
 class Command(BaseCommand):
@@ -24,5 +25,8 @@ class Command(BaseCommand):
                    if module_has_submodule(config.module, "demo")]
         self.stdout.write(f"created {', '.join(created)}")
         self.stdout.write(f"Demo log-ins (password for all: {DEMO_PASSWORD}):")
-        self.stdout.write(f"  staff:    {DEMO_STAFF}")
+        self.stdout.write(f"  platform admin: {DEMO_STAFF}")
+        for _, name, members in DEMO_TEAMS:
+            self.stdout.write(f"  {name}: " + ", ".join(f"{user} ({ROLES[role].lower()})"
+                                                      for role, user in members.items()))
         self.stdout.write(f"  students: {', '.join(DEMO_STUDENTS)}")

@@ -1,0 +1,105 @@
+"""Pages of teams: a platform admin creates teams and names their admins; a team admin adds members, sets their
+roles and removes them. Who may open each is in tems.permissions.ROUTES."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from tems.errors import DomainError
+from tems.permissions import ROLES, TEAM_ADMIN, access_of
+from tems.teams import selectors, services
+from tems.teams.forms import MemberAddForm, MemberRoleForm, TeamCreateForm
+
+
+def _add_errors(form, error: DomainError) -> None:
+    for field, problems in error.errors.items():
+        for problem in problems:
+            form.add_error(field if field in form.fields else None, problem)
+    if not error.errors:
+        form.add_error(None, error.detail)
+
+
+def _list_page(request: HttpRequest, form: TeamCreateForm | None, *, status: int = 200) -> HttpResponse:
+    access = access_of(request.user)
+    rows = [{"team": team, "role": ROLES.get(access.roles.get(team.pk), ""),
+             "manages": access.platform_admin or access.roles.get(team.pk) == TEAM_ADMIN}
+            for team in selectors.team_list(user=request.user)]
+    return render(request, "teams/team_list.html", {
+        "rows": rows,
+        "form": form if form is not None else (TeamCreateForm() if access.platform_admin else None),
+    }, status=status)
+
+
+@require_GET
+def team_list(request: HttpRequest) -> HttpResponse:
+    return _list_page(request, None)
+
+
+@require_POST
+def team_create(request: HttpRequest) -> HttpResponse:
+    form = TeamCreateForm(request.POST)
+    if form.is_valid():
+        try:
+            team = services.team_create(team_id=form.cleaned_data["id"], name=form.cleaned_data["name"],
+                                        admin_usernames=form.cleaned_data["admins"])
+        except DomainError as error:
+            _add_errors(form, error)
+        else:
+            messages.success(request, f"Created the team “{team.name}”.")
+            return redirect("teams:team_detail", team_id=team.pk)
+    return _list_page(request, form, status=400)
+
+
+def _detail_page(request: HttpRequest, team_id: str, *, add_form: MemberAddForm | None = None,
+                 error: str | None = None, status: int = 200) -> HttpResponse:
+    members = [(member, MemberRoleForm(initial={"role": member.role}, prefix=f"m{member.pk}"))
+               for member in selectors.team_members(team_id=team_id)]
+    return render(request, "teams/team_detail.html", {
+        "team": selectors.team_get(team_id=team_id), "members": members, "roles": ROLES,
+        "add_form": add_form or MemberAddForm(), "error": error,
+    }, status=status)
+
+
+@require_GET
+def team_detail(request: HttpRequest, team_id: str) -> HttpResponse:
+    return _detail_page(request, team_id)
+
+
+@require_POST
+def member_add(request: HttpRequest, team_id: str) -> HttpResponse:
+    form = MemberAddForm(request.POST)
+    if form.is_valid():
+        try:
+            member = services.member_add(team_id=team_id, **form.cleaned_data)
+        except DomainError as error:
+            _add_errors(form, error)
+        else:
+            messages.success(request, f"Added {member.user.get_username()} as {ROLES[member.role].lower()}.")
+            return redirect("teams:team_detail", team_id=team_id)
+    return _detail_page(request, team_id, add_form=form, status=400)
+
+
+@require_POST
+def member_role(request: HttpRequest, team_id: str, membership_id: int) -> HttpResponse:
+    form = MemberRoleForm(request.POST, prefix=f"m{membership_id}")
+    if not form.is_valid():
+        return _detail_page(request, team_id, error="Choose one of the roles listed.", status=400)
+    try:
+        member = services.member_role_set(team_id=team_id, membership_id=membership_id, **form.cleaned_data)
+    except DomainError as error:
+        return _detail_page(request, team_id, error=error.detail, status=error.status)
+    messages.success(request, f"{member.user.get_username()} is now {ROLES[member.role].lower()}.")
+    return redirect("teams:team_detail", team_id=team_id)
+
+
+@require_POST
+def member_remove(request: HttpRequest, team_id: str, membership_id: int) -> HttpResponse:
+    try:
+        services.member_remove(team_id=team_id, membership_id=membership_id)
+    except DomainError as error:
+        return _detail_page(request, team_id, error=error.detail, status=error.status)
+    messages.success(request, "Removed from the team.")
+    return redirect("teams:team_detail", team_id=team_id)
