@@ -10,7 +10,8 @@ urlpatterns = [
     path("inventory/import/", views.stock_import, name="stock_import"),
     # Operators' diagnostics, not a storekeeper's page: the old address keeps working by redirecting there.
     path("diagnostics/write-metrics/", views.metrics, name="metrics"),
-    path("inventory/metrics/", RedirectView.as_view(pattern_name="inventory:metrics", permanent=True)),
+    path("inventory/metrics/", RedirectView.as_view(pattern_name="inventory:metrics", permanent=True),
+         name="metrics_moved"),
     path("inventory/<id:sku>/", views.item_detail, name="item_detail"),
     path("inventory/<id:sku>/edit/", views.item_edit, name="item_edit"),
     path("inventory/<id:sku>/adjust/", views.item_adjust, name="item_adjust"),

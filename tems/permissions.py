@@ -91,7 +91,7 @@ EVENT_COUNTS = Permission("event_counts", roles=frozenset({TEAM_ADMIN, EVENT_MAN
                           scope="event_id", assigned_roles=frozenset({DOOR_VOLUNTEER}),
                           description="the event's check-in count")
 INVENTORY = Permission("inventory", roles=frozenset({TEAM_ADMIN, INVENTORY_KEEPER}),
-                       description="the inventory of their teams: list, create, import, metrics")
+                       description="the inventory of their teams: list, create, import")
 INVENTORY_ITEM = Permission("inventory_item", roles=frozenset({TEAM_ADMIN, INVENTORY_KEEPER}), scope="sku",
                             hidden=True, description="one item of their team's inventory")
 TEAM_MANAGE = Permission("team_manage", roles=frozenset({TEAM_ADMIN}), scope="team_id", hidden=True,
@@ -108,6 +108,7 @@ ROUTES: dict[str, Rule] = {
     "favicon": PUBLIC,
     "idempotency_policy": PUBLIC,
     "account": LOGGED_IN,
+    "calendar_feed_revoke": LOGGED_IN,
     "login": PUBLIC,
     "logout": PUBLIC,
     "signup": PUBLIC,
@@ -129,10 +130,19 @@ ROUTES: dict[str, Rule] = {
     "teams:member_role": TEAM_MANAGE,
     "teams:member_remove": TEAM_MANAGE,
     # registrations
-    "registrations:event_list": LOGGED_IN,
+    # The list, the month and an event's page show public events to visitors; the views ask for a log-in for
+    # the rest.
+    "registrations:event_list": PUBLIC,
+    "registrations:event_calendar": PUBLIC,
     "registrations:event_list_past": LOGGED_IN,
     "registrations:event_create": EVENT_CREATE,
-    "registrations:event_detail": LOGGED_IN,
+    "registrations:event_detail": PUBLIC,
+    "registrations:event_copy": EVENT_MANAGE,
+    "registrations:event_report": EVENT_REPORTS,
+    "registrations:event_report_csv": EVENT_REPORTS,
+    "registrations:event_message_progress": EVENT_MANAGE,
+    # Signed with the student's own token: a calendar app polls it without a session.
+    "registrations:calendar_feed": PUBLIC,
     "registrations:event_edit": EVENT_MANAGE,
     "registrations:event_doors": EVENT_DOORS,
     "registrations:registration_create": LOGGED_IN,
@@ -148,7 +158,7 @@ ROUTES: dict[str, Rule] = {
     "registrations:offer_respond": LOGGED_IN,
     "registrations:offer_page": LOGGED_IN,
     "registrations:api_events": {"POST": EVENT_CREATE, "*": LOGGED_IN},
-    "registrations:api_event_detail": LOGGED_IN,
+    "registrations:api_event_detail": {"PUT": EVENT_MANAGE, "*": LOGGED_IN},
     "registrations:api_registration_create": LOGGED_IN,
     "registrations:api_attendee_list": EVENT_MANAGE,
     "registrations:api_event_questions": {"PUT": EVENT_MANAGE, "*": LOGGED_IN},
@@ -167,6 +177,8 @@ ROUTES: dict[str, Rule] = {
     "checkins:api_checkin_stats": EVENT_COUNTS,
     "checkins:api_checkin_undo": EVENT_DOOR,
     "checkins:api_door_answers": EVENT_DOOR,
+    "checkins:api_door_search": EVENT_DOOR,
+    "checkins:api_door_list": EVENT_DOOR,
     # a person's data, and an event's answer retention
     "privacy:personal_data": LOGGED_IN,
     "privacy:personal_data_download": LOGGED_IN,
@@ -179,7 +191,9 @@ ROUTES: dict[str, Rule] = {
     "inventory:item_list": INVENTORY,
     "inventory:item_create": INVENTORY,
     "inventory:stock_import": INVENTORY,
-    "inventory:metrics": INVENTORY,
+    # Operators' diagnostics (the table's write units and refusals), not a storekeeper's page.
+    "inventory:metrics": PLATFORM_ADMIN,
+    "inventory:metrics_moved": PLATFORM_ADMIN,
     "inventory:item_detail": INVENTORY_ITEM,
     "inventory:item_edit": INVENTORY_ITEM,
     "inventory:item_adjust": INVENTORY_ITEM,

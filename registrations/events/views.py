@@ -257,13 +257,15 @@ def event_copy(request: HttpRequest, event_id: str) -> HttpResponse:
         values = event_form_values(source)
         # The old start is offered only while it is still ahead: a copy is usually for another date.
         values["starts_at"] = source.starts_at if source.starts_at > utcnow() else None
-        form = EventForm(initial=values)
+        form = EventForm(initial={**values, "team": source.team}, user=request.user)
     else:
-        form = EventForm(request.POST)
+        form = EventForm(request.POST, user=request.user)
         if form.is_valid():
+            team = form.cleaned_data["team"]
             try:
                 outcome = event_services.event_copy_once(
-                    source_event_id=event_id, **form.cleaned_data, user_id=user_key(request.user),
+                    source_event_id=event_id, **form.cleaned_data, team_name=team_names([team]).get(team),
+                    user_id=user_key(request.user),
                     created_by=request.user.get_username(), idempotency_key=key_from_request(request),
                     fingerprint=request_fingerprint(request))
             except DomainError as error:
