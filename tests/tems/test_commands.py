@@ -65,8 +65,11 @@ def test_seed_demo_makes_two_teams_with_a_member_in_each_role(ddb, demo_mode):
     run("seed_demo")
     for team_id in ("compsoc", "union"):
         assert sorted(Membership.objects.filter(team_id=team_id).values_list("role", flat=True)) == sorted(ROLES)
-    assert {event.event_id: event.team for event in selectors.event_list()[0]} == {
+    teams = {event.event_id: event.team for event in selectors.event_list()[0]}
+    assert {event_id: teams[event_id] for event_id in ("welcome-fair", "python-workshop", "career-talk",
+                                                       "robotics-demo")} == {
         "welcome-fair": "union", "python-workshop": "compsoc", "career-talk": "compsoc", "robotics-demo": "union"}
+    assert set(teams.values()) == {"union", "compsoc"}  # every event of the term has an organizer
     assert set(DoorAssignment.objects.values_list("membership__user__username", "event_id")) == {
         ("cs-door", "python-workshop"), ("su-door", "welcome-fair")}
     assert {item.sku: item.team for item in inventory_selectors.item_list()}["LABKIT-PY"] == "compsoc"
