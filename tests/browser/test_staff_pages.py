@@ -70,7 +70,8 @@ def test_the_copy_form_and_the_past_start_confirmation(app_server, browser, cont
     expect(confirm).to_be_visible()
     # Under the start it confirms, before the capacity; the box before its words, on the fields' left edge.
     starts, capacity = page.locator("#id_starts_at").bounding_box(), page.locator("#id_capacity").bounding_box()
-    box, words = confirm.bounding_box(), page.locator(".field-check label span", has_text="starts in the past").bounding_box()
+    words = page.locator(".field-check label span", has_text="starts in the past").bounding_box()
+    box = confirm.bounding_box()
     assert starts["y"] < box["y"] < capacity["y"]
     assert abs(box["x"] - starts["x"]) < 2 and words["x"] > box["x"]
     assert abs((box["y"] + box["height"] / 2) - (words["y"] + words["height"] / 2)) < 4
