@@ -20,7 +20,7 @@ from boto3.dynamodb.types import TypeDeserializer
 
 from registrations.checkins.models import CheckIn, CheckInLogEntry
 from registrations.events.models import Event
-from registrations.messages.models import EventMessage
+from registrations.messages.models import EventMessage, MessageCopy
 from registrations.models import CONFIRMED, WAITLISTED, Registration, RegistrationClaim, WaitlistEntry
 from registrations.privacy.models import EventRetention
 from tems.ratelimit import WriteRateCounter
@@ -59,6 +59,11 @@ def items_by_key(keys: Iterable[tuple[str, str]]) -> list[Item]:
             found += [item_from_raw(raw) for raw in items or ()]
             request = unprocessed or []
     return found
+
+
+def inbox_pk(user_id: str) -> str:
+    """The partition of the person's copies of the messages addressed to them (MessageCopy): its key helper."""
+    return MessageCopy.pk_for(user_id)
 
 
 def write_rate_pk(user_id: str) -> str:
@@ -129,6 +134,7 @@ def personal_data_read(*, user_id: str) -> PersonalData:
     (registrations.serializers.personal_data_to_dict makes the export document of it)."""
     own = list(partition_items(Registration.user_pk_for(user_id)))
     own += partition_items(write_rate_pk(user_id))
+    own += partition_items(inbox_pk(user_id))
     registrations = [item for item in own if is_registration(item)]
     derived = items_by_key(key for registration in registrations for key in registration_copy_keys(registration))
     by_event: dict[str, list[Item]] = defaultdict(list)

@@ -26,6 +26,7 @@ from registrations import selectors as registration_selectors
 from registrations.checkins.models import CheckIn
 from registrations.errors import RegistrationError
 from registrations.events.models import Event
+from registrations.messages.models import MessageCopy
 from registrations.models import (
     CONFIRMED,
     OFFERED,
@@ -141,6 +142,11 @@ def _erase(*, user_id: str, account_id: int | None, username: str | None, email:
         report.pseudonymised += _pseudonymise(registration, pseudonym=pseudonym)
     for item in selectors.partition_items(selectors.write_rate_pk(user_id)):
         WriteRateCounter(item["PK"], item["SK"]).delete()
+        report.deleted += 1
+    # Which messages reached the person: theirs to read, nobody's to keep once they are gone (the messages stay,
+    # addressed to an audience, not to them).
+    for item in selectors.partition_items(selectors.inbox_pk(user_id)):
+        MessageCopy(item["PK"], item["SK"]).delete()
         report.deleted += 1
     if username:
         deleted, redacted = _stored_answers_and_outbox(

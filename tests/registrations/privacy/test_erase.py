@@ -11,8 +11,10 @@ from django.test import Client
 from registrations import attendees
 from registrations.checkins import services as checkins
 from registrations.checkins.models import CheckIn
+from registrations.messages.models import MessageCopy
 from registrations.models import Registration
 from registrations.offers.models import Offer
+from registrations.privacy import selectors as privacy_selectors
 from registrations.privacy import services as privacy
 from registrations.privacy.models import Erasure
 from registrations.privacy.services import personal_data_erase, pseudonym_for
@@ -236,3 +238,17 @@ def test_the_name_staff_saw_on_the_attendee_list_is_gone_with_the_account(ddb):
     assert (row["user"], row["first_name"], row["last_name"]) == (pseudonym_for(key), "", "")
     assert not User.objects.filter(last_name="Liddellwood").exists()
     assert "Liddellwood" not in table_dump()
+
+
+def test_the_persons_copies_of_messages_are_exported_then_gone_with_them(ddb):
+    alice = person("alice.liddell", "alice@wonder.test")
+    key = user_key(alice)
+    at = ERASED_AT.replace(year=ERASED_AT.year - 1)
+    MessageCopy(*MessageCopy.key_for(key, "ev1", "m1", at), user_id=key, event_id="ev1", message_id="m1",
+                registration_id="r1", created_at=at).save()
+    exported = privacy_selectors.personal_data_read(user_id=key).items
+    assert any(item.get("entity") == "MessageCopy" and item.get("message_id") == "m1" for item in exported)
+
+    personal_data_erase(user=alice, now=ERASED_AT)
+
+    assert list(MessageCopy.query(MessageCopy.pk_for(key), consistent_read=True)) == []
