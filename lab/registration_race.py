@@ -11,6 +11,7 @@ import hashlib
 import time
 import uuid
 from collections import Counter
+from dataclasses import asdict, dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -22,7 +23,7 @@ from registrations.events import services as event_services
 from registrations.events.models import Event, EventSeats
 from registrations.models import CONFIRMED, REGISTRATION_BUCKETS, WAITLISTED, Registration, RegistrationClaim
 from registrations.seating.models import SeatGate, SeatShard, WaitlistQueue
-from registrations.seating.shards import event_seats, max_shards
+from registrations.seating.shards import event_seat_counts, max_shards
 from tems.clock import utcnow
 from tems.idempotency import IdempotencyRecord
 from tems.metering import metered
@@ -41,8 +42,8 @@ def _scratch_event(run_id: str, *, title: str, capacity: int) -> Event:
     """A fresh event for one run, starting tomorrow, kept out of the real listings (its own collection) and
     removed by its TTL should the run die before it deletes it."""
     return event_services.event_create(
-        event_id=f"lab-{run_id}", title=title, starts_at=utcnow() + timedelta(days=1), capacity=capacity,
-        created_by="lab", collection=LAB_EVENT_COLLECTION, expires_at=utcnow() + SCRATCH_TTL)
+        event_id=f"{Event.SCRATCH_PREFIX}{run_id}", title=title, starts_at=utcnow() + timedelta(days=1),
+        capacity=capacity, created_by="lab", collection=LAB_EVENT_COLLECTION, expires_at=utcnow() + SCRATCH_TTL)
 
 
 def _outcome_label(outcome) -> str:
@@ -99,8 +100,8 @@ def registration_race(*, technique: str, taps: int, same_key: bool, latency_ms: 
 def _landed(*, event_id: str, user_id: str) -> dict[str, int]:
     event_side = list(selectors.event_registrations(event_id=event_id))
     claim = selectors.claim_get(event_id=event_id, user_id=user_id)
-    seats = event_seats(event_id)  # the shards' sum on a sharded event
-    return {"records": len(event_side), "claims": int(claim is not None), "counter": int(seats.registered_count)}
+    seats = event_seat_counts(event_id)
+    return {"records": len(event_side), "claims": int(claim is not None), "counter": seats.registered}
 
 
 def _delete_run(*, event_id: str, keys: dict[str, set[str]], since) -> None:
@@ -156,7 +157,7 @@ def _last_seat_run(technique, *, taps: int) -> dict[str, int]:
         for user, key in keys.items()])
     statuses = Counter(registration.status for registration in selectors.event_registrations(event_id=event.event_id))
     result = {"taps": taps, "confirmed": statuses[CONFIRMED], "waiting": statuses[WAITLISTED],
-              "seats_shown": int(event_seats(event.event_id).registered_count),
+              "seats_shown": event_seat_counts(event.event_id).registered,
               "errors": sum(outcome.error is not None for outcome in fired.outcomes)}
     _delete_run(event_id=event.event_id, keys={user: {key} for user, key in keys.items()}, since=started)
     return result
@@ -173,7 +174,7 @@ def _event_partitions(event_id: str) -> list[str]:
 
 def tryit_event_id(*, user_id: str) -> str:
     # Derived from the person, so a reset or a new session replaces their event instead of adding one more.
-    return f"lab-tryit-{hashlib.sha256(user_id.encode()).hexdigest()[:10]}"
+    return f"{Event.SCRATCH_PREFIX}tryit-{hashlib.sha256(user_id.encode()).hexdigest()[:10]}"
 
 
 def tryit_event(*, user_id: str, fresh: bool = False) -> Event:
@@ -201,7 +202,7 @@ def scratch_event_delete(*, event_id: str) -> int:
     """Delete a lab event's partitions (event, waiting list, event-side registrations) and, in each student's
     partition, the claim and the student-side copy of each registration, so nobody's list keeps a registration
     for an event that is gone."""
-    if not event_id.startswith("lab-"):
+    if not event_id.startswith(Event.SCRATCH_PREFIX):
         raise ValueError(f"{event_id!r} is not a lab scratch event")
     registrations = selectors.event_registrations(event_id=event_id)
     student_side = [dict(zip(("PK", "SK"), ({"S": part} for part in key), strict=True))
@@ -233,42 +234,40 @@ def technique_costs() -> dict[str, dict[str, float]]:
     return costs
 
 
-# What each technique guarantees, from the article's criteria; the lab fills in the measured costs next to it.
+@dataclass(frozen=True)
+class Guarantees:
+    """What a technique guarantees, from the article's criteria; the lab fills in the measured costs next to it."""
+
+    no_duplicates: bool
+    all_or_nothing: bool
+    replay: bool
+    in_flight: str  # what a duplicate meets while the first tap is still running
+    pick: str  # when to choose it
+
+
 GUARANTEES = {
-    "naive": {
-        "no_duplicates": False, "all_or_nothing": False, "replay": False,
-        "in_flight": "Both taps run the whole handler.",
-        "pick": "Never: it is kept here to show the bug.",
-    },
-    "claim": {
-        "no_duplicates": True, "all_or_nothing": False, "replay": False,
-        "in_flight": "The loser reads the winner's claim, maybe before its other writes land.",
-        "pick": "When the claim item is the whole change.",
-    },
-    "transaction": {
-        "no_duplicates": True, "all_or_nothing": True, "replay": False,
-        "in_flight": "The loser's transaction is cancelled; it reads the claim and rebuilds an answer.",
-        "pick": "Several items must change together and clients need no stored response.",
-    },
-    "powertools": {
-        "no_duplicates": False, "all_or_nothing": False, "replay": True,
-        "in_flight": "A same-key duplicate fails at once (in progress); a double click has two keys and runs twice.",
-        "pick": "Caching whole responses around a handler that is already safe on its own.",
-    },
-    "all_three": {
-        "no_duplicates": True, "all_or_nothing": True, "replay": True,
-        "in_flight": "A same-key duplicate fails at once (in progress) and must be retried by the client.",
-        "pick": "The article's fix: correct, at three requests per first tap.",
-    },
-    "production": {
-        "no_duplicates": True, "all_or_nothing": True, "replay": True,
-        "in_flight": "The record is born COMPLETED in the winner's transaction: a duplicate gets its committed "
-                     "answer, never \"in progress\".",
-        "pick": "Default for every tap in TEMS: all guarantees in one request.",
-    },
+    "naive": Guarantees(False, False, False, "Both taps run the whole handler.",
+                        "Never: it is kept here to show the bug."),
+    "claim": Guarantees(True, False, False, "The loser reads the winner's claim, maybe before its other writes land.",
+                        "When the claim item is the whole change."),
+    "transaction": Guarantees(
+        True, True, False, "The loser's transaction is cancelled; it reads the claim and rebuilds an answer.",
+        "Several items must change together and clients need no stored response."),
+    "powertools": Guarantees(
+        False, False, True,
+        "A same-key duplicate fails at once (in progress); a double click has two keys and runs twice.",
+        "Caching whole responses around a handler that is already safe on its own."),
+    "all_three": Guarantees(True, True, True,
+                            "A same-key duplicate fails at once (in progress) and must be retried by the client.",
+                            "The article's fix: correct, at three requests per first tap."),
+    "production": Guarantees(
+        True, True, True,
+        "The record is born COMPLETED in the winner's transaction: a duplicate gets its committed answer, never "
+        "\"in progress\".",
+        "Default for every tap in TEMS: all guarantees in one request."),
 }
 
 
 def decision_rows(costs: dict[str, dict[str, float]]) -> list[dict[str, Any]]:
-    return [{"name": name, "label": technique.label, **GUARANTEES[name], "costs": costs.get(name)}
+    return [{"name": name, "label": technique.label, **asdict(GUARANTEES[name]), "costs": costs.get(name)}
             for name, technique in TECHNIQUES.items()]

@@ -144,7 +144,8 @@ def _tryit_context(request: HttpRequest, *, fresh: bool = False) -> dict:
     event = _tryit_event(request, fresh=fresh)
     claim = registration_selectors.claim_get(event_id=event.event_id, user_id=user_key(request.user))
     registration = registration_selectors.registration_view(registration=claim) if claim else None
-    return {"event": event, "registration": registration, "fresh_key": str(uuid.uuid4()), "notice": None}
+    return {"event": event, "seats": registration_selectors.seats_for(event=event), "registration": registration,
+            "fresh_key": str(uuid.uuid4()), "notice": None}
 
 
 @require_GET

@@ -82,15 +82,12 @@ class _PerEvent(StreamingCheck):
     def seen(self) -> Iterator[tuple[str, dict, defaultdict]]:
         for pk, counts in sorted(self.events.items()):
             if counts.stored is not None:
-                # An event's seats taken are its shards' sum, and its waiting list its lanes'.
-                stored = {**counts.stored, "registered_count": counts.tally["shard_taken"],
-                          "waitlist_count": counts.tally["lane_waiting"]}
-                yield pk, stored, counts.tally
+                yield pk, counts.stored, counts.tally
 
 
 @invariant("event counters match their registration items")
 class EventCountersMatch(_PerEvent):
-    counters = ("registered_count", "waitlist_count")
+    """An event's seats taken (its shards' sum) and its waiting list (its lanes' sum) are its live registrations."""
 
     def count(self, item: Item, tally: defaultdict) -> None:
         is_copy = item["SK"].startswith(Registration.SK_PREFIX) or WaitlistEntry.is_entry(item)
@@ -99,11 +96,11 @@ class EventCountersMatch(_PerEvent):
             tally[CONFIRMED if item["status"] == OFFERED else item["status"]] += 1
 
     def problems(self) -> Iterator[str]:
-        for pk, stored, tally in self.seen():
-            if (stored["registered_count"] or 0) != tally[CONFIRMED]:
-                yield f"{pk}: registered_count={stored['registered_count']} but {tally[CONFIRMED]} confirmed"
-            if (stored["waitlist_count"] or 0) != tally[WAITLISTED]:
-                yield f"{pk}: waitlist_count={stored['waitlist_count']} but {tally[WAITLISTED]} waitlisted"
+        for pk, _, tally in self.seen():
+            if tally["shard_taken"] != tally[CONFIRMED]:
+                yield f"{pk}: {tally['shard_taken']} seats taken but {tally[CONFIRMED]} confirmed"
+            if tally["lane_waiting"] != tally[WAITLISTED]:
+                yield f"{pk}: {tally['lane_waiting']} waiting but {tally[WAITLISTED]} waitlisted"
 
 
 @invariant("events never exceed capacity")
@@ -209,7 +206,7 @@ class NobodyWaitsForAFreeSeat(_PerEvent):
     """Except on a cancelled event: its promotions stop where it was called off (a seat freed by a raise whose
     promotion had not run yet stays free, and its waiting list stays as it was)."""
 
-    counters = ("capacity", "registered_count", "sliced", "cancelled_at")
+    counters = ("capacity", "sliced", "cancelled_at")
 
     def count(self, item: Item, tally: defaultdict) -> None:
         if item["SK"].startswith(WaitlistEntry.SK_PREFIX):

@@ -6,13 +6,9 @@ one and drops the rare repeat: exactly one effect per message, never a repeated 
 address is mailed, within a per-account hourly budget (tems.accounts): anyone can sign up with a stranger's address.
 """
 
-from datetime import datetime
-
 from django.conf import settings
 from django.core.mail import EmailMessage
 from django.urls import reverse
-from django.utils.formats import date_format
-from django.utils.timezone import localtime
 
 from registrations import selectors
 from registrations.errors import RegistrationError
@@ -23,6 +19,7 @@ from registrations.ticket_tokens import ticket_url
 from tems.accounts import notification_recipient
 from tems.identity import user_for_key
 from tems.outbox import OutboxMessage, mail_headers
+from tems.templatetags.when import when_text
 
 
 def _send(message: OutboxMessage, subject: str, body: str, *, ticket: bool = False) -> None:
@@ -48,7 +45,7 @@ def _details(event, data: dict, *, ticket: bool) -> str:
     """When and where, and the links: every mail says them, so nobody has to open TEMS to find out."""
     if event is None:
         return ""
-    starts = date_format(localtime(event.starts_at), "l j F Y, H:i")
+    starts = when_text(event.starts_at)
     page = settings.TEMS_PUBLIC_URL + reverse("registrations:event_detail", kwargs={"event_id": event.event_id})
     lines = ["", "", f"When:  {starts}", f"Where: {event.location or 'to be announced'}", f"Event: {page}"]
     if ticket:
@@ -83,7 +80,7 @@ def registration_promoted(message: OutboxMessage) -> None:
 
 def seat_offered(message: OutboxMessage) -> None:
     data = message.data
-    ends = date_format(localtime(datetime.fromisoformat(data["ends_at"])), "l j F, H:i")
+    ends = when_text(data["ends_at"])
     link = offer_url(user_id=data["user"], registration_id=data["registration_id"])
     _send(message, "A seat is yours if you want it: {title}",
           f"A seat at {{title}} freed up and you are first in line. It is held for you until {ends}.\n\n"
@@ -118,7 +115,7 @@ def event_message_mail(message: OutboxMessage) -> None:
         return
     if sent.kind == EventMessage.REMINDER:
         try:
-            event = selectors.event_get(event_id=data["event_id"], consistent=False, with_seats=False)
+            event = selectors.event_get(event_id=data["event_id"], consistent=False)
         except RegistrationError:
             return
         claim = selectors.claim_get(event_id=event.event_id, user_id=data["user"])

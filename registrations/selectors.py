@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
@@ -22,6 +22,7 @@ from registrations.offers.models import Offer
 from registrations.seating import positions, shards
 from registrations.seating.hints import hints
 from registrations.seating.models import SeatGate, SeatShard
+from registrations.seating.shards import SeatCounts
 from registrations.serializers import my_registration_to_dict, stored_registration_to_dict
 from registrations.ticket_tokens import ticket_url
 from tems.clock import utcnow
@@ -29,23 +30,29 @@ from tems.dynamo import batch_get_models
 from tems.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page, decode_cursor, query_page
 
 
-def event_get(*, event_id: str, consistent: bool = True, with_seats: bool = True) -> Event:
-    """The event, read strongly consistently by default (an edit form must show the latest version), with its
-    ``registered_count`` summed from its seat shards (one more request) unless ``with_seats`` is False."""
+def event_get(*, event_id: str, consistent: bool = True) -> Event:
+    """The event, read strongly consistently by default (an edit form must show the latest version); its seats
+    are ``seat_counts``'s."""
     try:
-        event = Event.get(*Event.key_for(event_id), consistent_read=consistent)
+        return Event.get(*Event.key_for(event_id), consistent_read=consistent)
     except Event.DoesNotExist:
         raise RegistrationError("not_found", f"There is no event with id {event_id!r}.") from None
-    if with_seats:
-        shards.seats_taken([event])
-    return event
+
+
+def seat_counts(*, events: Iterable[Event]) -> dict[str, SeatCounts]:
+    """``{event_id: SeatCounts}`` of the events: one BatchGetItem of their seat shards, whatever their number."""
+    return shards.seat_counts(events=events)
+
+
+def seats_for(*, event: Event) -> SeatCounts:
+    """The one event's ``SeatCounts`` (one BatchGetItem of its shards)."""
+    return seat_counts(events=[event])[event.event_id]
 
 
 def event_list(*, now: datetime | None = None) -> tuple[list[Event], list[Event]]:
     """(upcoming events, soonest first; past events, most recent first) from the start-time index."""
     cutoff = Event.listing_key(now or utcnow(), "")
     events = list(Event.by_start.query(Event.COLLECTION))
-    shards.seats_taken(events)
     upcoming = [event for event in events if event.gsi1sk >= cutoff]
     past = [event for event in reversed(events) if event.gsi1sk < cutoff]
     return upcoming, past
@@ -68,7 +75,6 @@ def event_page(*, past: bool = False, cursor: str | None = None, limit: int,
     condition = Event.gsi1sk < cutoff if past else Event.gsi1sk >= cutoff
     page = query_page(Event.by_start.query, Event.COLLECTION, condition, scope=scope, cursor=cursor, limit=limit,
                       scan_index_forward=not past)
-    shards.seats_taken(page.items)  # one BatchGetItem for the shards of the whole page
     return page
 
 
@@ -224,7 +230,8 @@ def _with_positions(registrations: list[Registration], *,
 
 def registration_page(*, user_id: str, cursor: str | None = None,
                       limit: int = DEFAULT_PAGE_SIZE) -> Page[dict[str, Any]]:
-    """One page of the caller's registrations, newest first, each with its event's title and start.
+    """One page of the caller's registrations, newest first, each with its event's title and start; never one for a
+    scratch event (``Event.SCRATCH_PREFIX``: the lab's try-it event registers the signed-in person).
 
     Three requests whatever the student holds: one Query of ``limit`` registrations, one BatchGetItem of
     their events and one of the waitlist counter nodes (positions); a page of 50 waitlisted ones needs at most
@@ -236,6 +243,9 @@ def registration_page(*, user_id: str, cursor: str | None = None,
         Registration.query, Registration.user_pk_for(user_id), Registration.sk.startswith(Registration.SK_PREFIX),
         scope=f"my-registrations:{user_id}", cursor=cursor, limit=limit, consistent_read=True,
         scan_index_forward=False,
+        # A filter, applied after the ``limit`` items are read: a page holding scratch registrations comes back
+        # shorter, never costs more (a person has at most the one try-it event's).
+        filter_condition=~Registration.event_id.startswith(Event.SCRATCH_PREFIX),
     )
     event_ids = {r.event_id for r in page.items}
     events = {e.event_id: e for e in Event.batch_get([Event.key_for(event_id) for event_id in sorted(event_ids)])}

@@ -10,7 +10,7 @@ import base64
 import functools
 import io
 from collections import defaultdict
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -22,6 +22,7 @@ from registrations.events.models import Event
 from registrations.messages.models import EventMessage
 from registrations.models import OFFERED, Registration, RegistrationClaim
 from registrations.questions.question_sets import answers_of
+from registrations.seating.shards import SeatCounts
 from registrations.ticket_tokens import ticket_url
 from tems.identity import user_for_key
 from tems.ids import id_path
@@ -29,7 +30,8 @@ from tems.ids import id_path
 # --- events ---------------------------------------------------------------------------------------------------
 
 
-def event_to_dict(event: Event) -> dict:
+def event_to_dict(event: Event, *, seats: SeatCounts) -> dict:
+    """The API's event, with its seats as ``seat_counts`` read them (the stored event holds no count)."""
     return {
         "id": event.event_id,
         "title": event.title,
@@ -37,8 +39,8 @@ def event_to_dict(event: Event) -> dict:
         "location": event.location,
         "starts_at": event.starts_at.isoformat(),
         "capacity": int(event.capacity),
-        "registered_count": int(event.registered_count),
-        "waitlist_count": int(event.waitlist_count),
+        "registered_count": seats.registered,
+        "waitlist_count": seats.waiting,
         "reminder_hours": event.reminder_hours_or_default,
         "offer_hours": int(event.offer_hours or 0),
         "version": int(event.version),
@@ -213,7 +215,12 @@ def message_to_dict(message: EventMessage) -> dict[str, Any]:
 
 # --- a person's data ----------------------------------------------------------------------------------------
 
-PERSONAL_DATA_FORMAT = "tems-personal-data/1"
+PERSONAL_DATA_FORMAT = "tems-personal-data/2"
+
+# The item kinds that make up a registration, merged into its one entry of the export.
+_REGISTRATION_KINDS = {"Registration", "RegistrationClaim", "WaitlistEntry", "CheckIn", "CheckInLogEntry", "Offer"}
+# How the table finds and places an item: said by where each value sits in the export, never exported.
+_STORAGE_ATTRIBUTES = {"PK", "SK", "GSI1PK", "GSI1SK", "entity", "shard", "lane", "layout"}
 
 
 def plain(value: Any) -> Any:
@@ -235,28 +242,93 @@ def plain(value: Any) -> Any:
 def personal_data_to_dict(*, user_id: str, items: list[dict[str, Any]], mails: list[dict[str, Any]],
                           events: list[dict[str, Any]], account: dict[str, Any] | None,
                           exported_at: datetime) -> dict[str, Any]:
-    """The export document of a person (registrations.privacy.selectors.personal_data_read gives the items).
+    """The export document of a person (registrations.privacy.selectors.personal_data_read gives the items), for
+    the person to read: named fields, no storage keys.
 
-    ``items`` groups every stored item by its kind (``entity``), each exported whole and once; ``mails`` holds
-    the staff messages and reminders sent to the person's events while they were registered; ``events`` what the
-    events were (title, start, place), for reading; ``account`` what Django's database holds (``tems.accounts``).
+    ``registrations`` has one entry per registration, its copies, check-in, door log and offer merged into it,
+    with its event (title, start, place) and its answers as question/answer pairs; ``mails`` the staff messages
+    and reminders sent to the person's events while they were registered; ``write_requests`` the per-minute
+    counts of their taps; ``other`` any other item of their partition, whatever its kind, without its keys;
+    ``account`` what Django's database holds (``tems.accounts``).
     """
-    grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by_event = {event["event_id"]: event for event in events}
+    parts: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    write_requests, other = [], []
     seen: set[tuple[str, str]] = set()
     for item in items:
-        key = (item["PK"], item["SK"])
-        if key not in seen:
-            seen.add(key)
-            grouped[str(item.get("entity", "unknown"))].append(plain(item))
+        if (item["PK"], item["SK"]) in seen:
+            continue
+        seen.add((item["PK"], item["SK"]))
+        if item.get("entity") in _REGISTRATION_KINDS and item.get("registration_id"):
+            parts[item["registration_id"]].append(item)
+        elif item.get("entity") == "WriteRateCounter":
+            minute = int(str(item["SK"]).rpartition("#")[2])
+            write_requests.append({"minute": datetime.fromtimestamp(minute * 60, UTC).isoformat(),
+                                   "requests": plain(item.get("n", 0))})
+        else:
+            other.append(_readable(item))
+    registrations = [_registration_entry(user_id, its, by_event) for its in parts.values()]
     return {
         "format": PERSONAL_DATA_FORMAT,
         "exported_at": exported_at.isoformat(),
         "user_key": user_id,
         "account": account or {},
-        "items": dict(sorted(grouped.items())),
-        "mails": [plain({name: mail.get(name) for name in
-                         ("event_id", "message_id", "kind", "audience", "subject", "body", "created_at")})
-                  for mail in mails],
-        "events": [plain({name: event.get(name) for name in ("event_id", "title", "starts_at", "location")})
-                   for event in events],
+        "registrations": sorted(registrations, key=lambda entry: entry["registered_at"] or "", reverse=True),
+        "mails": [{**plain({name: mail.get(name) for name in ("event_id", "kind", "audience", "subject", "body")}),
+                   "event_title": by_event.get(mail.get("event_id"), {}).get("title"),
+                   "sent_at": _iso(mail.get("created_at"))} for mail in mails],
+        "write_requests": sorted(write_requests, key=lambda entry: entry["minute"]),
+        "other": other,
     }
+
+
+def _readable(item: dict[str, Any]) -> dict[str, Any]:
+    """An item of a kind the export has no entry for, as the person reads it: its kind and its fields."""
+    return {"kind": item.get("entity", "unknown"),
+            **{name: plain(value) for name, value in sorted(item.items()) if name not in _STORAGE_ATTRIBUTES}}
+
+
+def _iso(value: Any) -> Any:
+    """A stored time (PynamoDB's ``UTCDateTimeAttribute`` text) in ISO 8601, as the API writes times."""
+    try:
+        return datetime.strptime(value, "%Y-%m-%dT%H:%M:%S.%f%z").isoformat()
+    except (TypeError, ValueError):
+        return value
+
+
+def _export_answers(value: Any) -> list[dict[str, Any]]:
+    """Stored answers (``[{id, label, value}]`` as JSON text) as question/answer pairs."""
+    return [{"question": answer.get("label") or answer.get("id"), "answer": plain(answer.get("value"))}
+            for answer in answers_of(value if isinstance(value, str) else None) if isinstance(answer, dict)]
+
+
+def _registration_entry(user_id: str, items: list[dict[str, Any]], events: dict[str, dict]) -> dict[str, Any]:
+    """One registration's entry: its own copy (the person's) says its status, the others add what they hold."""
+    kinds: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for item in items:
+        kinds[item["entity"]].append(item)
+    copies = kinds["Registration"] + kinds["RegistrationClaim"] + kinds["WaitlistEntry"]
+    own = next((item for item in copies if item["PK"] == Registration.user_pk_for(user_id)
+                and str(item["SK"]).startswith(Registration.SK_PREFIX)), copies[0] if copies else items[0])
+    event_id = own.get("event_id")
+    event = events.get(event_id, {})
+    answers = next((item["answers"] for item in copies if item.get("answers")), None)
+    checkin = kinds["CheckIn"][0] if kinds["CheckIn"] else None
+    offer = kinds["Offer"][0] if kinds["Offer"] else None
+    return plain({
+        "registration_id": own["registration_id"],
+        "event": {"id": event_id, "title": event.get("title"), "starts_at": _iso(event.get("starts_at")),
+                  "location": event.get("location"), "cancelled_at": _iso(event.get("cancelled_at"))},
+        "status": own.get("status"),
+        "name_shown": own.get("user_name"),
+        "registered_at": _iso(own.get("created_at")),
+        "promoted_at": _iso(own.get("promoted_at")),
+        "answers": _export_answers(answers),
+        "offer": offer and {"state": offer.get("state"),
+                            **{name: _iso(offer.get(name)) for name in ("offered_at", "ends_at", "ended_at")}},
+        "checked_in": checkin and {"at": _iso(checkin.get("checked_in_at")), "by": checkin.get("checked_in_by"),
+                                   "door": checkin.get("door")},
+        "door_log": [{"action": entry.get("action"), "at": _iso(entry.get("at")), "by": entry.get("by"),
+                      "door": entry.get("door")}
+                     for entry in sorted(kinds["CheckInLogEntry"], key=lambda entry: str(entry.get("at")))],
+    })

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from registrations.events.models import Event
 from registrations.models import CONFIRMED, OFFERED, WAITLISTED, RegistrationClaim
 from registrations.seating import positions
+from registrations.seating.shards import SeatCounts
 
 
 @dataclass(frozen=True)
@@ -30,8 +31,9 @@ class CardStatus:
         return "Full"
 
 
-def card_statuses(*, user_id: str, events: Iterable[Event]) -> dict[str, CardStatus]:
-    """{event_id: status} for the listed events where the student has one, or the event is full."""
+def card_statuses(*, user_id: str, events: Iterable[Event], seats: dict[str, SeatCounts]) -> dict[str, CardStatus]:
+    """{event_id: status} for the listed events where the student has one, or the event is full (``seats`` as
+    ``seat_counts`` read them for the same page)."""
     events = list(events)
     claims = {claim.event_id: claim for claim in RegistrationClaim.batch_get(
         [RegistrationClaim.key_for(event.event_id, user_id) for event in events])}
@@ -49,6 +51,6 @@ def card_statuses(*, user_id: str, events: Iterable[Event]) -> dict[str, CardSta
         elif claim is not None and claim.status == WAITLISTED:
             position = places.get((claim.event_id, int(claim.ticket))) if claim.ticket is not None else None
             statuses[event.event_id] = CardStatus("waitlisted", position)
-        elif event.registered_count >= event.capacity:
+        elif seats[event.event_id].full:
             statuses[event.event_id] = CardStatus("full")
     return statuses

@@ -60,8 +60,8 @@ def panel_context(request: HttpRequest, event, *, registration: dict | None = No
                   errors: dict | None = None) -> dict:
     if registration is None and lookup:
         registration = _registration_now(request, event)
-    context = {"event": event, "registration": registration, "fresh_key": str(uuid.uuid4()), "notice": notice,
-               "offer_buttons": offer_buttons()}
+    context = {"event": event, "seats": selectors.seats_for(event=event), "registration": registration,
+               "fresh_key": str(uuid.uuid4()), "notice": notice, "offer_buttons": offer_buttons()}
     if registration is None and not event.registration_closed:
         # The form asks the event's questions as stored now, and carries them signed: the post is checked
         # against exactly these, with no read, and the seat's condition refuses it if they change meanwhile.
@@ -288,7 +288,8 @@ def _cancel_confirm(request: HttpRequest, registration_id: str, *, from_event_pa
     back_url = (reverse("registrations:event_detail", kwargs={"event_id": event.event_id}) if from_event_page
                 else reverse("registrations:my_registrations"))
     context = {"registration_id": registration_id, "status": registration["status"],
-               "position": registration.get("position"), "event": event, "from": origin, "back_url": back_url,
+               "position": registration.get("position"), "event": event, "seats": selectors.seats_for(event=event),
+               "from": origin, "back_url": back_url,
                "target": "#registration-panel" if from_event_page else "closest li", "fresh_key": str(uuid.uuid4())}
     if request.GET.get("keep"):
         # "Keep my seat": htmx puts the first step back; without JavaScript the link itself leads back.

@@ -7,13 +7,13 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from registrations.errors import RegistrationError
 from tems.errors import DomainError
 from tems.idempotency import RECORD_LABEL, StoredResponse, add_completed_record, replay_from_raw
 from tems.ratelimit import add_write_count, raise_if_write_rate_refused
-from tems.transactions import Backoff, LabelledTransaction, RetryPolicy, TransactionCancelled
+from tems.transactions import Backoff, LabelledTransaction, RetryPolicy, TransactionCancelled, commit_round
 
 # Labels of the items in a registration's transaction; the loser paths are decided by these, never by position.
 IDEMPOTENCY = RECORD_LABEL  # the tap's record (tems.idempotency.add_completed_record)
@@ -94,6 +94,19 @@ def conflict_backoff(sleep: Callable[[float], None], *, detail: str = CROWDED) -
 def ticket_pause(sleep: Callable[[float], None]) -> None:
     """A short full-jitter pause after losing the waitlist ticket, so joiners do not retry in lockstep."""
     RetryPolicy(base_delay=TICKET_MAX_DELAY, max_delay=TICKET_MAX_DELAY, sleep=sleep).backoff(0)
+
+
+def commit_tap(transaction: LabelledTransaction, *, user_id: str, key: str, fingerprint: str,
+               response: StoredResponse, now: datetime
+               ) -> StoredOutcome | TransactionCancelled | Literal["unknown outcome"] | None:
+    """One round of a tap's write loop: ``transaction`` with the tap's record (COMPLETED with ``response``) added,
+    committed by ``commit_round``. A refusal by the record is the key's first answer, returned as a replayed
+    ``StoredOutcome``; anything else as ``commit_round`` returns it (None: applied)."""
+    add_completed_record(transaction, user_id=user_id, key=key, fingerprint=fingerprint, response=response, now=now)
+    cancelled = commit_round(transaction)
+    if isinstance(cancelled, TransactionCancelled) and cancelled.failed(IDEMPOTENCY):
+        return StoredOutcome(stored_answer(cancelled.reasons[IDEMPOTENCY].raw_item, fingerprint), replayed=True)
+    return cancelled
 
 
 # A one- or two-item write (an event, an answer stored under a key) that met a TransactionConflict: six tries.

@@ -47,7 +47,8 @@ def event_cancel_page(request: HttpRequest, event_id: str) -> HttpResponse:
                 messages.success(request, f"“{event.title}” is cancelled. Everyone registered or waiting is being "
                                           "told by e-mail, once each.")
             return after_save(request, reverse("registrations:event_detail", kwargs={"event_id": event_id}))
-    confirmed, waiting = int(event.registered_count or 0), int(event.waitlist_count or 0)
-    context = {"event": event, "confirmed": confirmed, "waiting": waiting, "told": confirmed + waiting,
+    seats = selectors.seats_for(event=event)
+    confirmed, waiting = seats.registered, seats.waiting
+    context = {"event": event, "seats": seats, "confirmed": confirmed, "waiting": waiting, "told": confirmed + waiting,
                "key": str(uuid.uuid4()), "problem": problem}
     return render(request, PAGE, context, status=409 if problem else 200)

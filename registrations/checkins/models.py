@@ -22,7 +22,7 @@ class EventCheckins(TableModel):
     """
 
     ENTITY = None  # a view of another model's item: writes no entity
-    registered_count = NumberAttribute(default=0)  # summed from the seat shards on read (``shards.seats_taken``)
+    capacity = NumberAttribute(null=True)  # with ``seat_shards``, what ``shards.seat_counts`` reads
     checked_in_count = NumberAttribute(null=True)  # absent until the first check-in
     seat_shards = NumberAttribute(null=True)
     cancelled_at = UTCDateTimeAttribute(null=True)  # the door admits nobody to a cancelled event

@@ -17,8 +17,8 @@ def checkin_stats(*, event_id: str) -> dict[str, int]:
         counters = EventCheckins.get(*EventCheckins.key_for(event_id), consistent_read=True)
     except EventCheckins.DoesNotExist:
         raise RegistrationError("not_found", f"There is no event with id {event_id!r}.") from None
-    shards.seats_taken([counters])
-    return {"confirmed": int(counters.registered_count or 0), "checked_in": int(counters.checked_in_count or 0)}
+    seats = shards.seat_counts(events=[counters])[event_id]
+    return {"confirmed": seats.registered, "checked_in": int(counters.checked_in_count or 0)}
 
 
 def checkin_list(*, event_id: str) -> list[CheckIn]:

@@ -18,7 +18,8 @@ def events(request: HttpRequest) -> HttpResponse:
         return _event_create(request)
     # Upcoming events, soonest first; ``?past=1`` for past events, most recent first. ``?cursor=`` pages on.
     page = selectors.event_page(past=request.GET.get("past") == "1", **page_args(request))
-    return json_response({"events": [serializers.event_to_dict(e) for e in page],
+    seats = selectors.seat_counts(events=page.items)
+    return json_response({"events": [serializers.event_to_dict(e, seats=seats[e.event_id]) for e in page],
                           "next": next_page_url(request, page)})
 
 
@@ -37,5 +38,6 @@ def _event_create(request: HttpRequest) -> HttpResponse:
 
 @api_view("GET")
 def event_detail(request: HttpRequest, event_id: str) -> HttpResponse:
-    return json_response(serializers.event_to_dict(selectors.event_get(event_id=event_id)))
+    event = selectors.event_get(event_id=event_id)
+    return json_response(serializers.event_to_dict(event, seats=selectors.seats_for(event=event)))
 

@@ -37,7 +37,7 @@ MAX_OFFER_HOURS = 336
 
 
 class Event(TableModel):
-    """``EVENT#<event_id>`` / ``METADATA``: what staff edit (versioned) plus the seat counters.
+    """``EVENT#<event_id>`` / ``METADATA``: what staff edit (versioned) plus how its seats are sliced.
 
     Edits go through ``update()`` with the fields that changed, never ``save()``, so an edit can neither
     clobber the counters nor be applied on top of a version its author did not see.
@@ -53,10 +53,8 @@ class Event(TableModel):
     location = TextAttribute(default="")
     starts_at = UTCDateTimeAttribute()
     capacity = NumberAttribute()
-    # Not counters of their own: set on read to the seat shards' ``taken`` and the lanes' ``waiting`` summed
-    # (registrations.seating.shards, ``seats_taken``), so the pages have them; stored only as 0 by the creation.
-    registered_count = NumberAttribute(default=0)
-    waitlist_count = NumberAttribute(default=0)
+    # Seats taken and people waiting are not stored here: the shards and lanes hold them, and
+    # ``registrations.seating.shards.seat_counts`` sums them on read.
     # Seat shards (see SeatShard): how many there are and how much of the capacity they hold between them.
     seat_shards = NumberAttribute(null=True)
     sliced = NumberAttribute(null=True)
@@ -85,6 +83,9 @@ class Event(TableModel):
     gsi1sk = UnicodeAttribute(attr_name="GSI1SK")
 
     PK_PREFIX = "EVENT#"
+    # Scratch events (the lab's, made for whoever opens it) have ids under this prefix, so no list of a person's
+    # registrations shows them. A real event's id is a hex uuid or a seed's name, never under it.
+    SCRATCH_PREFIX = "lab-"
 
     @classmethod
     def pk_for(cls, event_id: str) -> str:
@@ -98,15 +99,6 @@ class Event(TableModel):
     def listing_key(starts_at: datetime, event_id: str) -> str:
         # ISO-8601 in UTC sorts chronologically as a string; the id breaks ties between simultaneous events.
         return f"{starts_at.astimezone(UTC).strftime('%Y-%m-%dT%H:%M:%S.%fZ')}#{event_id}"
-
-    @property
-    def seats_left(self) -> int:
-        return max(self.capacity - self.registered_count, 0)
-
-    @property
-    def joins_waitlist(self) -> bool:
-        """Whether a new registration would queue: no seat left, or people already waiting for the next one."""
-        return self.registered_count >= self.capacity or self.waitlist_count > 0
 
     @property
     def is_cancelled(self) -> bool:
@@ -137,9 +129,6 @@ class EventSeats(TableModel):
 
     ENTITY = None  # a view of another model's item: writes no entity
     capacity = NumberAttribute()
-    # Summed from the shards and lanes on read (``shards.event_seats``), as on Event.
-    registered_count = NumberAttribute(default=0)
-    waitlist_count = NumberAttribute(default=0)
     # Copied onto every seat shard, whose condition closes registration at the start.
     starts_at = UTCDateTimeAttribute(null=True)
     seat_shards = NumberAttribute(null=True)

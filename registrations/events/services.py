@@ -18,7 +18,7 @@ from registrations.messages.services import MESSAGE, REGISTRANTS
 from registrations.seating import shards
 from registrations.seating.gate import GATE, GateBusy, gate_get, new_gate
 from registrations.seating.models import SeatGate, SeatShard, WaitlistQueue
-from registrations.seating.shards import add_reslice, planned_sizes
+from registrations.seating.shards import SeatCounts, add_reslice, planned_sizes
 from registrations.serializers import cancellation_to_dict, event_to_dict
 from registrations.services.promotion import waitlist_promote
 from registrations.write_rules import (
@@ -31,6 +31,7 @@ from registrations.write_rules import (
     WRITE_POLICY,
     StoredOutcome,
     busy_error,
+    commit_tap,
     conflict_backoff,
     remember_answer,
     stored_answer,
@@ -38,7 +39,7 @@ from registrations.write_rules import (
 from tems.clock import utcnow
 from tems.idempotency import StoredResponse, add_completed_record
 from tems.outbox import OutboxMessage, outbox_message
-from tems.transactions import UNKNOWN_OUTCOME, LabelledTransaction, TransactionCancelled, commit_round
+from tems.transactions import UNKNOWN_OUTCOME, LabelledTransaction, TransactionCancelled
 
 logger = logging.getLogger(__name__)
 
@@ -154,7 +155,7 @@ def event_create_once(*, user_id: str, idempotency_key: str, fingerprint: str, t
     # The event as it will be once created, for the stored response. (Its version stays unset until the commit:
     # PynamoDB turns an unset version into the condition attribute_not_exists(version).)
     event.version = 1
-    body = event_to_dict(event)
+    body = event_to_dict(event, seats=SeatCounts(registered=0, waiting=0, capacity=int(capacity)))
     del event.attribute_values["version"]
     response = StoredResponse(201, StoredResponse.json(body, status=201).body,
                               headers=(("Location", event_api_location(event.event_id)),))
@@ -278,16 +279,17 @@ def event_update(
                         "conflict",
                         f"{current.updated_by or 'Someone'} changed this event after you opened it "
                         f"(version {expected_version} → {current.version}). Nothing of yours was saved.",
-                        current=event_to_dict(current), expected_version=expected_version,
+                        current=event_to_dict(current, seats=shards.event_seat_counts(event_id)),
+                        expected_version=expected_version,
                     ) from None
             # A slice below its shard's taken seats, or the counters moved since the read. The images say how
             # many seats the refused shards hold; a read explains the rest: too few seats, or try again.
-            taken = shards.event_seats(event_id)
-            if int(taken.registered_count) > capacity:
+            taken = shards.event_seat_counts(event_id).registered
+            if taken > capacity:
                 raise RegistrationError(
                     "invalid",
-                    f"Capacity cannot go below the {taken.registered_count} seats already taken.",
-                    errors={"capacity": [_capacity_problem(int(taken.registered_count))]},
+                    f"Capacity cannot go below the {taken} seats already taken.",
+                    errors={"capacity": [_capacity_problem(taken)]},
                 ) from None
             continue
         break
@@ -360,17 +362,14 @@ def event_cancel_once(*, event_id: str, user_id: str, cancelled_by: str, idempot
             raise RegistrationError("not_found", f"There is no event with id {event_id!r}.") from None
         response = StoredResponse.json(cancellation_to_dict(event_id=event_id, cancelled_at=now,
                                                             cancelled_by=cancelled_by), status=200)
-        transaction = _cancel_transaction(event, now=now, cancelled_by=cancelled_by)
-        add_completed_record(transaction, user_id=user_id, key=idempotency_key, fingerprint=fingerprint,
-                             response=response, now=now)
-        cancelled = commit_round(transaction)
+        cancelled = commit_tap(_cancel_transaction(event, now=now, cancelled_by=cancelled_by), user_id=user_id,
+                               key=idempotency_key, fingerprint=fingerprint, response=response, now=now)
+        if isinstance(cancelled, StoredOutcome):
+            return cancelled
         if cancelled is UNKNOWN_OUTCOME:
             conflicts.pause()  # an applied round is found by the next one: the record replays it
             continue
         if cancelled is not None:
-            if cancelled.failed(IDEMPOTENCY):
-                return StoredOutcome(stored_answer(cancelled.reasons[IDEMPOTENCY].raw_item, fingerprint),
-                                     replayed=True)
             if cancelled.failed(EVENT):
                 image = cancelled.reasons[EVENT].raw_item
                 if not image:

@@ -47,14 +47,17 @@ def _event_page(request: HttpRequest, *, past: bool) -> HttpResponse:
     except DomainError as error:
         return render(request, "registrations/event_list.html",
                       {"past": past, "events": [], "error": error.detail}, status=400)
+    seats = selectors.seat_counts(events=page.items)
     if not past:
-        statuses = card_statuses(user_id=user_key(request.user), events=page.items)
+        statuses = card_statuses(user_id=user_key(request.user), events=page.items, seats=seats)
         for event in page.items:
             event.card_status = statuses.get(event.event_id)
     template = "registrations/event_list.html"
     if request.htmx:
         template += "#event-page"
-    return render(request, template, {"past": past, "events": page.items, "next_url": next_page_url(request, page),
+    cards = [(event, seats[event.event_id]) for event in page.items]
+    return render(request, template, {"past": past, "events": page.items, "cards": cards,
+                                      "next_url": next_page_url(request, page),
                                       "continued": bool(request.GET.get("cursor"))})
 
 

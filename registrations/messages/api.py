@@ -18,7 +18,7 @@ def event_messages(request: HttpRequest, event_id: str) -> HttpResponse:
     attendees once (202, ``Location`` of its progress); ``GET`` lists the event's messages and reminders, newest
     first, a page at a time (``?cursor=&limit=``, ``next``)."""
     if request.method == "GET":
-        selectors.event_get(event_id=event_id, consistent=False, with_seats=False)  # 404 for an unknown event
+        selectors.event_get(event_id=event_id, consistent=False)  # 404 for an unknown event
         page = selectors.message_list(event_id=event_id, **page_args(request))
         return json_response({"messages": [serializers.message_to_dict(m) for m in page],
                               "next": next_page_url(request, page)})

@@ -35,6 +35,7 @@ from registrations.errors import RegistrationError
 from registrations.events.models import MAX_REMINDER_HOURS, Event
 from registrations.messages.models import EventMessage
 from registrations.models import CONFIRMED, OFFERED, REGISTRATION_BUCKETS, WAITLISTED, Registration
+from registrations.seating.shards import SeatCounts
 from registrations.serializers import message_api_location, message_to_dict
 from registrations.write_rules import IDEMPOTENCY, OUTBOX, WRITE_POLICY, StoredOutcome, busy_error, stored_answer
 from tems.clock import utcnow
@@ -113,7 +114,7 @@ def message_send_once(*, event_id: str, user_id: str, created_by: str, idempoten
     key was used for another request), 'busy'.
     """
     subject, body = _checked(audience=audience, subject=subject, body=body)
-    selectors.event_get(event_id=event_id, consistent=False, with_seats=False)  # 404 before anything is written
+    selectors.event_get(event_id=event_id, consistent=False)  # 404 before anything is written
     now = utcnow()
     message_id = _staff_message_id(event_id, user_id, idempotency_key)
     message = EventMessage(*EventMessage.key_for(event_id, message_id), event_id=event_id, message_id=message_id,
@@ -147,14 +148,14 @@ def message_send_once(*, event_id: str, user_id: str, created_by: str, idempoten
 
 # --- the preview: counters, never the recipients ------------------------------------------------------------
 
-def audience_count(*, event: Event, audience: str, checked_in: int) -> int:
-    """How many an audience holds now, from the event's counters (``event`` read with its seats, and the door's
-    ``checked_in`` count): no read of the recipients. A preview: the fan-out sends to those registered by then."""
-    confirmed = int(event.registered_count or 0)
+def audience_count(*, seats: SeatCounts, audience: str, checked_in: int) -> int:
+    """How many an audience holds now, from the event's ``seats`` (``seat_counts``) and the door's ``checked_in``
+    count: no read of the recipients. A preview: the fan-out sends to those registered by then."""
+    confirmed = seats.registered
     if audience == CONFIRMED:
         return confirmed
     if audience == WAITLISTED:
-        return int(event.waitlist_count or 0)
+        return seats.waiting
     if audience == CHECKED_IN:
         return checked_in
     if audience == NOT_CHECKED_IN:

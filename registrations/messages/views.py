@@ -38,7 +38,8 @@ AUDIENCE_NAMES = {**AUDIENCE_LABELS, REGISTRANTS: "Everyone registered or waitin
 
 def _counts(event) -> dict[str, int]:
     checked_in = checkin_selectors.checkin_stats(event_id=event.event_id)["checked_in"]
-    return {audience: audience_count(event=event, audience=audience, checked_in=checked_in)
+    seats = selectors.seats_for(event=event)
+    return {audience: audience_count(seats=seats, audience=audience, checked_in=checked_in)
             for audience in AUDIENCES}
 
 

@@ -30,6 +30,7 @@ from registrations.write_rules import (
     USER_REGISTRATION,
     StoredOutcome,
     busy_error,
+    commit_tap,
     conflict_backoff,
     remember_answer,
     stored_answer,
@@ -90,17 +91,14 @@ def offer_accept(*, user_id: str, registration_id: str, idempotency_key: str, fi
     response = offer_response(offer, Offer.ACCEPTED)
     conflicts = conflict_backoff(sleep)
     for _ in range(OFFER_MAX_ROUNDS):
-        transaction = _accept_transaction(offer, now=now)
-        add_completed_record(transaction, user_id=user_id, key=idempotency_key, fingerprint=fingerprint,
-                             response=response, now=now)
-        cancelled = commit_round(transaction)
+        cancelled = commit_tap(_accept_transaction(offer, now=now), user_id=user_id, key=idempotency_key,
+                               fingerprint=fingerprint, response=response, now=now)
+        if isinstance(cancelled, StoredOutcome):
+            return cancelled
         if cancelled is UNKNOWN_OUTCOME:
             conflicts.pause()  # the next round's conditions find out (the record replays)
             continue
         if cancelled is not None:
-            if cancelled.failed(IDEMPOTENCY):
-                return StoredOutcome(stored_answer(cancelled.reasons[IDEMPOTENCY].raw_item, fingerprint),
-                                     replayed=True)
             if cancelled.failed(EVENT_SEATS):
                 if when := cancelled_in_image(cancelled.reasons[EVENT_SEATS].raw_item):
                     raise event_cancelled_error(when) from None

@@ -42,5 +42,5 @@ def event_retention(request: HttpRequest, event_id: str) -> HttpResponse:
                                            expected_version=form.cleaned_data["version"],
                                            updated_by=request.user.get_username())
         return json_response(serializers.retention_to_dict(event_id, retention))
-    registration_selectors.event_get(event_id=event_id, with_seats=False)  # 404 for no such event
+    registration_selectors.event_get(event_id=event_id)  # 404 for no such event
     return json_response(serializers.retention_to_dict(event_id, selectors.retention_get(event_id=event_id)))

@@ -1,11 +1,12 @@
 """Reads of a person's data: everything TEMS holds about them, found by the keys it is stored under.
 
-Nothing here names an attribute it exports: every item is read whole and exported as stored, so an attribute or
-an item kind added later (answers on a registration, an offer in the student's partition) is in the export
-without a change here. What is named is where a person's items live: their own partition (``USER#<key>``), the
-write-rate counters (``WRITERATE#<key>``), and for each of their registrations the keys its other items are
-built from (the event's copy, the waitlist entry, the check-in and the door's log of it), plus the staff
-messages and reminders the event's fan-out sent them. The read is paged through to the end of each partition.
+Nothing here names an attribute it exports: every item is read whole, so an attribute or an item kind added later
+(answers on a registration, an offer in the student's partition) reaches the export without a change here (the
+export document, one readable entry per registration, is ``registrations.serializers.personal_data_to_dict``).
+What is named is where a person's items live: their own partition (``USER#<key>``), the write-rate counters
+(``WRITERATE#<key>``), and for each of their registrations the keys its other items are built from (the event's
+copy, the waitlist entry, the check-in and the door's log of it), plus the staff messages and reminders the
+event's fan-out sent them. The read is paged through to the end of each partition.
 """
 
 from __future__ import annotations

@@ -337,7 +337,7 @@ def retention_set(*, event_id: str, days: int | None, expected_version: int | No
     if days is not None and not 0 <= days <= MAX_RETENTION_DAYS:
         raise RegistrationError("invalid", f"Keep answers from 0 to {MAX_RETENTION_DAYS} days after the event.",
                                 errors={"days": [f"From 0 to {MAX_RETENTION_DAYS}."]})
-    event = registration_selectors.event_get(event_id=event_id, with_seats=False)
+    event = registration_selectors.event_get(event_id=event_id)
     transaction = LabelledTransaction()
     if days is None:
         if expected_version is None:
@@ -433,7 +433,7 @@ def answers_retention_sweep(*, now: datetime | None = None) -> int:
         if pages <= 0:
             break
         try:
-            event = registration_selectors.event_get(event_id=retention.event_id, with_seats=False)
+            event = registration_selectors.event_get(event_id=retention.event_id)
         except RegistrationError:
             event = None
         if event is not None:

@@ -79,7 +79,7 @@ def _staff_only(request: HttpRequest) -> None:
 def event_retention(request: HttpRequest, event_id: str) -> HttpResponse:
     _staff_only(request)
     try:
-        event = registration_selectors.event_get(event_id=event_id, with_seats=False)
+        event = registration_selectors.event_get(event_id=event_id)
     except RegistrationError as error:
         raise Http404(error.detail) from None
     current = selectors.retention_get(event_id=event_id)

@@ -16,7 +16,7 @@ def event_questions(request: HttpRequest, event_id: str) -> HttpResponse:
     not: nothing written). A question without an ``id`` is new."""
     if request.method == "PUT" and not request.user.is_staff:
         raise RegistrationError("forbidden", "Only staff may change an event's questions.")
-    selectors.event_get(event_id=event_id, consistent=False, with_seats=False)  # 404 for an unknown event
+    selectors.event_get(event_id=event_id, consistent=False)  # 404 for an unknown event
     if request.method == "GET":
         # Remembered: this process then checks the client's answers against them without reading them again.
         return json_response(question_sets.questions_for(event_id, fresh=True, read=lambda: question_sets.questions_get(

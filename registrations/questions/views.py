@@ -80,7 +80,7 @@ def _stored_page(request: HttpRequest, event, *, status: int = 200) -> HttpRespo
 @staff_required
 def event_questions(request: HttpRequest, event_id: str) -> HttpResponse:
     try:
-        event = selectors.event_get(event_id=event_id, with_seats=False)
+        event = selectors.event_get(event_id=event_id)
     except RegistrationError as error:
         raise Http404(error.detail) from None
     if request.method == "GET":

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from django.conf import settings
 
@@ -129,26 +130,51 @@ def shards_get(*, event_id: str, count: int, consistent: bool = True) -> list[Se
     return sorted(found, key=lambda item: int(item.shard))
 
 
-def seats_taken(events: Iterable) -> None:
-    """Set ``registered_count`` of each sharded event (``Event`` or ``EventSeats``) to its shards' sum and
-    ``waitlist_count`` to its lanes' waiting, in one BatchGetItem for all of them (PynamoDB splits it by 100
-    keys)."""
-    sharded = [event for event in events if getattr(event, "seat_shards", None)]
-    if not sharded:
-        return
-    keys = [SeatShard.key_for(_event_id(event), shard) for event in sharded for shard in range(int(event.seat_shards))]
-    totals: dict[str, int] = {}
+@dataclass(frozen=True)
+class SeatCounts:
+    """An event's seats as its shards and lanes hold them at one read: never stored, always summed
+    (``seat_counts``), so a count shown is a count read."""
+
+    registered: int
+    waiting: int
+    capacity: int
+
+    @property
+    def free(self) -> int:
+        return max(self.capacity - self.registered, 0)
+
+    @property
+    def full(self) -> bool:
+        return self.registered >= self.capacity
+
+    @property
+    def joins_waitlist(self) -> bool:
+        """Whether a new registration would queue: no seat left, or people already waiting for the next one."""
+        return self.full or self.waiting > 0
+
+
+def seat_counts(*, events: Iterable, consistent: bool = False) -> dict[str, SeatCounts]:
+    """``{event_id: SeatCounts}`` of the events (``Event`` or one of its views carrying ``capacity`` and
+    ``seat_shards``): their shards' ``taken`` and lanes' ``waiting`` summed, in one BatchGetItem for all of them
+    (PynamoDB splits it by 100 keys)."""
+    events = list(events)
+    keys = [SeatShard.key_for(_event_id(event), shard)
+            for event in events for shard in range(int(event.seat_shards or 0))]
+    taken: dict[str, int] = {}
     waiting: dict[str, int] = {}
-    for shard in SeatShard.batch_get(keys):
-        totals[shard.event_id] = totals.get(shard.event_id, 0) + int(shard.taken)
+    for shard in SeatShard.batch_get(keys, consistent_read=consistent) if keys else ():
+        taken[shard.event_id] = taken.get(shard.event_id, 0) + int(shard.taken)
         waiting[shard.event_id] = waiting.get(shard.event_id, 0) + int(shard.waiting or 0)
-    for event in sharded:
-        # Reading an event teaches this process its shard count: a registration from here then starts at the
-        # student's home shard instead of shard 0 (a page view usually comes before the tap).
-        hints.remember_shards(_event_id(event), int(event.seat_shards))
-        event.registered_count = totals.get(_event_id(event), 0)
-        if hasattr(event, "waitlist_count"):  # EventCheckins, the door's view, has no waiting list
-            event.waitlist_count = waiting.get(_event_id(event), 0)
+    counts = {}
+    for event in events:
+        event_id = _event_id(event)
+        if event.seat_shards:
+            # Reading an event teaches this process its shard count: a registration from here then starts at the
+            # student's home shard instead of shard 0 (a page view usually comes before the tap).
+            hints.remember_shards(event_id, int(event.seat_shards))
+        counts[event_id] = SeatCounts(registered=taken.get(event_id, 0), waiting=waiting.get(event_id, 0),
+                                      capacity=int(event.capacity or 0))
+    return counts
 
 
 def _event_id(event) -> str:
@@ -156,15 +182,10 @@ def _event_id(event) -> str:
     return event_id if event_id else event.pk.removeprefix("EVENT#")
 
 
-def event_seats(event_id: str) -> EventSeats:
-    """The event's seat counters with ``registered_count`` summed from its shards and ``waitlist_count`` from its
-    lanes (strongly consistent)."""
+def event_seat_counts(event_id: str) -> SeatCounts:
+    """The event's ``SeatCounts``, strongly consistent (its counters' item, then its shards)."""
     seats = EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True)
-    if seats.seat_shards:
-        shards = shards_get(event_id=event_id, count=int(seats.seat_shards))
-        seats.registered_count = sum(int(s.taken) for s in shards)
-        seats.waitlist_count = sum(int(s.waiting or 0) for s in shards)
-    return seats
+    return seat_counts(events=[seats], consistent=True)[event_id]
 
 
 def add_reslice(transaction: LabelledTransaction, *, event_id: str, shards_read: list[SeatShard], sizes: list[int],

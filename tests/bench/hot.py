@@ -64,19 +64,17 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from boto3.dynamodb.types import TypeDeserializer
 from django.test import override_settings
 
 from lab.techniques.registration import registration_fingerprint
 from registrations import selectors, serializers, services, write_rules
 from registrations.errors import RegistrationError
 from registrations.events import services as event_services
-from registrations.events.models import Event
 from registrations.models import CONFIRMED, WAITLISTED, RegistrationClaim
 from registrations.seating import lanes, positions, router, shards
 from registrations.seating.gate import GateBusy
 from tems.clock import utcnow
-from tems.dynamo import TableConfig, boto3_client, configure_models, current_config, ensure_table
+from tems.dynamo import TableConfig, boto3_client, configure_models, ensure_table
 from tems.invariants import OutboxNotStale, check_items, registered_checks, scan_items
 from tems.local_dynamodb import free_port
 from tems.metering import ready_clients
@@ -465,14 +463,6 @@ def release_open_loop(arrivals: list[Any], call: Callable[[Any, float], None], *
 
 # --- what the table says afterwards -----------------------------------------------------------------------------
 
-def _event_items(event_id: str) -> list[dict[str, Any]]:
-    pages = boto3_client().get_paginator("query").paginate(
-        TableName=current_config().table_name, ConsistentRead=True, KeyConditionExpression="PK = :pk",
-        ExpressionAttributeValues={":pk": {"S": Event.pk_for(event_id)}})
-    plain = TypeDeserializer()
-    return [{k: plain.deserialize(v) for k, v in item.items()} for page in pages for item in page["Items"]]
-
-
 def _event_registrations(event_id: str) -> list[dict[str, Any]]:
     """The event-side registration copies, as plain dicts."""
     return [{"user_id": r.user_id, "status": r.status} for r in selectors.event_registrations(event_id=event_id)]
@@ -485,7 +475,6 @@ def _claims(event_id: str, users: set[str]) -> list[RegistrationClaim]:
 
 def audit(event_id: str, capacity: int, answers: list[Answer]) -> dict[str, Any]:
     """Duplicates, oversell, the confirmed count and the waiting list's order, read from the event's items."""
-    items = _event_items(event_id)
     registrations = _event_registrations(event_id)
     live = [item for item in registrations if item.get("status") in (CONFIRMED, WAITLISTED)]
     per_user = Counter(item["user_id"] for item in live)
@@ -516,7 +505,6 @@ def audit(event_id: str, capacity: int, answers: list[Answer]) -> dict[str, Any]
                          if a.outcome == "created" and a.status == WAITLISTED}
     ticket_of = {item["user_id"]: int(item["ticket"]) for item in entries}
     rank = {item["user_id"]: n for n, item in enumerate(entries, start=1)}
-    seats = next((item for item in items if item["SK"] == Event.key_for(event_id)[1]), {})
     registered_students = len(per_user)
     return {
         "confirmed": confirmed,
@@ -525,7 +513,7 @@ def audit(event_id: str, capacity: int, answers: list[Answer]) -> dict[str, Any]
         "claims": len(claims),
         "duplicates": sum(1 for n in per_user.values() if n > 1),
         "oversell": max(0, confirmed - capacity),
-        "registered_count": int(seats.get("registered_count") or 0),
+        "seats_taken": shards.event_seat_counts(event_id).registered,
         "expected_confirmed": min(capacity, registered_students),
         "tickets_unique": len(set(tickets)) == len(tickets),
         "tickets": len(tickets),
@@ -659,8 +647,8 @@ def run_hot(design: str, scenario: Scenario, *, direct: TableConfig, model: Mode
     configure_models(direct)
     event_id = seat_design.create_event(scenario.run_capacity)
     # The students' view of the event page before the opening: the process reads the event, as every app server
-    # serving that page does, and so knows its shard count (registrations.seating.shards.seats_taken).
-    selectors.event_get(event_id=event_id)
+    # serving that page does, and so knows its shard count (registrations.seating.shards.seat_counts).
+    selectors.seats_for(event=selectors.event_get(event_id=event_id))
     through = TableConfig(direct.table_name, model.endpoint, direct.region)
     configure_models(through)
     ready_clients()

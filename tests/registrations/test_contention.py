@@ -449,7 +449,7 @@ def staff_editing(event_id: str, people: People, outcomes: list[str], oversold: 
 
     def edit(change: Callable[[int], int]) -> Callable[[], str]:
         def once() -> str:
-            taken = int(shards.event_seats(event_id).registered_count)
+            taken = int(shards.event_seat_counts(event_id).registered)
             try:
                 edit_capacity(event_id, change(taken))
             except services.RegistrationError as error:

@@ -39,6 +39,7 @@ from registrations.offers import offer_writes
 from registrations.offers import services as offer_services
 from registrations.offers import services as offers_module
 from registrations.offers.models import Offer
+from registrations.seating.shards import event_seat_counts
 from registrations.services import create as registration_module
 from tems.clock import utcnow
 from tems.invariants import check_all
@@ -166,7 +167,7 @@ def staff(history: History, event_id: str, name: str, seed: int, offers: bool = 
         mark = f"{name}-edit-{n}"
         for _ in range(10):
             event = selectors.event_get(event_id=event_id)
-            capacity = max(int(event.registered_count), rng.randint(1, most))
+            capacity = max(event_seat_counts(event_id).registered, rng.randint(1, most))
             try:
                 event_services.event_update(event_id=event_id, expected_version=int(event.version), title=event.title,
                                       description=mark, location=event.location, starts_at=event.starts_at,
@@ -226,7 +227,7 @@ def check_cancellation(event_id: str) -> dict[str, list[str]]:
     from registrations.events import services as event_services
     from registrations.messages import services as messages
 
-    if not selectors.event_get(event_id=event_id, with_seats=False).is_cancelled:
+    if not selectors.event_get(event_id=event_id).is_cancelled:
         return {"cancellation": ["the event was never cancelled"]}
     requested = [m for m in OutboxMessage.scan() if m.message_type == event_services.CANCELLATION_REQUESTED]
     outbox_relay(handlers={event_services.CANCELLATION_REQUESTED: messages.message_fan_out,
@@ -371,14 +372,15 @@ def plain_update_edit(*, event_id, expected_version, title, description, locatio
         event.update(actions=[Event.title.set(title), Event.description.set(description),
                               Event.location.set(location), Event.starts_at.set(starts_at),
                               Event.capacity.set(capacity), Event.updated_by.set(updated_by)],
-                     condition=Event.pk.exists() & (Event.registered_count <= capacity))
+                     condition=Event.pk.exists())
     except UpdateError as error:
         if error.cause_response_code != "ConditionalCheckFailedException":
             raise
         current = selectors.event_get(event_id=event_id)
         if current.version != expected_version:
             raise RegistrationError("conflict", "Someone else saved first.",
-                                    current=serializers.event_to_dict(current)) from None
+                                    current=serializers.event_to_dict(
+                                        current, seats=event_seat_counts(event_id))) from None
         raise RegistrationError("invalid", "Capacity below seats taken.") from None
     services.waitlist_promote(event_id=event_id)
 

@@ -14,6 +14,7 @@ from registrations.events import services as event_services
 from registrations.events import services as events_module
 from registrations.events.models import Event
 from registrations.models import WaitlistEntry
+from registrations.seating.shards import event_seat_counts
 from tems.outbox import outbox_relay
 from tests.helpers import assert_invariants_clean
 from tests.registrations.helpers import STARTS, make_event, new_key, register
@@ -44,7 +45,7 @@ def test_registration_answer_lost_is_created_once(ddb):
     with inject(Fault(LOST, operations=TRANSACT, times=1)) as faults:
         outcome = register(event.event_id, "ann")
     assert faults.fired(LOST) and outcome.kind == "created" and outcome.response.status == 201
-    assert selectors.event_get(event_id=event.event_id).registered_count == 1
+    assert event_seat_counts(event.event_id).registered == 1
     assert_invariants_clean()
 
 
@@ -55,7 +56,7 @@ def test_waitlist_join_answer_lost_is_joined_once(ddb):
         outcome = register(event.event_id, "bob")
     assert faults.fired(LOST)
     assert (outcome.kind, outcome.data["status"], outcome.data["position_at_most"]) == ("created", "waitlisted", 1)
-    assert selectors.event_get(event_id=event.event_id).waitlist_count == 1
+    assert event_seat_counts(event.event_id).waiting == 1
     assert_invariants_clean()
 
 
@@ -234,8 +235,8 @@ def test_raising_capacity_from_1_to_100_promotes_all_70_waiting(ddb):
     for user in users:
         register(event.event_id, user)
     edit(event.event_id, 1, capacity=100)
-    stored = selectors.event_get(event_id=event.event_id)
-    assert (stored.registered_count, stored.waitlist_count) == (71, 0)
+    stored = event_seat_counts(event.event_id)
+    assert (stored.registered, stored.waiting) == (71, 0)
     assert_invariants_clean()
 
 
@@ -261,7 +262,7 @@ def test_api_cancel_whose_every_answer_is_lost_is_replayed_as_cancelled(ddb, stu
     assert again.status_code == 200, again.content
     assert again.json() == {"registration_id": mine["registration_id"], "event_id": event.event_id,
                             "status": "cancelled"}
-    assert selectors.event_get(event_id=event.event_id).registered_count == 0
+    assert event_seat_counts(event.event_id).registered == 0
     assert_invariants_clean()
 
 
@@ -289,7 +290,7 @@ def test_page_cancel_answer_lost_then_resubmitted_is_cancelled_once(ddb, student
     again = student_client.post(url, {"idempotency_key": key}, HTTP_HX_REQUEST="true")
     assert again.status_code == 200 and "cancelled" in again.content.decode().lower()
     assert again["Idempotent-Replayed"] == "true"
-    assert selectors.event_get(event_id=event.event_id).registered_count == 0
+    assert event_seat_counts(event.event_id).registered == 0
 
 
 def test_check_invariants_reports_people_waiting_while_seats_are_free(ddb):

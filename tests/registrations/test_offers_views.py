@@ -14,6 +14,7 @@ from registrations.offers.models import Offer
 from tems.accounts import email_address_mark_verified
 from tems.identity import user_key
 from tems.outbox import OutboxMessage
+from tems.templatetags.when import when_text
 from tests.helpers import assert_invariants_clean
 from tests.registrations.helpers import make_event, register
 
@@ -82,7 +83,7 @@ def test_the_mail_links_to_a_page_that_a_get_does_not_answer(offered, student, m
     message = next(m for m in OutboxMessage.scan() if m.message_type == "SeatOffered")
     notifications.seat_offered(message)
     (subject, body), = sent
-    assert "Lab tour" in subject and "held for you until" in body
+    assert "Lab tour" in subject and f"held for you until {when_text(message.data['ends_at'])}." in body
     link = re.search(r"http\S+/offers/(\S+)/", body)
     path = "/offers/" + link.group(1) + "/"
     anonymous = Client()  # a mail scanner, or the student's phone without a session

@@ -20,6 +20,7 @@ from registrations.seating import gate as gate_service
 from registrations.seating import lanes, positions, router, shards
 from registrations.seating.hints import hints
 from registrations.seating.models import SeatGate, SeatShard
+from registrations.seating.shards import event_seat_counts
 from registrations.services import cancel as cancel_service
 from registrations.services import create as registration_service
 from registrations.services import promotion as promotion_service
@@ -494,7 +495,7 @@ def assert_queue_exact(event_id: str) -> None:
     entries = selectors.waitlist_entries(event_id=event_id)
     places = positions.positions(tickets=[(event_id, int(e.ticket)) for e in entries])
     assert [places[(event_id, int(e.ticket))] for e in entries] == list(range(1, len(entries) + 1))
-    assert int(shards.event_seats(event_id).waitlist_count) == len(entries)
+    assert int(shards.event_seat_counts(event_id).waiting) == len(entries)
 
 
 def test_cancels_joins_and_capacity_changes_racing_keep_every_promise(ddb):
@@ -506,9 +507,9 @@ def test_cancels_joins_and_capacity_changes_racing_keep_every_promise(ddb):
     race(churn(event.event_id, 18) + [lambda: edit_capacity(event.event_id, 15)])
     assert_queue_exact(event.event_id)
     assert_invariants_clean()
-    stored = selectors.event_get(event_id=event.event_id)
+    stored = event_seat_counts(event.event_id)
     live = [c for n in range(22) if (c := selectors.claim_get(event_id=event.event_id, user_id=f"burst{n:02d}"))]
-    assert int(stored.registered_count) == min(int(stored.capacity), len(live))
+    assert int(stored.registered) == min(int(stored.capacity), len(live))
     assert len({c.registration_id for c in live}) == len(live)
 
 

@@ -10,6 +10,7 @@ from registrations.errors import RegistrationError
 from registrations.events import services as event_services
 from registrations.models import Registration
 from registrations.seating.models import SeatShard, WaitlistQueue
+from registrations.seating.shards import event_seat_counts
 from registrations.ticket_tokens import ticket_url
 from registrations.write_rules import WAITLIST_ENTRY
 from tems.idempotency import IdempotencyRecord
@@ -60,7 +61,7 @@ def test_edit_never_touches_the_seat_counters(ddb):
     SeatShard(*SeatShard.key_for(event.event_id, 0)).update(actions=[SeatShard.taken.add(3)])
     stored = selectors.event_get(event_id=event.event_id)
     edit(event.event_id, stored.version, title="Renamed")
-    assert selectors.event_get(event_id=event.event_id).registered_count == 3
+    assert event_seat_counts(event.event_id).registered == 3
 
 
 def test_capacity_cannot_drop_below_seats_taken(ddb):
@@ -141,7 +142,7 @@ def test_first_registration_is_one_request_holding_everything(ddb, cancellations
     assert timedelta(hours=24) - timedelta(seconds=1) < record.expires_at - record.created_at <= timedelta(hours=24)
     outbox = [item for item in OutboxMessage.scan() if item.message_type == "RegistrationCreated"]
     assert [m.data["registration_id"] for m in outbox] == [body["registration_id"]]
-    assert selectors.event_get(event_id=event.event_id).registered_count == 1
+    assert event_seat_counts(event.event_id).registered == 1
     assert_invariants_clean()
 
 
@@ -195,8 +196,8 @@ def test_full_event_puts_the_same_request_on_the_waitlist(ddb, cancellations):
     assert meter.requests == {"GetItem": 2, "UpdateItem": 1, "TransactWriteItems": 1}
     entries = selectors.waitlist_entries(event_id=event.event_id)
     assert [(e.user_id, e.ticket) for e in entries] == [("bob", 1), ("cat", 2)]
-    stored = selectors.event_get(event_id=event.event_id)
-    assert (stored.registered_count, stored.waitlist_count) == (1, 2)
+    stored = event_seat_counts(event.event_id)
+    assert (stored.registered, stored.waiting) == (1, 2)
     # cat joined bob's lane within a second of him, so the lane claimed a block of four (tickets.BLOCK_GROWTH):
     # tickets 3 to 5 are left over.
     assert WaitlistQueue.get(*WaitlistQueue.key_for(event.event_id)).seq == 5
@@ -317,8 +318,8 @@ def test_thirty_students_race_for_ten_seats(ddb):
     assert len(tickets) == 20 and tickets == sorted(set(tickets))
     answered = {data["registration_id"]: data["position_at_most"] for _, data in by_status["waitlisted"]}
     assert [answered[e.registration_id] for e in entries] == list(range(1, 21))
-    stored = selectors.event_get(event_id=event.event_id)
-    assert (stored.registered_count, stored.waitlist_count) == (10, 20)
+    stored = event_seat_counts(event.event_id)
+    assert (stored.registered, stored.waiting) == (10, 20)
     assert_invariants_clean()
 
 
@@ -345,8 +346,8 @@ def test_cancellations_promote_the_waitlist_in_order(ddb):
     assert selectors.registration_list(user_id="eve")[0]["position"] == 1
     promoted = [m.data["user"] for m in OutboxMessage.scan() if m.message_type == "RegistrationPromoted"]
     assert sorted(promoted) == ["cat", "dan"]
-    stored = selectors.event_get(event_id=event.event_id)
-    assert (stored.registered_count, stored.waitlist_count) == (2, 1)
+    stored = event_seat_counts(event.event_id)
+    assert (stored.registered, stored.waiting) == (2, 1)
     assert_invariants_clean()
 
 
@@ -365,7 +366,7 @@ def test_last_seat_freed_with_nobody_waiting_is_a_free_seat(ddb):
     event = make_event(capacity=1)
     ann = register(event.event_id, "ann").data
     services.registration_cancel(user_id="ann", registration_id=ann["registration_id"])
-    assert selectors.event_get(event_id=event.event_id).registered_count == 0
+    assert event_seat_counts(event.event_id).registered == 0
     assert register(event.event_id, "bob").data["status"] == "confirmed"
     assert_invariants_clean()
 
@@ -398,8 +399,8 @@ def test_raising_capacity_promotes_from_the_waitlist_in_order(ddb):
     assert [selectors.claim_get(event_id=event.event_id, user_id=u).status for u in ("bob", "cat", "dan")] == [
         "confirmed", "confirmed", "waitlisted"]
     assert selectors.registration_list(user_id="dan")[0]["position"] == 1
-    stored = selectors.event_get(event_id=event.event_id)
-    assert (stored.registered_count, stored.waitlist_count, stored.capacity) == (3, 1, 3)
+    stored = event_seat_counts(event.event_id)
+    assert (stored.registered, stored.waiting, stored.capacity) == (3, 1, 3)
     assert_invariants_clean()
 
 
@@ -410,8 +411,8 @@ def test_cancels_and_registrations_racing_never_overbook(ddb):
                for u in ("u0", "u1", "u4")]
     joins = [lambda u=u: register(event.event_id, u) for u in ("n0", "n1", "n2", "n3", "n4")]
     race(cancels + joins)
-    stored = selectors.event_get(event_id=event.event_id)
-    assert stored.registered_count == 4 and stored.waitlist_count == 4
+    stored = event_seat_counts(event.event_id)
+    assert stored.registered == 4 and stored.waiting == 4
     # u2, u3 kept their seats; u5 was first in the queue and got the first freed seat.
     assert selectors.claim_get(event_id=event.event_id, user_id="u5").status == "confirmed"
     assert_invariants_clean()

@@ -22,6 +22,7 @@ from lab.techniques.registration import Attempt, registration_fingerprint
 from registrations import selectors, services
 from registrations.events import services as event_services
 from registrations.models import CONFIRMED, WAITLISTED
+from registrations.seating.shards import event_seat_counts
 from tems import outbox
 from tems.accounts import email_address_mark_verified
 from tems.clock import utcnow
@@ -101,8 +102,8 @@ def waitlisted(event_id: str) -> list:
 
 
 def seats_shown(event_id: str) -> int:
-    """The seats taken as every page shows them (the event's counters)."""
-    return int(selectors.event_get(event_id=event_id).registered_count)
+    """The seats taken as every page shows them (the shards summed by `seat_counts`)."""
+    return int(event_seat_counts(event_id).registered)
 
 
 def students(count: int, prefix: str = "s") -> list[User]:

@@ -67,7 +67,7 @@ def test_check_invariants_clean_then_broken(ddb, demo_mode):
     with pytest.raises(CommandError) as caught:
         call_command("check_invariants", stdout=out)
     assert caught.value.returncode == 1
-    assert "EVENT#welcome-fair: registered_count=1 but 0 confirmed" in out.getvalue()
+    assert "EVENT#welcome-fair: 1 seats taken but 0 confirmed" in out.getvalue()
 
 
 @pytest.mark.django_db

@@ -43,7 +43,7 @@ def test_a_break_planted_in_every_event_is_found_whichever_segment_holds_it(popu
     for event in populated:
         SeatShard(*SeatShard.key_for(event.event_id, 0)).update(actions=[SeatShard.taken.add(1)])
     problems = check_all(segments=4)["event counters match their registration items"]
-    assert sorted(problems) == sorted(f"EVENT#{event.event_id}: registered_count=2 but 1 confirmed"
+    assert sorted(problems) == sorted(f"EVENT#{event.event_id}: 2 seats taken but 1 confirmed"
                                       for event in populated)
 
 

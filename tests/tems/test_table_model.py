@@ -27,6 +27,8 @@ from tems.idempotency import IdempotencyRecord
 # ``cancelled_at`` on the event, its views and its seat shards (the event's cancellation, which every write that
 # admits someone checks).
 # Waitlist offers: the event's ``offer_hours``, an offered registration's ``offer_ends_at``, the Offer item.
+# Minus the event's ``registered_count`` and ``waitlist_count``: seats are counted on their shards and lanes
+# (``seat_counts``), and the door's view reads ``capacity`` instead.
 ITEM_SHAPES = {
     "CheckIn": {
         "PK", "SK", "checked_in_at", "checked_in_by", "door", "entity", "event_id", "registration_id", "scan_key",
@@ -35,18 +37,18 @@ ITEM_SHAPES = {
     "CheckInLogEntry": {"PK", "SK", "action", "at", "by", "door", "entity", "event_id", "registration_id"},
     "Event": {
         "GSI1PK", "GSI1SK", "PK", "SK", "capacity", "checked_in_count", "created_at", "created_by", "description",
-        "entity", "event_id", "expires_at", "location", "registered_count", "seat_shards", "sliced", "starts_at",
-        "title", "updated_at", "updated_by", "version", "waitlist_count", "reminder_hours", "cancelled_at",
+        "entity", "event_id", "expires_at", "location", "seat_shards", "sliced", "starts_at",
+        "title", "updated_at", "updated_by", "version", "reminder_hours", "cancelled_at",
         "cancelled_by", "offer_hours",
     },
     "Erasure": {"GSI1PK", "GSI1SK", "PK", "SK", "account_id", "done_at", "entity", "requested_at", "user_id"},
-    "EventCheckins": {"PK", "SK", "checked_in_count", "registered_count", "seat_shards", "cancelled_at"},
+    "EventCheckins": {"PK", "SK", "capacity", "checked_in_count", "seat_shards", "cancelled_at"},
     "EventRetention": {
         "GSI1PK", "GSI1SK", "PK", "SK", "days", "done_at", "due_at", "entity", "event_id", "last_key", "partition",
         "updated_at", "updated_by", "version"
     },
     "EventSeats": {
-        "PK", "SK", "capacity", "registered_count", "seat_shards", "sliced", "starts_at", "waitlist_count",
+        "PK", "SK", "capacity", "seat_shards", "sliced", "starts_at",
         "cancelled_at", "offer_hours"
     },
     "IdempotencyRecord": {

@@ -55,11 +55,13 @@ def past_event_with(user: User):
 
 
 def seed_answers(pk: str, sk: str, answers: dict[str, str]) -> None:
-    """Store ``answers`` on an existing item as the custom-questions feature does (an ``answers`` map)."""
+    """Store ``answers`` ({question: answer}) on an existing item as the custom-questions feature does: JSON text
+    of ``[{id, label, value}]`` in ``answers``."""
+    stored = json.dumps([{"id": name, "label": name, "value": value} for name, value in answers.items()])
     boto3_client().update_item(
         TableName=current_config().table_name, Key={"PK": {"S": pk}, "SK": {"S": sk}},
         UpdateExpression="SET answers = :a", ConditionExpression="attribute_exists(PK)",
-        ExpressionAttributeValues={":a": {"M": {name: {"S": value} for name, value in answers.items()}}})
+        ExpressionAttributeValues={":a": {"S": stored}})
 
 
 def seed_registration_answers(event_id: str, registration: dict, user: User, answers: dict[str, str]) -> None:

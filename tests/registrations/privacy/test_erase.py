@@ -8,7 +8,7 @@ from django.contrib.auth.models import User
 from django.contrib.sessions.models import Session
 from django.test import Client
 
-from registrations import attendees, selectors
+from registrations import attendees
 from registrations.checkins import services as checkins
 from registrations.checkins.models import CheckIn
 from registrations.models import Registration
@@ -16,6 +16,7 @@ from registrations.offers.models import Offer
 from registrations.privacy import services as privacy
 from registrations.privacy.models import Erasure
 from registrations.privacy.services import personal_data_erase, pseudonym_for
+from registrations.seating.shards import event_seat_counts
 from registrations.services import cancel as registration_services
 from registrations.ticket_tokens import ticket_token
 from tems import accounts
@@ -57,8 +58,8 @@ def test_erase_frees_the_seat_to_the_next_in_line_once_and_leaves_no_trace(ddb):
     assert report.cancelled == 1 and report.pseudonymised == 1
     # The seat went to the head of the waiting list, and only to the head.
     assert (status_of(event.event_id, bob), status_of(event.event_id, cat)) == ("confirmed", "waitlisted")
-    counters = selectors.event_get(event_id=event.event_id)
-    assert (counters.registered_count, counters.waitlist_count) == (1, 1)
+    counters = event_seat_counts(event.event_id)
+    assert (counters.registered, counters.waiting) == (1, 1)
     # The past event keeps its attendee, under a pseudonym, in both copies and the attendee index.
     copy = Registration.get(*Registration.event_key_for(past.event_id, kept["registration_id"]), consistent_read=True)
     assert copy.user_name == pseudonym_for(key) and copy.gsi1sk.startswith(pseudonym_for(key) + "#")
@@ -119,8 +120,8 @@ def test_an_erasure_that_crashed_after_its_cancels_is_finished_by_the_job_withou
     assert privacy.erasures_resume(now=ERASED_AT + privacy.RESUME_AFTER) == 1
     assert (status_of(event.event_id, bob), status_of(event.event_id, cat), status_of(event.event_id, dan)) == (
         "confirmed", "waitlisted", "waitlisted")
-    counters = selectors.event_get(event_id=event.event_id)
-    assert (counters.registered_count, counters.waitlist_count) == (1, 2)
+    counters = event_seat_counts(event.event_id)
+    assert (counters.registered, counters.waiting) == (1, 2)
     assert not User.objects.filter(username="alice").exists()
     assert Erasure.get(*Erasure.key_for(key)).done_at is not None
     assert "alice@uni.test" not in table_dump() and '"alice"' not in table_dump()

@@ -1,4 +1,5 @@
-"""The export holds every item of the person, found by where the person's items live, each item whole."""
+"""The export holds everything of the person, found by where the person's items live, as one readable entry per
+registration."""
 
 import json
 
@@ -7,13 +8,14 @@ import pytest
 from registrations.checkins import services as checkins
 from registrations.messages import services as messages
 from registrations.models import Registration
-from registrations.privacy.selectors import personal_data_read
+from registrations.privacy.selectors import item_from_raw, personal_data_read
 from registrations.serializers import personal_data_to_dict
 from registrations.ticket_tokens import ticket_token
 from tems import accounts
 from tems.clock import utcnow
 from tems.dynamo import boto3_client, current_config
 from tems.identity import user_key
+from tems.ratelimit import WriteRateCounter
 from tests.registrations.privacy.helpers import (
     full_event_with_waiting,
     past_event_with,
@@ -31,25 +33,30 @@ def personal_data_export(*, user_id: str, account: dict | None = None) -> dict:
                                  account=account, exported_at=utcnow())
 
 
-def _person_keys(key: str, registration_ids: list[str]) -> set[tuple[str, str]]:
+def _person_items(key: str, registration_ids: list[str]) -> list[dict]:
     """Every item of the table that names the person's key or one of their registrations, but the transient ones
     the export leaves out on purpose (stored answers of taps, undelivered outbox messages: docs/privacy.md)."""
-    found = set()
+    found = []
     for page in boto3_client().get_paginator("scan").paginate(TableName=current_config().table_name):
         for item in page["Items"]:
             text = json.dumps(item)
             if item["PK"]["S"].startswith(("IDEMPOTENCY#", "OUTBOX#")):
                 continue
             if key in text or any(rid in text for rid in registration_ids):
-                found.add((item["PK"]["S"], item["SK"]["S"]))
+                found.append(item_from_raw(item))
     return found
 
 
-def _exported_keys(export: dict) -> set[tuple[str, str]]:
-    return {(item["PK"], item["SK"]) for items in export["items"].values() for item in items}
+def _names(value) -> set[str]:
+    """Every field name anywhere in an exported value."""
+    if isinstance(value, dict):
+        return set(value) | {name for inner in value.values() for name in _names(inner)}
+    if isinstance(value, list):
+        return {name for inner in value for name in _names(inner)}
+    return set()
 
 
-def test_the_export_holds_every_item_of_the_person_answers_and_unknown_kinds_included(ddb, staff_user):
+def test_the_export_is_one_readable_entry_per_registration_with_everything_of_the_person(ddb, staff_user):
     alice, bob = person("alice", "alice@uni.test"), person("bob", "bob@uni.test")
     event, upcoming = full_event_with_waiting(bob, alice)  # alice waits
     past, attended = past_event_with(alice)
@@ -59,21 +66,31 @@ def test_the_export_holds_every_item_of_the_person_answers_and_unknown_kinds_inc
                                  user_id=user_key(alice)), idempotency_key="scan-1", fingerprint="f")
     key = user_key(alice)
     seed_registration_answers(past.event_id, attended, alice, {"diet": "vegan"})
-    # An item kind this module has never heard of, in the person's own partition (an offer, say).
+    # An item kind this module has never heard of, in the person's own partition.
     boto3_client().put_item(TableName=current_config().table_name, Item={
-        "PK": {"S": Registration.user_pk_for(key)}, "SK": {"S": "OFFER#x"}, "entity": {"S": "Offer"},
-        "answers": {"M": {"note": {"S": "offered"}}}})
+        "PK": {"S": Registration.user_pk_for(key)}, "SK": {"S": "NOTE#x"}, "entity": {"S": "Note"},
+        "text": {"S": "remember the badge"}})
+    WriteRateCounter(*WriteRateCounter.key_for(key, 29_000_000), n=3, expires_at=utcnow()).save()
 
     export = personal_data_export(user_id=key, account=accounts.account_data(user=alice))
 
-    registration_ids = [attended["registration_id"]] + [r["registration_id"] for r in export["items"]["Registration"]]
-    assert _person_keys(key, registration_ids) <= _exported_keys(export)
-    kinds = set(export["items"])
-    assert {"Registration", "RegistrationClaim", "WaitlistEntry", "CheckIn", "CheckInLogEntry"} <= kinds
-    vegan = [item for items in export["items"].values() for item in items if item.get("answers")]
-    assert {json.dumps(item["answers"]) for item in vegan} >= {'{"diet": "vegan"}', '{"note": "offered"}'}
+    assert not _names(export) & {"PK", "SK", "GSI1PK", "GSI1SK", "layout", "shard", "lane", "entity"}
+    entries = {entry["registration_id"]: entry for entry in export["registrations"]}
+    assert len(entries) == len(export["registrations"]) == 2  # one entry per registration, however many copies
+    # Every item naming the person is in the export: merged into its registration's entry, or kept as it is.
+    for item in _person_items(key, list(entries)):
+        assert item.get("registration_id") in entries or item["SK"].startswith("MINUTE#") or item["SK"] == "NOTE#x"
+    assert export["other"] == [{"kind": "Note", "text": "remember the badge"}]
+    assert export["write_requests"] == [{"minute": "2025-02-19T21:20:00+00:00", "requests": 3}]
+    went = entries[attended["registration_id"]]
+    assert went["event"] == {"id": past.event_id, "title": past.title, "starts_at": past.starts_at.isoformat(),
+                             "location": past.location, "cancelled_at": None}
+    assert went["status"] == "confirmed" and went["answers"] == [{"question": "diet", "answer": "vegan"}]
+    assert went["checked_in"]["door"] == "north" and went["checked_in"]["by"] == "staffer"
+    assert [(row["action"], row["door"]) for row in went["door_log"]] == [("checked_in", "north")]
+    waiting = next(entry for entry in export["registrations"] if entry["event"]["id"] == event.event_id)
+    assert waiting["status"] == "waitlisted" and waiting["answers"] == [] and waiting["checked_in"] is None
     assert export["account"]["username"] == "alice" and export["account"]["email"] == "alice@uni.test"
-    assert {e["event_id"] for e in export["events"]} == {event.event_id, past.event_id}
     assert "bob" not in json.dumps(export)  # nobody else's data
     assert upcoming["status"] == "confirmed"
 
