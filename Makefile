@@ -64,7 +64,7 @@ bench: install
 
 # One hot event per seat design through the capacity model (tests/bench/hot.py), then a wave of cancellations on a
 # full event in offer mode (tests/bench/offers.py): minutes, so not in `make bench`. They write
-# docs/PERFORMANCE-hot.md, docs/bench-hot.svg and docs/PERFORMANCE-offers.md; HOT_SCALE, HOT_CROWD, HOT_SECONDS,
+# docs/PERFORMANCE-hot.md, docs/bench-hot-<hold>ms.svg and docs/PERFORMANCE-offers.md; HOT_HOLD_MS, HOT_SCALE, HOT_CROWD, HOT_SECONDS,
 # OFFERS_SCALE and OFFERS_CROWD change the scale model.
 bench-hot: install
 	$(PY) -m tests.bench hot offers
