@@ -14,8 +14,8 @@ from django.db import models
 from tems.idempotency import IdempotencyRecord
 from tems.identity import UserIdentity
 from tems.outbox import OutboxMessage
-from tems.permissions import ROLES
 from tems.ratelimit import WriteRateCounter
+from tems.roles import ROLES
 
 __all__ = ["CalendarFeed", "DoorAssignment", "EmailAddress", "IdempotencyRecord", "MailQuota", "Membership",
            "OutboxMessage", "SingleSignOnIdentity", "Team",

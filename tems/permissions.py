@@ -28,22 +28,7 @@ from django.utils.module_loading import import_string
 
 from tems.api import problem_from_error
 from tems.errors import DomainError
-
-# --- roles ----------------------------------------------------------------------------------------------------
-TEAM_ADMIN = "team_admin"
-EVENT_MANAGER = "event_manager"
-DOOR_VOLUNTEER = "door_volunteer"
-INVENTORY_KEEPER = "inventory_keeper"
-VIEWER = "viewer"
-
-# In the order the team page offers them, with the words it shows.
-ROLES: dict[str, str] = {
-    TEAM_ADMIN: "Team admin",
-    EVENT_MANAGER: "Event manager",
-    DOOR_VOLUNTEER: "Door volunteer",
-    INVENTORY_KEEPER: "Inventory keeper",
-    VIEWER: "Viewer",
-}
+from tems.roles import DOOR_VOLUNTEER, EVENT_MANAGER, INVENTORY_KEEPER, ROLES, TEAM_ADMIN, VIEWER
 
 
 class Audience(enum.Enum):
@@ -156,7 +141,7 @@ ROUTES: dict[str, Rule] = {
     "registrations:registration_qr": LOGGED_IN,
     "registrations:registration_cancel": LOGGED_IN,
     "registrations:offer_respond": LOGGED_IN,
-    "registrations:offer_page": LOGGED_IN,
+    "registrations:offer_page": PUBLIC,  # a signed link from the offer mail: the token is the permission
     "registrations:api_events": {"POST": EVENT_CREATE, "*": LOGGED_IN},
     "registrations:api_event_detail": {"PUT": EVENT_MANAGE, "*": LOGGED_IN},
     "registrations:api_registration_create": LOGGED_IN,

@@ -41,7 +41,7 @@ ITEM_SHAPES = {
         "entity", "event_id", "expires_at", "location", "seat_shards", "sliced", "starts_at",
         "title", "updated_at", "updated_by", "version", "reminder_hours", "cancelled_at",
         "cancelled_by", "offer_hours", "ends_at", "time_zone", "map_url", "online_url", "category", "organizer",
-        "public", "registration_opens_at", "registration_closes_at", "cancel_reason",
+        "public", "registration_opens_at", "registration_closes_at", "cancel_reason", "team",
     },
     "EventFacet": {
         "GSI1PK", "GSI1SK", "PK", "SK", "entity", "event_id", "facet", "starts_at", "category", "organizer", "public",
@@ -66,7 +66,7 @@ ITEM_SHAPES = {
     },
     "InventoryItem": {
         "GSI1PK", "GSI1SK", "PK", "SK", "created_at", "created_by", "description", "entity", "location", "name",
-        "quantity", "sku", "updated_at", "updated_by", "version"
+        "quantity", "sku", "team", "updated_at", "updated_by", "version"
     },
     "Offer": {
         "GSI1PK", "GSI1SK", "PK", "SK", "entity", "registration_id", "event_id", "user_id", "state", "shard",
