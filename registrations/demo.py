@@ -1,12 +1,14 @@
-"""The demo's term of events (``seed_demo``): about sixty over six weeks, in every category, some public, some
-online, some full with a waiting list, one whose freed seat is on offer and one cancelled, so ``make run`` shows
-TEMS in use. Every event has a fixed id and every write a fixed key: a second run creates nothing."""
+"""The demo's term of events (``seed_demo``): about sixty (``TEMS_DEMO_TERM_EVENTS``) over six weeks, in every
+category, some public, some online, some full with a waiting list, one whose freed seat is on offer and one
+cancelled, so ``make run`` shows TEMS in use. Every event has a fixed id and every write a fixed key: a second
+run creates nothing."""
 
 from __future__ import annotations
 
 import uuid
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.contrib.auth.models import User
 
 from registrations import services
@@ -65,7 +67,7 @@ def _term(today: datetime) -> list[dict]:
                    public=True, team=team)
               for (event_id, title, location, in_days, capacity, description, team), category in zip(
                   DEMO_EVENTS, ("social", "workshop", "careers", "talk"), strict=True)]
-    count = 60 - len(DEMO_EVENTS)
+    count = max(settings.TEMS_DEMO_TERM_EVENTS, 21) - len(DEMO_EVENTS)
     for number in range(count):
         title, category, organizer, venue = TERM[number % len(TERM)]
         repeat = number // len(TERM)

@@ -129,6 +129,9 @@ PASSWORD_RESET_TIMEOUT = int(float(os.environ.get("TEMS_PASSWORD_RESET_HOURS", "
 
 # Demo mode opens the lab to everyone and shows the demo log-ins on the log-in page.
 TEMS_DEMO = _env_bool("TEMS_DEMO", False)
+# How many events `seed_demo`'s term holds (at least 21: the term's offer and its cancelled event are among the
+# first 21). About sixty show a newcomer a term in use; a test of the seeding itself needs fewer.
+TEMS_DEMO_TERM_EVENTS = max(21, int(os.environ.get("TEMS_DEMO_TERM_EVENTS", "60")))
 
 INSTALLED_APPS = [
     "django.contrib.admin",

@@ -44,18 +44,20 @@ def test_ensure_table_twice_creates_then_changes_nothing(dynamodb_local_endpoint
 @pytest.fixture
 def demo_mode(settings):
     settings.TEMS_DEMO = True
+    # The commands' own behaviour, on the shortest term (tests/registrations/test_demo.py checks the full one).
+    settings.TEMS_DEMO_TERM_EVENTS = 21
 
 
 @pytest.mark.django_db
 def test_seed_demo_twice_creates_nothing_twice(ddb, demo_mode):
     first = run("seed_demo")
-    assert "created 16 demo account(s), 2 team(s), 60 demo event(s), 5 inventory item(s)" in first
+    assert "created 16 demo account(s), 2 team(s), 21 demo event(s), 5 inventory item(s)" in first
     assert "staff" in first and "alice" in first and "cs-door (door volunteer)" in first
     second = run("seed_demo")
     assert "created 0 demo account(s), 0 team(s), 0 demo event(s), 0 inventory item(s)" in second
     assert User.objects.count() == 16
     upcoming, past = selectors.event_list()
-    assert len(upcoming) + len(past) == 60
+    assert len(upcoming) + len(past) == 21
     assert [item.sku for item in inventory_selectors.item_list()] == [
         "BADGE-BLANK", "LABKIT-PY", "LANYARD", "TSHIRT-L", "TSHIRT-M"]
 
