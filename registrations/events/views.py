@@ -254,9 +254,11 @@ def event_copy(request: HttpRequest, event_id: str) -> HttpResponse:
     source = event_or_404(event_id)
     asked = questions_get(event_id=event_id).questions
     if request.method == "GET":
-        values = event_form_values(source)
-        # The old start is offered only while it is still ahead: a copy is usually for another date.
-        values["starts_at"] = source.starts_at if source.starts_at > utcnow() else None
+        # The form shows times as datetimes (an ISO string with its offset is no value for a datetime-local input).
+        values = edits.as_datetimes(event_form_values(source))
+        if source.starts_at <= utcnow():
+            # The old times are offered only while they are still ahead: a copy is usually for another date.
+            values.update(dict.fromkeys(edits.TIMES))
         form = EventForm(initial={**values, "team": source.team}, user=request.user)
     else:
         form = EventForm(request.POST, user=request.user)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from registrations import selectors
 from registrations.events import services as event_services
@@ -43,6 +43,16 @@ def test_the_copy_page_is_prefilled_from_the_old_event(ddb, staff_client):
     assert 'value="Open day"' in page and 'value="Hall"' in page and "Tour</textarea>" in page
     assert 'value="30"' in page and 'name="offer_hours" value="12"' in page
     assert re.search(r'name="idempotency_key" value="[0-9a-f-]{36}"', page)
+
+
+def test_a_copy_of_an_event_still_ahead_shows_its_times_as_the_inputs_take_them(ddb, staff_client):
+    starts = datetime(2031, 6, 1, 17, tzinfo=UTC)
+    source = make_event(title="Open day", starts_at=starts, ends_at=starts + timedelta(hours=2),
+                        time_zone="UTC")
+    page = staff_client.get(f"/events/{source.event_id}/copy/").content.decode()
+    # A datetime-local input takes "YYYY-MM-DDTHH:MM" only: a value with seconds and an offset shows as empty.
+    assert re.search(r'name="ends_at" value="2031-06-01T19:00"', page), page
+    assert re.search(r'name="starts_at" value="2031-06-01T17:00"', page)
 
 
 def test_a_copy_keeps_the_questions_and_a_double_submit_makes_one_event(ddb, staff_client):
