@@ -2,7 +2,7 @@
 
 from django.http import HttpRequest, HttpResponse
 
-from inventory import edits, selectors, serializers, services
+from inventory import edits, item_answers, selectors, services
 from inventory.errors import InventoryError
 from inventory.forms import ItemCreateForm, ItemFieldsForm
 from inventory.models import TRACKED_FIELDS, InventoryItem
@@ -34,10 +34,10 @@ def items(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         form = parse_form(request, ItemCreateForm, InventoryError, user=request.user)
         item = services.item_create(**form.cleaned_data, actor=request.user.get_username())
-        response = json_response(serializers.item_to_dict(item), status=201)
+        response = json_response(item_answers.item_to_dict(item), status=201)
         response["Location"] = f"/api/inventory/{item.sku}"
         return _with_etag(response, item)
-    return json_response({"items": [serializers.item_to_dict(item) for item in selectors.item_list(
+    return json_response({"items": [item_answers.item_to_dict(item) for item in selectors.item_list(
         teams=teams_within(request.user, INVENTORY))]})
 
 
@@ -48,7 +48,7 @@ def item_detail(request: HttpRequest, sku: str) -> HttpResponse:
     if request.method == "PATCH":
         return _item_patch(request, sku)
     item = selectors.item_get(sku=sku)
-    return _with_etag(json_response(serializers.item_to_dict(item)), item)
+    return _with_etag(json_response(item_answers.item_to_dict(item)), item)
 
 
 def _item_update(request: HttpRequest, sku: str) -> HttpResponse:
@@ -56,7 +56,7 @@ def _item_update(request: HttpRequest, sku: str) -> HttpResponse:
     form = parse_form(request, ItemFieldsForm, InventoryError)
     item = services.item_update(sku=sku, expected_version=version, actor=request.user.get_username(),
                                 **form.cleaned_data)
-    return _with_etag(json_response(serializers.item_to_dict(item)), item)
+    return _with_etag(json_response(item_answers.item_to_dict(item)), item)
 
 
 def _item_patch(request: HttpRequest, sku: str) -> HttpResponse:
@@ -80,7 +80,7 @@ def _item_patch(request: HttpRequest, sku: str) -> HttpResponse:
             f"{name}: {' '.join(problems)}" for name, problems in errors.items()), errors=errors)
     changes = {name: form.cleaned_data[name] for name in body}
     outcome = edits.item_patch(sku=sku, if_match=version, changes=changes, actor=request.user.get_username())
-    return _with_etag(json_response(serializers.item_to_dict(outcome.item)), outcome.item)
+    return _with_etag(json_response(item_answers.item_to_dict(outcome.item)), outcome.item)
 
 
 @api_view("POST")
@@ -105,5 +105,5 @@ def history(request: HttpRequest, sku: str) -> HttpResponse:
     item = selectors.item_get(sku=sku)
     page = selectors.item_history_page(sku=sku, **page_args(request))
     return json_response({"sku": item.sku, "version": int(item.version),
-                          "changes": [serializers.change_to_dict(change) for change in page],
+                          "changes": [item_answers.change_to_dict(change) for change in page],
                           "next": next_page_url(request, page)})

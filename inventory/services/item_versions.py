@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from inventory.errors import InventoryError
+from inventory.item_answers import change_to_dict, item_to_dict
 from inventory.models import InventoryChange, InventoryItem
 from inventory.selectors import item_history
-from inventory.serializers import change_to_dict, item_to_dict
 from tems import transactions
 from tems.clock import utcnow
 from tems.idempotency import RECORD_LABEL

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from inventory import selectors, serializers, services
+from inventory import item_answers, selectors, services
 from inventory.errors import InventoryError
 from inventory.models import InventoryChange, InventoryItem
 from inventory.services import adjustments as adjustments_module
@@ -27,7 +27,7 @@ def edit(**overrides):
 
 def test_create_writes_the_item_and_its_first_change(item):
     stored = selectors.item_get(sku="TSHIRT-M")
-    assert serializers.item_to_dict(stored) | {"updated_at": None} == {
+    assert item_answers.item_to_dict(stored) | {"updated_at": None} == {
         "sku": "TSHIRT-M", "name": "T-shirt (M)", "description": "Navy, logo front", "quantity": 10,
         "location": "Store room A", "version": 1, "updated_at": None, "updated_by": "ana", "team": None,
     }

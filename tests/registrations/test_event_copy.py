@@ -8,6 +8,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 from registrations import selectors
+from registrations.events import creation as event_creation
 from registrations.events import services as event_services
 from registrations.events.models import Event
 from registrations.questions import question_sets
@@ -84,7 +85,7 @@ def test_two_taps_at_once_with_one_key_make_one_event(ddb):
 
 def test_without_the_key_in_its_transaction_two_taps_make_two_events(ddb, monkeypatch):
     """Broken, deliberately: the copy's record is not written with the event, so the key protects nothing."""
-    monkeypatch.setattr(event_services, "add_completed_record", lambda transaction, **_: None)
+    monkeypatch.setattr(event_creation, "add_completed_record", lambda transaction, **_: None)
     source = make_event(capacity=30, title="Open day")
     key = str(uuid.uuid4())
     race([lambda: copy_once(source.event_id, key)] * 2)

@@ -65,14 +65,15 @@ def test_the_read_layer_stands_below_the_door():
         assert imports_of(ROOT / module, ("registrations.checkins",)) == [], module
 
 
-@pytest.mark.parametrize("app", ["registrations", "inventory"])
-def test_answers_are_shaped_by_the_serializers_alone(app):
-    """Reads and writes hand items to <app>/serializers.py for an answer's body; it reads and writes nothing."""
+@pytest.mark.parametrize(("app", "shaper"), [("registrations", "serializers"), ("inventory", "item_answers")])
+def test_answers_are_shaped_by_the_serializers_alone(app, shaper):
+    """Reads and writes hand items to the app's one answer-shaping module for an answer's body; it reads and
+    writes nothing."""
     shapers = {str(path.relative_to(ROOT)) for path in sources(app)
                if any(isinstance(node, ast.FunctionDef) and node.name.endswith("_to_dict")
                       for node in ast.walk(ast.parse(path.read_text())))}
-    assert shapers == {f"{app}/serializers.py"}
-    assert imports_of(ROOT / app / "serializers.py", (f"{app}.selectors", f"{app}.services")) == []
+    assert shapers == {f"{app}/{shaper}.py"}
+    assert imports_of(ROOT / app / f"{shaper}.py", (f"{app}.selectors", f"{app}.services")) == []
 
 
 def import_graph(*packages: str) -> dict[str, set[str]]:
