@@ -139,3 +139,14 @@ def remember_answer(*, user_id: str, key: str, fingerprint: str, response: Store
             raise
         return cancelled.reasons[IDEMPOTENCY].raw_item
     return None
+
+
+def remember_outcome(*, user_id: str, key: str, fingerprint: str, response: StoredResponse, now: datetime,
+                     sleep: Callable[[float], None]) -> StoredOutcome:
+    """``response`` stored under the tap's key by ``remember_answer`` and sent; or, when a duplicate of this very
+    tap stored its answer first, that first answer, replayed byte for byte."""
+    first = remember_answer(user_id=user_id, key=key, fingerprint=fingerprint, response=response, now=now,
+                            sleep=sleep)
+    if first is not None:
+        return StoredOutcome(stored_answer(first, fingerprint), replayed=True)
+    return StoredOutcome(response)

@@ -42,8 +42,7 @@ from registrations.write_rules import (
     busy_error,
     commit_tap,
     conflict_backoff,
-    remember_answer,
-    stored_answer,
+    remember_outcome,
 )
 from tems.clock import utcnow
 from tems.idempotency import StoredResponse
@@ -370,8 +369,5 @@ def _already_cancelled(event: EventCancellation, when: datetime, *, user_id: str
     body = cancellation_to_dict(event_id=event.event_id, cancelled_at=when, cancelled_by=event.cancelled_by or "",
                                 reason=event.cancel_reason)
     response = StoredResponse.json(body, status=200)
-    first = remember_answer(user_id=user_id, key=key, fingerprint=fingerprint, response=response, now=now,
+    return remember_outcome(user_id=user_id, key=key, fingerprint=fingerprint, response=response, now=now,
                             sleep=sleep)
-    if first is not None:
-        return StoredOutcome(stored_answer(first, fingerprint), replayed=True)
-    return StoredOutcome(response)

@@ -33,7 +33,7 @@ from registrations.write_rules import (
     busy_error,
     commit_tap,
     conflict_backoff,
-    remember_answer,
+    remember_outcome,
     stored_answer,
 )
 from tems.clock import utcnow
@@ -250,10 +250,8 @@ def _expire_best_effort(offer: Offer, *, now: datetime) -> None:
 
 def _remember(*, user_id: str, key: tuple[str, str], response: StoredResponse, now: datetime,
               sleep: Callable[[float], None]) -> StoredOutcome:
-    first = remember_answer(user_id=user_id, key=key[0], fingerprint=key[1], response=response, now=now, sleep=sleep)
-    if first is not None:
-        return StoredOutcome(stored_answer(first, key[1]), replayed=True)
-    return StoredOutcome(response)
+    return remember_outcome(user_id=user_id, key=key[0], fingerprint=key[1], response=response, now=now,
+                            sleep=sleep)
 
 
 def offers_sweep(*, now: datetime | None = None) -> int:

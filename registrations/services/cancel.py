@@ -43,7 +43,7 @@ from registrations.write_rules import (
     StoredOutcome,
     busy_error,
     conflict_backoff,
-    remember_answer,
+    remember_outcome,
     stored_answer,
 )
 from tems.clock import utcnow
@@ -161,10 +161,8 @@ def _remember(*, user_id: str, key: tuple[str, str] | None, response: StoredResp
     """Store ``response`` under the key in a transaction of its own (nothing else to change with it)."""
     if key is None:
         return StoredOutcome(response)
-    first = remember_answer(user_id=user_id, key=key[0], fingerprint=key[1], response=response, now=now, sleep=sleep)
-    if first is not None:
-        return StoredOutcome(stored_answer(first, key[1]), replayed=True)
-    return StoredOutcome(response)
+    return remember_outcome(user_id=user_id, key=key[0], fingerprint=key[1], response=response, now=now,
+                            sleep=sleep)
 
 
 # The first entries of the waiting list a cancel reads: when cancels run at once, each may find the ones before
