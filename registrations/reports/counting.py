@@ -9,23 +9,18 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from registrations.reports.models import (
+    OFFER_ENDS,
     OFFERS_ACCEPTED,
-    OFFERS_DECLINED,
-    OFFERS_EXPIRED,
     OFFERS_MADE,
     REGISTRATIONS,
     WAITING_JOINED,
     WAITING_LEFT,
     EventReportDay,
-    accept_attribute,
-    accept_bucket,
+    accepted_within,
 )
 from tems.transactions import LabelledTransaction
 
 REPORT = "report"
-
-# How an offer's end is counted; an offer called off with its event is counted only as made.
-_ENDED = {"accepted": OFFERS_ACCEPTED, "declined": OFFERS_DECLINED, "expired": OFFERS_EXPIRED}
 
 
 def add_count(transaction: LabelledTransaction, *, event_id: str, shard: int, when: datetime,
@@ -53,8 +48,8 @@ def count_gone(transaction: LabelledTransaction, *, event_id: str, shard: int, c
     ``offer_end``); ``was_waiting``: it left the waiting list with it."""
     add_count(transaction, event_id=event_id, shard=shard, when=created_at, **{REGISTRATIONS: -1})
     counts = {WAITING_LEFT: int(was_waiting)}
-    if offer_end in _ENDED:
-        counts[_ENDED[offer_end]] = 1
+    if offer_end in OFFER_ENDS:
+        counts[OFFER_ENDS[offer_end]] = 1
     add_count(transaction, event_id=event_id, shard=shard, when=now, **counts)
 
 
@@ -69,4 +64,4 @@ def count_accepted(transaction: LabelledTransaction, *, event_id: str, shard: in
     """An offer made at ``offered_at`` accepted at ``now``: counted, and its time in the histogram."""
     minutes = (now - offered_at).total_seconds() / 60
     add_count(transaction, event_id=event_id, shard=shard, when=now,
-              **{OFFERS_ACCEPTED: 1, accept_attribute(accept_bucket(minutes)): 1})
+              **{OFFERS_ACCEPTED: 1, accepted_within(minutes): 1})

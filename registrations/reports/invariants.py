@@ -10,25 +10,20 @@ from registrations.events.models import Event
 from registrations.models import CONFIRMED, OFFERED, WAITLISTED, Registration
 from registrations.offers.models import Offer
 from registrations.reports.models import (
-    ACCEPT_BUCKET_MINUTES,
+    ACCEPT_HISTOGRAM,
     COUNTERS,
-    OFFERS_ACCEPTED,
-    OFFERS_DECLINED,
-    OFFERS_EXPIRED,
+    OFFER_ENDS,
     OFFERS_MADE,
     REGISTRATIONS,
     WAITING_JOINED,
     WAITING_LEFT,
-    accept_attribute,
-    accept_bucket,
+    accepted_within,
 )
 from tems.clock import utcnow
 from tems.invariants import Item, StreamingCheck, invariant
 
 _STANDING = {CONFIRMED, WAITLISTED, OFFERED}
-_ENDED = {Offer.ACCEPTED: OFFERS_ACCEPTED, Offer.DECLINED: OFFERS_DECLINED, Offer.EXPIRED: OFFERS_EXPIRED}
-_HISTOGRAM = tuple(accept_attribute(bucket) for bucket in range(len(ACCEPT_BUCKET_MINUTES)))
-_OFFER_FIGURES = {OFFERS_MADE, OFFERS_ACCEPTED, OFFERS_DECLINED, OFFERS_EXPIRED, *_HISTOGRAM}
+_OFFER_FIGURES = {OFFERS_MADE, *OFFER_ENDS.values(), *ACCEPT_HISTOGRAM}
 _ENDED_OFFERS_KEPT = timedelta(days=Offer.KEEP_ENDED_DAYS)
 
 
@@ -57,7 +52,7 @@ class ReportCountersMatchTheTable(StreamingCheck):
             self.events[item["event_id"]] = item.get("starts_at", "")
         elif entity == "EventReportDay":
             counted = self.counted[item["event_id"]]
-            for name in (*COUNTERS, *_HISTOGRAM):
+            for name in (*COUNTERS, *ACCEPT_HISTOGRAM):
                 amount = int(item.get(name) or 0)
                 counted[name] += amount
                 if name == REGISTRATIONS:
@@ -72,11 +67,11 @@ class ReportCountersMatchTheTable(StreamingCheck):
         elif entity == "Offer":
             recounted = self.recounted[item["event_id"]]
             recounted[OFFERS_MADE] += 1
-            if (ended := _ENDED.get(item["state"])) is not None:
+            if (ended := OFFER_ENDS.get(item["state"])) is not None:
                 recounted[ended] += 1
             if item["state"] == Offer.ACCEPTED:
                 took = Offer.ended_at.deserialize(item["ended_at"]) - Offer.offered_at.deserialize(item["offered_at"])
-                recounted[accept_attribute(accept_bucket(took.total_seconds() / 60))] += 1
+                recounted[accepted_within(took.total_seconds() / 60)] += 1
 
     def problems(self) -> Iterator[str]:
         for event_id, starts_at in sorted(self.events.items()):

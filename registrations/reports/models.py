@@ -6,6 +6,7 @@ from datetime import datetime
 
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 
+from registrations.offers.models import Offer
 from tems.dynamo import TableModel
 
 # The report items of an event are spread over this many partitions, by the seat shard (or waiting-list lane) the
@@ -31,6 +32,15 @@ def accept_attribute(bucket: int) -> str:
     return f"accepted_within_{bucket:02d}"
 
 
+def accepted_within(minutes: float) -> str:
+    """The histogram counter an accept that took ``minutes`` is counted in."""
+    return accept_attribute(accept_bucket(minutes))
+
+
+# The histogram's counters, bucket by bucket.
+ACCEPT_HISTOGRAM = tuple(accept_attribute(bucket) for bucket in range(len(ACCEPT_BUCKET_MINUTES)))
+
+
 # The counters of a day item, as the report and its CSV name them.
 REGISTRATIONS = "registrations"  # registrations made that day that still stand (a cancel takes its own back)
 WAITING_JOINED = "waiting_joined"
@@ -41,6 +51,8 @@ OFFERS_DECLINED = "offers_declined"
 OFFERS_EXPIRED = "offers_expired"
 COUNTERS = (REGISTRATIONS, WAITING_JOINED, WAITING_LEFT, OFFERS_MADE, OFFERS_ACCEPTED, OFFERS_DECLINED,
             OFFERS_EXPIRED)
+# The counter of each way an offer ends, by the Offer's state: one called off with its event is counted only as made.
+OFFER_ENDS = {Offer.ACCEPTED: OFFERS_ACCEPTED, Offer.DECLINED: OFFERS_DECLINED, Offer.EXPIRED: OFFERS_EXPIRED}
 
 
 class EventReportDay(TableModel):

@@ -10,6 +10,7 @@ from datetime import date
 from registrations import selectors
 from registrations.reports.models import (
     ACCEPT_BUCKET_MINUTES,
+    ACCEPT_HISTOGRAM,
     COUNTERS,
     OFFERS_ACCEPTED,
     OFFERS_DECLINED,
@@ -20,7 +21,6 @@ from registrations.reports.models import (
     WAITING_JOINED,
     WAITING_LEFT,
     EventReportDay,
-    accept_attribute,
 )
 from tems.clock import utcnow
 
@@ -107,8 +107,8 @@ def event_report(*, event_id: str) -> EventReport:
             amount = int(getattr(item, name) or 0)
             totals[name] += amount
             day[name] += amount
-        for bucket in range(len(ACCEPT_BUCKET_MINUTES)):
-            totals[bucket] += int(getattr(item, accept_attribute(bucket)) or 0)
+        for bucket, name in enumerate(ACCEPT_HISTOGRAM):
+            totals[bucket] += int(getattr(item, name) or 0)
     days, waiting, peak = [], 0, 0
     for day in sorted(by_day):
         waiting += by_day[day][WAITING_JOINED] - by_day[day][WAITING_LEFT]
