@@ -93,15 +93,20 @@ def user_for_key(key: str):
     return identity.user if identity else None
 
 
-def user_names_for_keys(keys: list[str]) -> dict[str, str]:
-    """Usernames by key for the keys that still have an account, in one query (for lists staff read)."""
+def _parsed_keys(keys: list[str]) -> set[uuid.UUID]:
+    # A lab or bench student's key is no UUID and has no account: it is left out, not an error.
     parsed = set()
     for key in keys:
         try:
             parsed.add(uuid.UUID(str(key)))
         except ValueError:
             continue
-    identities = UserIdentity.objects.select_related("user").filter(key__in=parsed)
+    return parsed
+
+
+def user_names_for_keys(keys: list[str]) -> dict[str, str]:
+    """Usernames by key for the keys that still have an account, in one query (for lists staff read)."""
+    identities = UserIdentity.objects.select_related("user").filter(key__in=_parsed_keys(keys))
     return {str(identity.key): identity.user.get_username() for identity in identities}
 
 
@@ -109,12 +114,7 @@ def user_full_names_for_keys(keys: list[str]) -> dict[str, tuple[str, str]]:
     """(first name, last name) by key for the keys whose account has a name, in one query (for lists staff
     read). Read when the list is shown, never copied into the table: a changed name shows at once, and an
     erased account's name is gone with its row."""
-    parsed = set()
-    for key in keys:
-        try:
-            parsed.add(uuid.UUID(str(key)))
-        except ValueError:
-            continue
+    parsed = _parsed_keys(keys)
     if not parsed:
         return {}
     rows = UserIdentity.objects.filter(key__in=parsed).values_list("key", "user__first_name", "user__last_name")
