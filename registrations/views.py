@@ -35,6 +35,7 @@ from tems.idempotency import REPLAYED_HEADER, key_from_request, request_fingerpr
 from tems.identity import user_key
 from tems.pagination import next_page_url, page_args
 from tems.ratelimit import counts_own_writes
+from tems.teams.selectors import team_name
 
 
 def event_or_404(event_id: str):
@@ -203,7 +204,8 @@ def _answer_again(request: HttpRequest, event_id: str, error: RegistrationError,
                             errors=error.errors, notice=("error", error.detail))
     if request.htmx:
         return render(request, PANEL, context)
-    return render(request, "registrations/event_detail.html", context, status=400)
+    return render(request, "registrations/event_detail.html", {**context, "team_name": team_name(event.team)},
+                  status=400)
 
 
 @require_GET

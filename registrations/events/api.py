@@ -11,7 +11,7 @@ from tems.api import api_view, if_match_version, json_response, parse_form, with
 from tems.idempotency import key_from_request, request_fingerprint
 from tems.identity import user_key
 from tems.pagination import next_page_url, page_args
-from tems.teams.selectors import team_names
+from tems.teams.selectors import team_name, team_names
 
 
 @api_view("GET", "POST")
@@ -40,7 +40,7 @@ def _event_create(request: HttpRequest) -> HttpResponse:
     key = key_from_request(request)
     user_id = user_key(request.user)
     outcome = event_services.event_create_once(
-        **form.cleaned_data, team_name=team_names([form.cleaned_data["team"]]).get(form.cleaned_data["team"]),
+        **form.cleaned_data, team_name=team_name(form.cleaned_data["team"]),
         user_id=user_id, created_by=request.user.get_username(), idempotency_key=key,
         fingerprint=request_fingerprint(request),
     )
@@ -54,7 +54,7 @@ def event_detail(request: HttpRequest, event_id: str) -> HttpResponse:
     event = selectors.event_get(event_id=event_id)
     return with_etag(json_response(serializers.event_to_dict(event, seats=selectors.seats_for(event=event),
                                                              with_online_url=request.user.is_staff,
-                                                             team_name=team_names([event.team]).get(event.team))),
+                                                             team_name=team_name(event.team))),
                      int(event.version))
 
 
@@ -77,6 +77,6 @@ def _event_update(request: HttpRequest, event_id: str) -> HttpResponse:
                                 current=current, version=current["version"]) from None
     event = selectors.event_get(event_id=event_id)
     return with_etag(json_response(serializers.event_to_dict(event, seats=selectors.seats_for(event=event),
-                                                             team_name=team_names([event.team]).get(event.team))),
+                                                             team_name=team_name(event.team))),
                      int(event.version))
 

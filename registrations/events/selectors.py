@@ -21,8 +21,10 @@ from registrations.events import index
 from registrations.events.models import Event, EventFacet
 from registrations.seating import shards
 from registrations.seating.shards import SeatCounts
+from registrations.statuses import CardStatus, card_statuses
 from tems.clock import utcnow
 from tems.pagination import Page, decode_cursor, query_filtered_page
+from tems.teams.selectors import team_names
 
 ONLINE = "online"
 IN_PERSON = "in_person"
@@ -170,3 +172,23 @@ def event_month(*, filters: EventFilters, year: int, month: int, limit: int = MO
                             starts_before=datetime.combine(following, time(), tzinfo=zone))
     page, seats = event_search(filters=month_filters, limit=limit)
     return page.items, seats, page.next_cursor is not None
+
+
+@dataclass(frozen=True)
+class EventCard:
+    """An event as a list's card shows it: its seats, its organizing team's name and the student's pill."""
+
+    event: Event
+    seats: SeatCounts
+    team_name: str | None = None
+    status: CardStatus | None = None  # None: no pill (no standing to show, or nobody to show it to)
+
+
+def event_cards(*, events: list[Event], seats: dict[str, SeatCounts], user_id: str | None = None) -> list[EventCard]:
+    """The cards of a page of ``events``, in its order (``seats`` as ``seat_counts`` read them for the page). The
+    pills are ``user_id``'s standings (``card_statuses``: one BatchGetItem for the page); None shows none, as to a
+    visitor or on the past events."""
+    statuses = card_statuses(user_id=user_id, events=events, seats=seats) if user_id is not None else {}
+    names = team_names(event.team for event in events)
+    return [EventCard(event=event, seats=seats[event.event_id], team_name=names.get(event.team),
+                      status=statuses.get(event.event_id)) for event in events]

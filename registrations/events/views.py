@@ -24,7 +24,6 @@ from registrations.events.forms import EventEditForm, EventForm, EventSearchForm
 from registrations.events.models import CATEGORY_LABELS
 from registrations.questions import forms as question_forms
 from registrations.questions.question_sets import MAX_QUESTIONS, questions_get
-from registrations.statuses import card_statuses
 from registrations.views import event_or_404, panel_context
 from tems.clock import utcnow
 from tems.errors import DomainError
@@ -35,7 +34,7 @@ from tems.merge import conflict_panel, load_base, sign_base
 from tems.pagination import next_page_url, page_args
 from tems.permissions import EVENT_DOOR, EVENT_DOORS, EVENT_MANAGE, holds
 from tems.teams.forms import DoorVolunteersForm
-from tems.teams.selectors import door_volunteers, team_names
+from tems.teams.selectors import door_volunteers, team_name
 from tems.teams.services import doors_set
 from tems.templatetags.when import when_text
 
@@ -70,20 +69,17 @@ def _search_page(request: HttpRequest, form: EventSearchForm) -> HttpResponse:
     except DomainError as error:
         return render(request, "registrations/event_list.html", {**context, "events": [], "error": error.detail},
                       status=400)
-    _with_statuses(request, page.items, seats)
+    cards = event_selectors.event_cards(events=page.items, seats=seats, user_id=_student(request))
     template = "registrations/event_list.html"
     if request.htmx and context["continued"]:
         template += "#event-page"
     return render(request, template, {**context, "events": page.items, "next_url": next_page_url(request, page),
-                                      "cards": [(event, seats[event.event_id]) for event in page.items]})
+                                      "cards": cards})
 
 
-def _with_statuses(request: HttpRequest, events: list, seats: dict) -> None:
-    if not request.user.is_authenticated:
-        return
-    statuses = card_statuses(user_id=user_key(request.user), events=events, seats=seats)
-    for event in events:
-        event.card_status = statuses.get(event.event_id)
+def _student(request: HttpRequest) -> str | None:
+    """Whose standing the cards show: the person logged in, or nobody."""
+    return user_key(request.user) if request.user.is_authenticated else None
 
 
 MONTH = re.compile(r"^(\d{4})-(\d{2})$")
@@ -143,18 +139,12 @@ def _event_page(request: HttpRequest, *, past: bool) -> HttpResponse:
     except DomainError as error:
         return render(request, "registrations/event_list.html",
                       {"past": past, "events": [], "error": error.detail}, status=400)
-    seats = selectors.seat_counts(events=page.items)
-    if not past:
-        statuses = card_statuses(user_id=user_key(request.user), events=page.items, seats=seats)
-        for event in page.items:
-            event.card_status = statuses.get(event.event_id)
-    names = team_names(event.team for event in page.items)
-    for event in page.items:
-        event.team_name = names.get(event.team)
+    # A past event's card has no pill: there is nothing left to register for.
+    cards = event_selectors.event_cards(events=page.items, seats=selectors.seat_counts(events=page.items),
+                                        user_id=None if past else _student(request))
     template = "registrations/event_list.html"
     if request.htmx:
         template += "#event-page"
-    cards = [(event, seats[event.event_id]) for event in page.items]
     return render(request, template, {"past": past, "events": page.items, "cards": cards,
                                       "next_url": next_page_url(request, page),
                                       "continued": bool(request.GET.get("cursor")),
@@ -165,13 +155,12 @@ def _event_page(request: HttpRequest, *, past: bool) -> HttpResponse:
 @never_cache  # Back must not show a seat count or a panel from before the last tap
 def event_detail(request: HttpRequest, event_id: str) -> HttpResponse:
     event = event_or_404(event_id)
-    event.team_name = team_names([event.team]).get(event.team)
     if not request.user.is_authenticated:
         if not event.public:
             return redirect_to_login(request.get_full_path())
         return render(request, "registrations/event_detail.html",
-                      {"event": event, "seats": selectors.seats_for(event=event)})
-    context = panel_context(request, event)
+                      {"event": event, "seats": selectors.seats_for(event=event), "team_name": team_name(event.team)})
+    context = {**panel_context(request, event), "team_name": team_name(event.team)}
     # The staff links and panels each role's rights allow (tems.permissions); the team comes with the event.
     may = {name: holds(request.user, permission, team=event.team, event_id=event_id)
            for name, permission in (("manage", EVENT_MANAGE), ("door", EVENT_DOOR), ("doors", EVENT_DOORS))}
@@ -209,7 +198,7 @@ def event_create(request: HttpRequest) -> HttpResponse:
         team = form.cleaned_data["team"]
         try:
             outcome = event_services.event_create_once(
-                **form.cleaned_data, team_name=team_names([team]).get(team), user_id=user_id,
+                **form.cleaned_data, team_name=team_name(team), user_id=user_id,
                 created_by=request.user.get_username(),
                 idempotency_key=key_from_request(request),
                 fingerprint=request_fingerprint(request), questions=questions,
@@ -266,7 +255,7 @@ def event_copy(request: HttpRequest, event_id: str) -> HttpResponse:
             team = form.cleaned_data["team"]
             try:
                 outcome = event_services.event_copy_once(
-                    source_event_id=event_id, **form.cleaned_data, team_name=team_names([team]).get(team),
+                    source_event_id=event_id, **form.cleaned_data, team_name=team_name(team),
                     user_id=user_key(request.user),
                     created_by=request.user.get_username(), idempotency_key=key_from_request(request),
                     fingerprint=request_fingerprint(request))

@@ -27,6 +27,11 @@ def team_names(team_ids: Iterable[str | None]) -> dict[str, str]:
     return dict(Team.objects.filter(pk__in=wanted).values_list("pk", "name"))
 
 
+def team_name(team_id: str | None) -> str | None:
+    """The name of one team (None for no team, or one that is gone): the organizer on an event's page."""
+    return team_names([team_id]).get(team_id) if team_id else None
+
+
 def team_list(*, user) -> list[Team]:
     """Every team for a platform admin; otherwise the teams the person belongs to."""
     access = access_of(user)

@@ -119,6 +119,8 @@ def test_an_event_is_created_for_one_of_the_creators_teams_and_shows_its_organiz
     assert student.get(f"/api/events/{event_id}").json()["team"]["name"] == "Chemistry Society"
     assert "Chemistry Society" in student.get(f"/events/{event_id}/").content.decode()
     assert "Chemistry Society" in student.get("/events/").content.decode()
+    # A search's cards name it as the list's do (the cards are built by one selector).
+    assert "By Chemistry Society" in student.get("/events/?q=spectra").content.decode()
     # The page's form offers the creator's teams only.
     form = client.get("/events/new/").content.decode()
     assert "Chemistry Society" in form and "Physics Department" not in form
