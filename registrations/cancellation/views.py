@@ -17,8 +17,8 @@ from django.views.decorators.http import require_http_methods
 
 from registrations import selectors
 from registrations.cancellation.forms import EventCancelForm
-from registrations.errors import RegistrationError
 from registrations.events import services as event_services
+from registrations.views import event_or_404
 from tems.errors import DomainError
 from tems.http import after_save
 from tems.idempotency import key_from_request, request_fingerprint
@@ -30,10 +30,7 @@ PAGE = "registrations/event_cancel.html"
 @require_http_methods(["GET", "POST"])
 @login_required
 def event_cancel_page(request: HttpRequest, event_id: str) -> HttpResponse:
-    try:
-        event = selectors.event_get(event_id=event_id)
-    except RegistrationError as error:
-        raise Http404(error.detail) from None
+    event = event_or_404(event_id)
     problem = None
     form = EventCancelForm(request.POST if request.method == "POST" else None)
     if request.method == "POST" and form.is_valid():

@@ -17,7 +17,6 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from registrations import selectors
 from registrations.checkins import selectors as checkin_selectors
-from registrations.errors import RegistrationError
 from registrations.messages.forms import MessageForm
 from registrations.messages.services import (
     AUDIENCE_LABELS,
@@ -27,6 +26,7 @@ from registrations.messages.services import (
     message_send_once,
 )
 from registrations.notifications import staff_message_mail
+from registrations.views import event_or_404
 from tems.errors import DomainError
 from tems.http import after_save
 from tems.idempotency import key_from_request, request_fingerprint
@@ -55,10 +55,7 @@ def _form(data=None, *, counts: dict[str, int]) -> MessageForm:
 @require_http_methods(["GET", "POST"])
 @login_required
 def message_page(request: HttpRequest, event_id: str) -> HttpResponse:
-    try:
-        event = selectors.event_get(event_id=event_id)
-    except RegistrationError as error:
-        raise Http404(error.detail) from None
+    event = event_or_404(event_id)
     counts = _counts(event)
     form = _form(request.POST if request.method == "POST" else None, counts=counts)
     confirm = None
@@ -96,10 +93,7 @@ def message_page(request: HttpRequest, event_id: str) -> HttpResponse:
 @login_required
 def message_progress(request: HttpRequest, event_id: str) -> HttpResponse:
     """The page's list of sent messages alone: what htmx polls while a message is still being sent."""
-    try:
-        event = selectors.event_get(event_id=event_id)
-    except RegistrationError as error:
-        raise Http404(error.detail) from None
+    event = event_or_404(event_id)
     return render(request, f"{PAGE}#sent-list", {"event": event, **_sent_context(request, event_id)})
 
 

@@ -8,16 +8,16 @@ from django.contrib import messages
 from django.contrib.auth import logout
 from django.contrib.auth.decorators import login_required
 from django.core.serializers.json import DjangoJSONEncoder
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from registrations import selectors as registration_selectors
 from registrations import serializers
 from registrations.errors import RegistrationError
 from registrations.privacy import selectors, services
 from registrations.privacy.forms import EraseForm, RetentionForm
+from registrations.views import event_or_404
 from tems import accounts
 from tems.clock import utcnow
 from tems.identity import user_key
@@ -71,10 +71,7 @@ def personal_data_erase(request: HttpRequest) -> HttpResponse:
 @login_required
 @never_cache
 def event_retention(request: HttpRequest, event_id: str) -> HttpResponse:
-    try:
-        event = registration_selectors.event_get(event_id=event_id)
-    except RegistrationError as error:
-        raise Http404(error.detail) from None
+    event = event_or_404(event_id)
     current = selectors.retention_get(event_id=event_id)
     form = RetentionForm(request.POST or None, initial={
         "days": current.days if current else None, "version": current.version if current else None})

@@ -15,12 +15,12 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from registrations import selectors
 from registrations.errors import RegistrationError
 from registrations.questions import forms as question_forms
 from registrations.questions import question_sets
 from registrations.questions import services as question_services
 from registrations.questions.question_sets import MAX_QUESTIONS, QuestionSet
+from registrations.views import event_or_404
 from tems.http import after_save
 from tems.merge import load_base, sign_base
 
@@ -59,10 +59,7 @@ def _stored_page(request: HttpRequest, event, *, status: int = 200) -> HttpRespo
 @require_http_methods(["GET", "POST"])
 @login_required
 def event_questions(request: HttpRequest, event_id: str) -> HttpResponse:
-    try:
-        event = selectors.event_get(event_id=event_id)
-    except RegistrationError as error:
-        raise Http404(error.detail) from None
+    event = event_or_404(event_id)
     if request.method == "GET":
         return _stored_page(request, event)
     try:
