@@ -11,25 +11,18 @@ from typing import Any
 
 from pynamodb.attributes import TTLAttribute, UnicodeAttribute, UTCDateTimeAttribute
 from pynamodb.exceptions import DeleteError, PutError
-from pynamodb.models import Model
 
 from tems.clock import utcnow
-from tems.dynamo import TableMeta
+from tems.dynamo import TableModel
 from tems.errors import DomainError
 
 # Runs are teaching material, not records: a week is plenty to compare today's runs side by side.
 RUN_TTL = timedelta(days=7)
 
 
-class LabRun(Model):
+class LabRun(TableModel):
     """``LAB#<kind>`` / ``RUN#<time>#<id>``: one lab run, its parameters and what it measured."""
 
-    class Meta(TableMeta):
-        pass
-
-    pk = UnicodeAttribute(hash_key=True, attr_name="PK")
-    sk = UnicodeAttribute(range_key=True, attr_name="SK")
-    entity = UnicodeAttribute(default="LabRun")
     kind = UnicodeAttribute()
     technique = UnicodeAttribute()
     params = UnicodeAttribute()
@@ -60,17 +53,11 @@ SLOT_LEASE = timedelta(seconds=90)
 BUSY_RETRY_AFTER_SECONDS = 5
 
 
-class LabSlot(Model):
+class LabSlot(TableModel):
     """``LABSLOT`` / ``SLOT#<n>``: one of the ``LAB_SLOTS`` runs allowed at once, while its lease lasts."""
-
-    class Meta(TableMeta):
-        pass
 
     PK = "LABSLOT"
 
-    pk = UnicodeAttribute(hash_key=True, attr_name="PK")
-    sk = UnicodeAttribute(range_key=True, attr_name="SK")
-    entity = UnicodeAttribute(default="LabSlot")
     holder = UnicodeAttribute()
     lease_expires_at = UTCDateTimeAttribute()
     expires_at = TTLAttribute()  # a dead holder's slot also deletes itself
