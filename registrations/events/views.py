@@ -25,6 +25,7 @@ from registrations.events.models import CATEGORY_LABELS
 from registrations.questions import forms as question_forms
 from registrations.questions.question_sets import MAX_QUESTIONS, questions_get
 from registrations.views import event_or_404, panel_context
+from registrations.write_rules import StoredOutcome
 from tems.clock import utcnow
 from tems.errors import DomainError
 from tems.http import after_save, conflict_status
@@ -210,11 +211,17 @@ def event_create(request: HttpRequest) -> HttpResponse:
             else:
                 form.add_error(None, error.detail)
         else:
-            event = outcome.data
-            if not outcome.replayed:
-                messages.success(request, f"Created “{event['title']}”.")
-            return redirect("registrations:event_detail", event_id=event["id"])
+            return _created(request, outcome)
     return _create_page(request, form, editor)
+
+
+def _created(request: HttpRequest, outcome: StoredOutcome, *, copy_of: str = "") -> HttpResponse:
+    """The new event's page, "Created" said once: a replayed tap (the same key again) created nothing new."""
+    event = outcome.data
+    if not outcome.replayed:
+        source = f", a copy of “{copy_of}”" if copy_of else ""
+        messages.success(request, f"Created “{event['title']}”{source}.")
+    return redirect("registrations:event_detail", event_id=event["id"])
 
 
 def _questions_preview(editor) -> tuple[list[dict] | None, int]:
@@ -262,10 +269,7 @@ def event_copy(request: HttpRequest, event_id: str) -> HttpResponse:
             except DomainError as error:
                 form.add_error(None, error.detail)
             else:
-                event = outcome.data
-                if not outcome.replayed:
-                    messages.success(request, f"Created “{event['title']}”, a copy of “{source.title}”.")
-                return redirect("registrations:event_detail", event_id=event["id"])
+                return _created(request, outcome, copy_of=source.title)
     return render(request, "registrations/event_form.html",
                   {"form": form, "creating": True, "copy_of": source, "copied_questions": len(asked),
                    "fresh_key": str(uuid.uuid4())})
