@@ -65,6 +65,9 @@ def test_a_copy_keeps_the_questions_and_a_double_submit_makes_one_event(ddb, sta
     first = staff_client.post(f"/events/{source.event_id}/copy/", copy_form(key, title="Open day (spring)"))
     again = staff_client.post(f"/events/{source.event_id}/copy/", copy_form(key, title="Open day (spring)"))
     assert first.status_code == again.status_code == 302 and first["Location"] == again["Location"]
+    # "Created" is said once, naming the source: the replayed tap created nothing to announce.
+    said = [str(message) for message in staff_client.get(first["Location"]).context["messages"]]
+    assert said == ["Created “Open day (spring)”, a copy of “Open day”."]
     copies = [event for event in listed() if event.title == "Open day (spring)"]
     assert len(copies) == 1
     copy = copies[0]
