@@ -153,9 +153,13 @@ def _tryit_context(request: HttpRequest, *, fresh: bool = False) -> dict:
 @require_GET
 @lab_page
 def lab_index(request: HttpRequest) -> HttpResponse:
-    context = {**_registration_context(), **_lost_update_context(), **_costs_context(),
-               "tryit": _tryit_context(request), **_scoreboard_context()}
-    return render(request, "lab/index.html", context)
+    return render(request, "lab/index.html", _page_context(request))
+
+
+def _page_context(request: HttpRequest) -> dict:
+    """Every section of the lab's page as it stands now."""
+    return {**_registration_context(), **_lost_update_context(), **_costs_context(), "tryit": _tryit_context(request),
+            **_scoreboard_context()}
 
 
 def _race_page(request: HttpRequest, *, form: RegistrationRaceForm | LostUpdateForm, run: Callable[[dict], dict],
@@ -172,9 +176,7 @@ def _race_page(request: HttpRequest, *, form: RegistrationRaceForm | LostUpdateF
     context = section_context(form, error)
     if request.htmx:
         return render(request, f"lab/index.html#{section}", context)
-    full = {**_registration_context(), **_lost_update_context(), **_costs_context(), "tryit": _tryit_context(request),
-            **_scoreboard_context()}
-    return render(request, "lab/index.html", {**full, **context})
+    return render(request, "lab/index.html", {**_page_context(request), **context})
 
 
 @require_POST
@@ -191,36 +193,36 @@ def lab_lost_update(request: HttpRequest) -> HttpResponse:
                       section="lost-update", section_context=_lost_update_context)
 
 
+def _measured_page(request: HttpRequest, *, measure: Callable[[], dict], kind: str, technique: str, params: dict,
+                   section: str, section_context: Callable[[], dict]) -> HttpResponse:
+    """Run one measurement in a lab slot and keep it: the section swapped in for htmx, a redirect back after a
+    plain post; all slots taken is said as a message, nothing measured."""
+    try:
+        with lab_slot():
+            result = measure()
+    except DomainError as busy:
+        messages.error(request, busy.detail)
+        return after_save(request, reverse("lab:index") + f"#{section}")
+    lab_run_save(kind=kind, technique=technique, params=params, result=result)
+    if request.htmx:
+        return render(request, f"lab/index.html#{section}", section_context())
+    return redirect(reverse("lab:index") + f"#{section}")
+
+
 @require_POST
 @lab_page
 def lab_costs(request: HttpRequest) -> HttpResponse:
-    try:
-        with lab_slot():
-            result = registration_lab.technique_costs()
-    except DomainError as busy:
-        messages.error(request, busy.detail)
-        return after_save(request, reverse("lab:index") + "#decision-table")
-    lab_run_save(kind="costs", technique="all", params={}, result=result)
-    if request.htmx:
-        return render(request, "lab/index.html#decision-table", _costs_context())
-    return redirect(reverse("lab:index") + "#decision-table")
+    return _measured_page(request, measure=registration_lab.technique_costs, kind="costs", technique="all", params={},
+                          section="decision-table", section_context=_costs_context)
 
 
 @require_POST
 @lab_page
 def lab_last_seat(request: HttpRequest) -> HttpResponse:
     """The scoreboard's last-seat row, run live: six taps on one seat, through TEMS and the check-then-take."""
-    try:
-        with lab_slot():
-            result = registration_lab.last_seat_race()
-    except DomainError as busy:
-        messages.error(request, busy.detail)
-        return after_save(request, reverse("lab:index") + "#scoreboard")
-    lab_run_save(kind="last-seat", technique="both", params={"taps": registration_lab.LAST_SEAT_TAPS},
-                 result=result)
-    if request.htmx:
-        return render(request, "lab/index.html#scoreboard", _scoreboard_context())
-    return redirect(reverse("lab:index") + "#scoreboard")
+    return _measured_page(request, measure=registration_lab.last_seat_race, kind="last-seat", technique="both",
+                          params={"taps": registration_lab.LAST_SEAT_TAPS}, section="scoreboard",
+                          section_context=_scoreboard_context)
 
 
 @require_GET

@@ -6,6 +6,7 @@ import pytest
 from django.test import override_settings
 
 from lab.lost_update_race import lost_update_race
+from lab.models import lab_runs_recent, lab_slot
 from lab.registration_race import registration_race, technique_costs
 from tems.dynamo import boto3_client, current_config
 from tests.helpers import assert_invariants_clean
@@ -147,3 +148,14 @@ def test_lab_form_errors_are_readable(ddb, staff_client):
     page = staff_client.post("/lab/registration-race/", {"technique": "naive", "taps": "0", "latency_ms": "20"},
                              HTTP_HX_REQUEST="true").content.decode()
     assert "Ensure this value is greater than or equal to 1." in page
+
+
+def test_a_measurement_while_every_slot_is_taken_is_a_message_and_keeps_nothing(moto_ddb, staff_client):
+    with lab_slot(), lab_slot():  # the lab's two runs at once, both going
+        costs = staff_client.post("/lab/costs/")
+        last_seat = staff_client.post("/lab/last-seat/", HTTP_HX_REQUEST="true")
+    assert costs.status_code == 302 and costs["Location"] == "/lab/#decision-table"
+    assert last_seat.status_code == 200 and last_seat["HX-Redirect"] == "/lab/#scoreboard"
+    assert lab_runs_recent(kind="costs") == lab_runs_recent(kind="last-seat") == []
+    said = [str(message) for message in staff_client.get("/lab/").context["messages"]]
+    assert said == ["The lab is busy with other runs right now; try again in a few seconds."] * 2
