@@ -16,6 +16,7 @@ from inventory.errors import InventoryError
 from inventory.forms import AdjustmentForm, ItemCreateForm, ItemEditForm, StockImportForm
 from inventory.models import TRACKED_FIELDS
 from tems.errors import DomainError
+from tems.forms import add_error_to_form
 from tems.http import after_save, conflict_status
 from tems.idempotency import FORM_FIELD, key_from_request
 from tems.identity import user_key
@@ -31,14 +32,6 @@ def _item_or_404(sku: str):
         return selectors.item_get(sku=sku)
     except InventoryError as error:
         raise Http404(error.detail) from None
-
-
-def _add_errors(form, error: InventoryError) -> None:
-    for field, problems in error.errors.items():
-        for problem in problems:
-            form.add_error(field if field in form.fields else None, problem)
-    if not error.errors:
-        form.add_error(None, error.detail)
 
 
 @require_GET
@@ -59,7 +52,7 @@ def item_create(request: HttpRequest) -> HttpResponse:
             if error.code == "conflict":
                 form.add_error("sku", f"{form.cleaned_data['sku']} is taken: choose another SKU.")
             else:
-                _add_errors(form, error)
+                add_error_to_form(form, error)
         else:
             messages.success(request, f"Created {item.sku} ({item.name}).")
             return redirect("inventory:item_detail", sku=item.sku)
@@ -167,7 +160,7 @@ def item_edit(request: HttpRequest, sku: str) -> HttpResponse:
             if error.code == "not_found":
                 raise Http404(error.detail) from None
             if error.code != "precondition_failed":
-                _add_errors(form, error)  # 'invalid' or 'busy': said on the form, never a 500
+                add_error_to_form(form, error)  # 'invalid' or 'busy': said on the form, never a 500
                 return render(request, template, {"form": form, "item": _item_or_404(sku)},
                               status=200 if request.htmx else error.status)
             conflict = _conflict(request, sku, error, mine)
@@ -219,7 +212,7 @@ def stock_import(request: HttpRequest) -> HttpResponse:
                 # Counts pasted into the textarea: their problems belong under it, not under the file field.
                 error.errors = {"csv_text" if name == "csv_file" else name: problems
                                 for name, problems in error.errors.items()}
-            _add_errors(form, error)
+            add_error_to_form(form, error)
     status = 400 if form.errors else 200
     return render(request, "inventory/stock_import.html", {"form": form, "report": report}, status=status)
 

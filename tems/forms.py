@@ -6,6 +6,17 @@ from django.contrib.auth.forms import UserCreationForm
 from django.contrib.auth.models import User
 
 from tems import accounts
+from tems.errors import DomainError
+
+
+def add_error_to_form(form: forms.Form, error: DomainError) -> None:
+    """A refusal shown on the form that was posted: each field's problems at that field (at the top when the form
+    has no such field), or the refusal's detail at the top when it names no field."""
+    for field, problems in error.errors.items():
+        for problem in problems:
+            form.add_error(field if field in form.fields else None, problem)
+    if not error.errors:
+        form.add_error(None, error.detail)
 
 
 class UtcDateTimeField(forms.DateTimeField):

@@ -28,6 +28,7 @@ from registrations.views import event_or_404, panel_context
 from registrations.write_rules import StoredOutcome
 from tems.clock import utcnow
 from tems.errors import DomainError
+from tems.forms import add_error_to_form
 from tems.http import after_save, conflict_status
 from tems.idempotency import key_from_request, request_fingerprint
 from tems.identity import user_key
@@ -324,11 +325,7 @@ def event_edit(request: HttpRequest, event_id: str) -> HttpResponse:
                 merged = error.extra["merge"].values
                 form = EventEditForm(initial={**initial, **edits.as_datetimes(merged)})
             else:
-                for field, problems in error.errors.items():
-                    for problem in problems:
-                        form.add_error(field if field in form.fields else None, problem)
-                if not error.errors:
-                    form.add_error(None, error.detail)
+                add_error_to_form(form, error)
         else:
             note = " Kept the changes saved meanwhile by someone else." if outcome.merge else ""
             messages.success(request, _saved_notice(outcome.saved) + note)

@@ -9,17 +9,10 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from tems.errors import DomainError
+from tems.forms import add_error_to_form
 from tems.permissions import ROLES, TEAM_ADMIN, access_of
 from tems.teams import selectors, services
 from tems.teams.forms import MemberAddForm, MemberRoleForm, TeamCreateForm
-
-
-def _add_errors(form, error: DomainError) -> None:
-    for field, problems in error.errors.items():
-        for problem in problems:
-            form.add_error(field if field in form.fields else None, problem)
-    if not error.errors:
-        form.add_error(None, error.detail)
 
 
 def _list_page(request: HttpRequest, form: TeamCreateForm | None, *, status: int = 200) -> HttpResponse:
@@ -46,7 +39,7 @@ def team_create(request: HttpRequest) -> HttpResponse:
             team = services.team_create(team_id=form.cleaned_data["id"], name=form.cleaned_data["name"],
                                         admin_usernames=form.cleaned_data["admins"])
         except DomainError as error:
-            _add_errors(form, error)
+            add_error_to_form(form, error)
         else:
             messages.success(request, f"Created the team “{team.name}”.")
             return redirect("teams:team_detail", team_id=team.pk)
@@ -75,7 +68,7 @@ def member_add(request: HttpRequest, team_id: str) -> HttpResponse:
         try:
             member = services.member_add(team_id=team_id, **form.cleaned_data)
         except DomainError as error:
-            _add_errors(form, error)
+            add_error_to_form(form, error)
         else:
             messages.success(request, f"Added {member.user.get_username()} as {ROLES[member.role].lower()}.")
             return redirect("teams:team_detail", team_id=team_id)
