@@ -28,7 +28,7 @@ from registrations.serializers import my_registration_to_dict, stored_registrati
 from registrations.ticket_tokens import ticket_url
 from tems.clock import utcnow
 from tems.dynamo import batch_get_models
-from tems.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page, decode_cursor, query_page
+from tems.pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, Page, decode_cursor, query_page, start_key_string
 from tems.permissions import NoSuchObject
 
 
@@ -84,20 +84,11 @@ def event_page(*, past: bool = False, cursor: str | None = None, limit: int,
     if not past and (start := decode_cursor(cursor, scope=scope)) is not None:
         # A later page goes on from where the first one started: DynamoDB refuses a start key outside the key
         # condition, and the last event of the page before may have started since (it was upcoming then).
-        cutoff = min(cutoff, _attribute_string(start.get("GSI1SK")))
+        cutoff = min(cutoff, start_key_string(start, "GSI1SK"))
     condition = Event.gsi1sk < cutoff if past else Event.gsi1sk >= cutoff
     page = query_page(Event.by_start.query, Event.COLLECTION, condition, scope=scope, cursor=cursor, limit=limit,
                       scan_index_forward=not past)
     return page
-
-
-def _attribute_string(value: Any) -> str:
-    """The string in a start key's attribute, as DynamoDB (``{"S": ...}``) or PynamoDB hands it over."""
-    if isinstance(value, dict):
-        value = value.get("S")
-    if not isinstance(value, str):
-        raise RegistrationError("invalid", "This cursor is not valid: start again from the first page.")
-    return value
 
 
 # --- registrations ------------------------------------------------------------------------------------------

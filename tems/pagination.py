@@ -64,6 +64,17 @@ def decode_cursor(token: str | None, *, scope: str) -> dict[str, Any] | None:
     return payload["k"]
 
 
+def start_key_string(start: dict[str, Any], attribute: str) -> str:
+    """A string attribute of a cursor's start key, as DynamoDB (``{"S": ...}``) or PynamoDB hands it over: where a
+    later page's key condition begins. DomainError('invalid') when the cursor holds no such string."""
+    value = start.get(attribute)
+    if isinstance(value, dict):
+        value = value.get("S")
+    if not isinstance(value, str):
+        raise DomainError("invalid", "This cursor is not valid: start again from the first page.")
+    return value
+
+
 def page_size(raw: str | None, *, default: int = DEFAULT_PAGE_SIZE, maximum: int = MAX_PAGE_SIZE) -> int:
     """The ``?limit=`` a client asked for, within 1..maximum; DomainError('invalid') for anything else."""
     if raw in (None, ""):

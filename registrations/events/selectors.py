@@ -16,14 +16,13 @@ from datetime import date, datetime, time, timedelta
 
 from django.utils import timezone
 
-from registrations.errors import RegistrationError
 from registrations.events import index
 from registrations.events.models import Event, EventFacet
 from registrations.seating import shards
 from registrations.seating.shards import SeatCounts
 from registrations.statuses import CardStatus, card_statuses
 from tems.clock import utcnow
-from tems.pagination import Page, decode_cursor, query_filtered_page
+from tems.pagination import Page, decode_cursor, query_filtered_page, start_key_string
 from tems.teams.selectors import team_names
 
 ONLINE = "online"
@@ -111,18 +110,10 @@ def _range(filters: EventFilters, cursor_start: dict | None, now: datetime) -> t
     if cursor_start is not None:
         # A later page goes on from where the first started: "now" may have moved past the cursor's key, and
         # DynamoDB refuses a start key outside the key condition.
-        lower = min(lower, _attribute_string(cursor_start.get("GSI1SK")))
+        lower = min(lower, start_key_string(cursor_start, "GSI1SK"))
     # Past any listing key: the year 9999 is the last a start can have (tems.forms.UtcDateTimeField).
     upper = Event.listing_key(filters.starts_before, "") if filters.starts_before else "9999-99"
     return lower, upper
-
-
-def _attribute_string(value) -> str:
-    if isinstance(value, dict):
-        value = value.get("S")
-    if not isinstance(value, str):
-        raise RegistrationError("invalid", "This link to more events is not valid: start again from the first page.")
-    return value
 
 
 def event_search(*, filters: EventFilters, cursor: str | None = None, limit: int,

@@ -9,7 +9,7 @@ import pytest
 from registrations.events.models import Event
 from tems.clock import utcnow
 from tems.errors import DomainError
-from tems.pagination import decode_cursor, encode_cursor, page_size, query_page
+from tems.pagination import decode_cursor, encode_cursor, page_size, query_page, start_key_string
 
 
 def _event(number: int, start) -> None:
@@ -64,3 +64,11 @@ def test_page_size_is_bounded(raw):
 
 def test_page_size_defaults_and_accepts_the_bound():
     assert page_size(None) == 20 and page_size("50") == 50 and page_size("1") == 1
+
+
+def test_a_start_key_attribute_is_read_as_either_client_hands_it_over():
+    assert start_key_string({"GSI1SK": {"S": "2030#a"}}, "GSI1SK") == start_key_string({"GSI1SK": "2030#a"}, "GSI1SK")
+    for start in ({}, {"GSI1SK": {"N": "1"}}, {"GSI1SK": 3}):
+        with pytest.raises(DomainError) as refused:
+            start_key_string(start, "GSI1SK")
+        assert refused.value.code == "invalid"
