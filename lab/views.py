@@ -58,18 +58,22 @@ def _lab_api(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
 
 # --- the races --------------------------------------------------------------------------------------------
 
-def _registration_race(data: dict) -> dict:
+def _kept_run(*, measure: Callable[[], dict], kind: str, technique: str, params: dict) -> dict:
+    """Run one measurement in a lab slot (DomainError 'busy' when every slot is taken) and keep it in the runs."""
     with lab_slot():
-        result = registration_lab.registration_race(**data)
-    lab_run_save(kind="registration", technique=data["technique"], params=data, result=result)
+        result = measure()
+    lab_run_save(kind=kind, technique=technique, params=params, result=result)
     return result
+
+
+def _registration_race(data: dict) -> dict:
+    return _kept_run(measure=lambda: registration_lab.registration_race(**data), kind="registration",
+                     technique=data["technique"], params=data)
 
 
 def _lost_update_race(data: dict) -> dict:
-    with lab_slot():
-        result = inventory_lab.lost_update_race(**data)
-    lab_run_save(kind="lost-update", technique=data["technique"], params=data, result=result)
-    return result
+    return _kept_run(measure=lambda: inventory_lab.lost_update_race(**data), kind="lost-update",
+                     technique=data["technique"], params=data)
 
 
 @_lab_api
@@ -198,12 +202,10 @@ def _measured_page(request: HttpRequest, *, measure: Callable[[], dict], kind: s
     """Run one measurement in a lab slot and keep it: the section swapped in for htmx, a redirect back after a
     plain post; all slots taken is said as a message, nothing measured."""
     try:
-        with lab_slot():
-            result = measure()
+        _kept_run(measure=measure, kind=kind, technique=technique, params=params)
     except DomainError as busy:
         messages.error(request, busy.detail)
         return after_save(request, reverse("lab:index") + f"#{section}")
-    lab_run_save(kind=kind, technique=technique, params=params, result=result)
     if request.htmx:
         return render(request, f"lab/index.html#{section}", section_context())
     return redirect(reverse("lab:index") + f"#{section}")
