@@ -190,3 +190,15 @@ def test_the_api_shows_the_online_link_to_the_team_and_confirmed_registrants_onl
     register(event_id, user_key(people["stu"]))
     assert logged_in(people["stu"]).get(f"/api/events/{event_id}").json()["online_url"]
     assert logged_in(people["ann"]).get(f"/api/events/{event_id}").json()["organizer"] == "Maths Department"
+
+
+@pytest.mark.parametrize("key", ["", "x" * 5000, "a\x00b", "<script>", "'; DROP TABLE events; --"])
+def test_a_hostile_publish_tap_is_a_readable_400_and_publishes_nothing(people, moto_ddb, key):
+    event_id = create()["id"]
+    approver = logged_in(people["ann"])
+    assert_problem(approver.post(f"/api/drafts/{event_id}/publish", HTTP_IDEMPOTENCY_KEY=key), 400)
+    page = approver.post(f"/approvals/{event_id}/publish/", {"idempotency_key": key})
+    assert page.status_code == 400 and 'role="alert"' in page.content.decode()
+    assert selectors.event_get(event_id=event_id).is_draft
+    assert approver.post("/approvals/no-such-draft/publish/", {"idempotency_key": str(uuid.uuid4())}
+                         ).status_code == 404
