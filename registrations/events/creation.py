@@ -208,6 +208,8 @@ def event_create_once(*, user_id: str, idempotency_key: str, fingerprint: str, t
     different request), 'busy'.
     """
     checked = checked_questions(list(questions))
+    if team_name:  # one organizer: a team's event is found, shown and served under its team's name
+        details["organizer"] = team_name
     event = _new_event(event_id=None, title=title, description=description, location=location,
                        starts_at=starts_at, capacity=capacity, created_by=created_by, collection=Event.COLLECTION,
                        reminder_hours=reminder_hours, offer_hours=offer_hours, team=team,
