@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from registrations.events.models import Event
-from tems.permissions import EVENT_APPROVE, NoSuchObject, access_of, teams_within
+from tems.permissions import EVENT_APPROVE, EVENT_MANAGE, NoSuchObject, access_of, teams_within
 from tems.teams.selectors import overseer_of, teams_overseen
 
 # The drafts' listing is small (a society's events before an approver looks), read whole by one Query.
@@ -23,12 +23,20 @@ def draft_overseer(event_id: str) -> str | None:
 def drafts_waiting(*, user) -> list[Event]:
     """The drafts ``user`` may publish, soonest first: every draft for a platform admin, else those of the teams
     overseen by a team where they hold ``EVENT_APPROVE``."""
+    return drafts_for(user=user)[0]
+
+
+def drafts_for(*, user) -> tuple[list[Event], list[Event]]:
+    """(the drafts ``user`` may publish, the drafts of their own teams waiting for someone else), soonest first,
+    from one Query of the drafts' listing."""
+    drafts = [event for event in Event.by_start.query(Event.DRAFTS, limit=MAX_DRAFTS) if event.is_draft]
     approving = teams_within(user, EVENT_APPROVE)
-    drafts = Event.by_start.query(Event.DRAFTS, limit=MAX_DRAFTS)
     if approving is None:
-        return [event for event in drafts if event.is_draft]
+        return drafts, []
     overseen = {team.pk for team in teams_overseen(team_ids=approving)}
-    return [event for event in drafts if event.is_draft and event.team in overseen]
+    managed = teams_within(user, EVENT_MANAGE) or set()
+    return ([event for event in drafts if event.team in overseen],
+            [event for event in drafts if event.team in managed and event.team not in overseen])
 
 
 def draft_visible_to(user, event: Event) -> bool:

@@ -23,10 +23,11 @@ PAGE = "registrations/approvals.html"
 
 
 def _page(request: HttpRequest, *, problem: str | None = None, status: int = 200) -> HttpResponse:
-    drafts = selectors.drafts_waiting(user=request.user)
-    names = team_names(event.team for event in drafts)
-    rows = [{"event": event, "team_name": names.get(event.team, ""), "key": str(uuid.uuid4())} for event in drafts]
-    return render(request, PAGE, {"rows": rows, "problem": problem}, status=status)
+    waiting, own = selectors.drafts_for(user=request.user)
+    names = team_names(event.team for event in waiting + own)
+    rows = [{"event": event, "team_name": names.get(event.team, ""), "key": str(uuid.uuid4())} for event in waiting]
+    own_rows = [{"event": event, "team_name": names.get(event.team, "")} for event in own]
+    return render(request, PAGE, {"rows": rows, "own_rows": own_rows, "problem": problem}, status=status)
 
 
 @require_GET

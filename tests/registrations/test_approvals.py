@@ -202,3 +202,11 @@ def test_a_hostile_publish_tap_is_a_readable_400_and_publishes_nothing(people, m
     assert selectors.event_get(event_id=event_id).is_draft
     assert approver.post("/approvals/no-such-draft/publish/", {"idempotency_key": str(uuid.uuid4())}
                          ).status_code == 404
+
+
+def test_a_society_manager_finds_their_waiting_drafts_on_the_drafts_page(people, moto_ddb):
+    create(title="Simul night")
+    page = logged_in(people["soc"]).get("/approvals/").content.decode()
+    assert "Your team's drafts" in page and "Simul night" in page and "/publish/" not in page
+    assert ">Drafts</a>" in page  # the menu leads there
+    assert ">Drafts</a>" not in logged_in(people["stu"]).get("/events/").content.decode()
