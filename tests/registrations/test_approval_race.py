@@ -15,6 +15,7 @@ from registrations.events import services as event_services
 from registrations.events.models import EventPublication
 from registrations.seating import shards
 from tems.clock import utcnow
+from tests.helpers import assert_invariants_clean
 from tests.race import WindowHeldOpen, race
 
 
@@ -60,3 +61,4 @@ def test_two_approvers_at_once_one_publishes_and_the_other_hears_who(ddb, monkey
     assert not event.is_draft and event.published_by == winner
     count = int(event.seat_shards)
     assert count > 1 and not any(shard.draft for shard in shards.shards_get(event_id=event_id, count=count))
+    assert_invariants_clean()

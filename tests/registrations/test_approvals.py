@@ -23,7 +23,7 @@ from tems.clock import utcnow
 from tems.identity import user_key
 from tems.models import Membership, Team
 from tems.permissions import EVENT_MANAGER, TEAM_ADMIN
-from tests.helpers import assert_problem
+from tests.helpers import assert_problem, broken_invariants
 from tests.registrations.helpers import register
 
 STARTS = utcnow().replace(microsecond=0) + timedelta(days=10)
@@ -84,9 +84,19 @@ def test_a_draft_is_found_by_no_student_path_until_published(people, moto_ddb):
     event_id = body["id"]
     assert body["status"] == "draft"
     assert not any(everywhere(event_id).values()), everywhere(event_id)
+    assert broken_invariants() == {}
     publish(event_id)
     assert all(everywhere(event_id).values()), everywhere(event_id)
     assert selectors.event_get(event_id=event_id).published_by == "Ann"
+    assert broken_invariants() == {}
+
+
+def test_the_invariant_catches_a_publication_that_leaves_the_shards_marked(people, moto_ddb, monkeypatch):
+    monkeypatch.setattr(approval_services, "mark_every_shard", lambda transaction, **_: None)
+    event_id = create()["id"]
+    publish(event_id)
+    (found,) = broken_invariants().values()
+    assert any("still carry the draft mark" in problem for problem in found), found
 
 
 def test_a_draft_refuses_registration_by_the_seat_condition_and_admits_after_publication(people, moto_ddb):
