@@ -164,6 +164,8 @@ def event_update(
                         window=(details["registration_opens_at"], details["registration_closes_at"]))
             actions += [Event.sliced.set(target), Event.seat_shards.set(len(sizes))]
             condition &= (Event.sliced == sliced) & (Event.seat_shards == count)
+            if stored.is_draft:  # shards added marked must not land after a publication removed the marks
+                condition &= Event.state == Event.DRAFT
             if stored.gsi1pk == Event.COLLECTION and int(stored.version) == expected_version:
                 edited = Event(*Event.key_for(event_id), event_id=event_id, title=title, location=location,
                                starts_at=starts_at, **details)

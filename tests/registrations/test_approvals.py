@@ -220,3 +220,24 @@ def test_a_society_manager_finds_their_waiting_drafts_on_the_drafts_page(people,
     assert "Your team's drafts" in page and "Simul night" in page and "/publish/" not in page
     assert ">Drafts</a>" in page  # the menu leads there
     assert ">Drafts</a>" not in logged_in(people["stu"]).get("/events/").content.decode()
+
+
+def test_an_edit_read_as_a_draft_and_written_after_the_publication_reads_again(people, moto_ddb, settings,
+                                                                                monkeypatch):
+    """The publication lands between the edit's read and its write: the edit's "still a draft" condition refuses
+    it, and its next round adds the new shards unmarked (else they would refuse everyone for good)."""
+    settings.SEATS_PER_SHARD = 5
+    event_id = create(capacity=5)["id"]
+    real_gate_get, published = event_services.gate_get, []
+
+    def publish_first(**kwargs):
+        if not published:
+            published.append(publish(event_id))
+        return real_gate_get(**kwargs)
+
+    monkeypatch.setattr(event_services, "gate_get", publish_first)
+    stored = selectors.event_get(event_id=event_id)
+    event_services.event_update(event_id=event_id, expected_version=int(stored.version), title=stored.title,
+                                description="", location="", starts_at=STARTS, capacity=20, updated_by="soc")
+    assert not any(shard.draft for shard in shards.shards_get(event_id=event_id, count=4))
+    assert broken_invariants() == {}
