@@ -349,6 +349,9 @@ def _cancel_transaction(event: EventCancellation, *, now: datetime, cancelled_by
                  & (EventCancellation.seat_shards == count))
     if event.version is not None:  # the facets removed below are the ones this version wrote
         condition &= EventCancellation.version == int(event.version)
+    # A publication (which puts the facets without raising the version) since the read: read again.
+    condition &= (EventCancellation.collection == event.collection if event.collection is not None
+                  else EventCancellation.collection.does_not_exist())
     listed = event.collection == Event.COLLECTION
     actions = [EventCancellation.cancelled_at.set(now), EventCancellation.cancelled_by.set(cancelled_by)]
     if reason:

@@ -241,3 +241,21 @@ def test_an_edit_read_as_a_draft_and_written_after_the_publication_reads_again(p
                                 description="", location="", starts_at=STARTS, capacity=20, updated_by="soc")
     assert not any(shard.draft for shard in shards.shards_get(event_id=event_id, count=4))
     assert broken_invariants() == {}
+
+
+def test_a_cancellation_read_before_the_publication_reads_again_and_removes_the_new_facets(people, moto_ddb,
+                                                                                           monkeypatch):
+    event_id = create()["id"]
+    real, published = event_services._cancel_transaction, []
+
+    def publish_first(event, **kwargs):
+        if not published:
+            published.append(publish(event_id))
+        return real(event, **kwargs)
+
+    monkeypatch.setattr(event_services, "_cancel_transaction", publish_first)
+    event_services.event_cancel_once(event_id=event_id, user_id="u-soc", cancelled_by="soc",
+                                     idempotency_key=str(uuid.uuid4()), fingerprint="c")
+    assert selectors.event_get(event_id=event_id).is_cancelled
+    found = everywhere(event_id)
+    assert not any(found[path] for path in ("search", "category", "organizer", "public")), found
