@@ -38,6 +38,7 @@ urlpatterns = [
     path("events/<id:event_id>/attendees.csv", attendee_views.attendee_export, name="attendee_export"),
     path("approvals/", approval_views.approval_list, name="approval_list"),
     path("approvals/<id:draft_id>/publish/", approval_views.event_publish, name="event_publish"),
+    path("approvals/<id:draft_id>/send-back/", approval_views.event_send_back, name="event_send_back"),
     path("me/registrations/", views.my_registrations, name="my_registrations"),
     path("me/calendar.ics", views.calendar_feed, name="calendar_feed"),
     path("registrations/<id:registration_id>/calendar.ics", views.registration_calendar,

@@ -77,7 +77,7 @@ EVENT_COUNTS = Permission("event_counts", roles=frozenset({TEAM_ADMIN, EVENT_MAN
                           description="the event's check-in count")
 # Approval of a society's events: the team admins and event managers of the team that oversees it (Team.overseen_by).
 EVENT_APPROVE = Permission("event_approve", roles=frozenset({TEAM_ADMIN, EVENT_MANAGER}), scope="draft_id",
-                           hidden=True, description="publish the drafts of the teams their team oversees")
+                           hidden=True, description="publish or send back the drafts of teams their team oversees")
 APPROVALS = Permission("approvals", roles=frozenset({TEAM_ADMIN, EVENT_MANAGER}),
                        description="the drafts waiting for their team's approval")
 INVENTORY = Permission("inventory", roles=frozenset({TEAM_ADMIN, INVENTORY_KEEPER}),
@@ -144,6 +144,7 @@ ROUTES: dict[str, Rule] = {
     "registrations:attendee_export": EVENT_MANAGE,
     "registrations:approval_list": APPROVALS,
     "registrations:event_publish": EVENT_APPROVE,
+    "registrations:event_send_back": EVENT_APPROVE,
     "registrations:api_event_publish": EVENT_APPROVE,
     "registrations:my_registrations": LOGGED_IN,
     "registrations:registration_calendar": LOGGED_IN,

@@ -14,6 +14,7 @@ which names who published it (the one read that explains, never decides).
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -34,8 +35,11 @@ from registrations.write_rules import (
 )
 from tems.clock import utcnow
 from tems.idempotency import StoredResponse
+from tems.text import unsafe_text_problem
 from tems.transactions import UNKNOWN_OUTCOME, LabelledTransaction
 
+# Control characters a person cannot type into a note (tab and line breaks are kept).
+_UNTYPABLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufeff]")
 # Rounds whose read went stale (the draft was edited in between) before "busy".
 PUBLISH_MAX_ROUNDS = 8
 ALREADY_PUBLISHED = "already_published"
@@ -93,6 +97,7 @@ def _publish_transaction(event: Event, *, now: datetime, published_by: str) -> L
     transaction.update(EVENT, EventPublication(*EventPublication.key_for(event.event_id)), actions=[
         EventPublication.state.remove(), EventPublication.published_at.set(now),
         EventPublication.published_by.set(published_by), EventPublication.collection.set(Event.COLLECTION),
+        EventPublication.sent_back_note.remove(), EventPublication.sent_back_by.remove(),
     ], condition=EventPublication.pk.exists() & still_a_draft(event), return_old_on_failure=True)
     mark_every_shard(transaction, event_id=event.event_id, count=int(event.seat_shards or 0),
                      actions=[SeatShard.draft.remove()])
@@ -113,3 +118,48 @@ def _explain(event_id: str, image: dict | None) -> None:
                                 reason=ALREADY_PUBLISHED, published_by=current.published_by or "",
                                 **({"published_at": current.published_at.isoformat()}
                                    if current.published_at else {}))
+
+
+# A note is a sentence or two to the society, not a letter.
+MAX_NOTE_CHARS = 500
+
+
+def send_back_note_checked(note: str | None) -> str:
+    """The note as stored (trimmed), or RegistrationError('invalid') with a message for the approver."""
+    text = (note or "").replace("\r\n", "\n").strip()
+    problem = None
+    if not text:
+        problem = "Say what the team should change before it can be published."
+    elif unsafe_text_problem(text) or _UNTYPABLE.search(text):
+        problem = "The note contains characters nobody types (control characters); remove them."
+    elif len(text) > MAX_NOTE_CHARS:
+        problem = f"The note is {len(text):,} characters long; at most {MAX_NOTE_CHARS} fit. Shorten it."
+    if problem:
+        raise RegistrationError("invalid", problem, errors={"note": [problem]})
+    return text
+
+
+def event_send_back_once(*, event_id: str, user_id: str, sent_back_by: str, note: str, idempotency_key: str,
+                         fingerprint: str, now: datetime | None = None) -> StoredOutcome:
+    """Send the draft back to its team with ``note``: it stays a draft, and its team's pages show the note until
+    it is published. One conditional write (still a draft, not cancelled) with the tap's record: 200
+    ``{event_id, status: "draft", sent_back_by, note}``, replayed byte for byte. Raises RegistrationError:
+    'invalid' (the note), 'conflict' (already published: who; or cancelled), 'not_found', 'busy'."""
+    note = send_back_note_checked(note)
+    now = now or utcnow()
+    response = StoredResponse.json({"event_id": event_id, "status": "draft", "sent_back_by": sent_back_by,
+                                    "note": note}, status=200)
+    transaction = LabelledTransaction()
+    transaction.update(EVENT, EventPublication(*EventPublication.key_for(event_id)), actions=[
+        EventPublication.sent_back_note.set(note), EventPublication.sent_back_by.set(sent_back_by)],
+        condition=(EventPublication.pk.exists() & (EventPublication.state == Event.DRAFT)
+                   & EventPublication.cancelled_at.does_not_exist()), return_old_on_failure=True)
+    refused = commit_tap(transaction, user_id=user_id, key=idempotency_key, fingerprint=fingerprint,
+                         response=response, now=now)
+    if isinstance(refused, StoredOutcome):
+        return refused
+    if refused is None:
+        return StoredOutcome(response)
+    if refused is not UNKNOWN_OUTCOME and refused.failed(EVENT):
+        _explain(event_id, refused.reasons[EVENT].raw_item)
+    raise busy_error("This event is changing right now; nothing was sent. Try again.")

@@ -25,7 +25,8 @@ PAGE = "registrations/approvals.html"
 def _page(request: HttpRequest, *, problem: str | None = None, status: int = 200) -> HttpResponse:
     waiting, own = selectors.drafts_for(user=request.user)
     names = team_names(event.team for event in waiting + own)
-    rows = [{"event": event, "team_name": names.get(event.team, ""), "key": str(uuid.uuid4())} for event in waiting]
+    rows = [{"event": event, "team_name": names.get(event.team, ""), "key": str(uuid.uuid4()),
+             "back_key": str(uuid.uuid4())} for event in waiting]
     own_rows = [{"event": event, "team_name": names.get(event.team, "")} for event in own]
     return render(request, PAGE, {"rows": rows, "own_rows": own_rows, "problem": problem}, status=status)
 
@@ -48,6 +49,22 @@ def event_publish(request: HttpRequest, draft_id: str) -> HttpResponse:
         return _page(request, problem=error.detail, status=error.status)
     if not outcome.replayed:
         messages.success(request, "Published: students can now find it and register.")
+    return after_save(request, reverse("registrations:approval_list"))
+
+
+@require_POST
+def event_send_back(request: HttpRequest, draft_id: str) -> HttpResponse:
+    try:
+        outcome = services.event_send_back_once(
+            event_id=draft_id, user_id=user_key(request.user), sent_back_by=approver_name(request.user),
+            note=request.POST.get("note", ""), idempotency_key=key_from_request(request),
+            fingerprint=request_fingerprint(request))
+    except DomainError as error:
+        if error.code == "not_found":
+            raise Http404(error.detail) from None
+        return _page(request, problem=error.detail, status=error.status)
+    if not outcome.replayed:
+        messages.success(request, "Sent back to its team with your note: it stays a draft.")
     return after_save(request, reverse("registrations:approval_list"))
 
 

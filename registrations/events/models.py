@@ -119,6 +119,9 @@ class Event(TableModel):
     state = UnicodeAttribute(null=True)
     published_at = UTCDateTimeAttribute(null=True)
     published_by = UnicodeAttribute(null=True)
+    # An approver's "send back": why the draft is not published yet, shown to its team until it is.
+    sent_back_note = TextAttribute(null=True)
+    sent_back_by = UnicodeAttribute(null=True)
 
     by_start = CollectionIndex()
     gsi1pk = UnicodeAttribute(attr_name="GSI1PK", default=COLLECTION)
@@ -253,6 +256,8 @@ class EventPublication(TableModel):
     state = UnicodeAttribute(null=True)
     published_at = UTCDateTimeAttribute(null=True)
     published_by = UnicodeAttribute(null=True)
+    sent_back_note = TextAttribute(null=True)
+    sent_back_by = UnicodeAttribute(null=True)
     seat_shards = NumberAttribute(null=True)
     cancelled_at = UTCDateTimeAttribute(null=True)
     version = NumberAttribute(null=True)

@@ -1,7 +1,8 @@
 """Approval in Chromium, desktop and phone: a platform admin makes a society need the union's approval, the
 society's draft says "Waiting for approval" to its manager and is no student's to see, and the union's approver
-publishes it from the approvals page; a second tap on a stale page reads who published. Every page on the way has
-no axe-core violation at all (WCAG 2.2 A/AA, every impact), error states included."""
+sends it back with a note, then publishes it from the approvals page; a second tap on a stale page reads who
+published. Every page on the way has no axe-core violation at all (WCAG 2.2 A/AA, every impact), error states
+included."""
 
 from datetime import UTC, datetime
 
@@ -57,6 +58,11 @@ def test_approval_pages_work_and_have_no_axe_violation(app_server, browser, cont
     log_in(approver, app_server, "ann", "pw-ann-1")
     approver.goto(f"{app_server}/approvals/")
     checked["approvals"] = axe_violations(approver)
+    approver.locator("summary", has_text="Send back").click()
+    approver.get_by_label("What should the team change?").fill("Say which room, please.")
+    approver.get_by_role("button", name="Send back", exact=True).click()
+    expect(approver.locator(".sent-back")).to_contain_text("Say which room, please.")
+    checked["approvals, sent back"] = axe_violations(approver)
     approver.get_by_role("button", name="Publish “Blitz night”").click()
     expect(approver.locator(".messages")).to_contain_text("Published")
     expect(approver.locator(".empty")).to_contain_text("Nothing is waiting")

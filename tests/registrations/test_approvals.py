@@ -259,3 +259,30 @@ def test_a_cancellation_read_before_the_publication_reads_again_and_removes_the_
     assert selectors.event_get(event_id=event_id).is_cancelled
     found = everywhere(event_id)
     assert not any(found[path] for path in ("search", "category", "organizer", "public")), found
+
+
+def test_an_approver_sends_a_draft_back_with_a_note_its_team_reads_until_published(people, moto_ddb):
+    event_id = create()["id"]
+    approver = logged_in(people["ann"])
+    key = str(uuid.uuid4())
+    sent = approver.post(f"/approvals/{event_id}/send-back/", {"idempotency_key": key, "note": "Add a venue."})
+    assert sent.status_code == 302
+    event = selectors.event_get(event_id=event_id)
+    assert event.is_draft and (event.sent_back_by, event.sent_back_note) == ("Ann", "Add a venue.")
+    page = logged_in(people["soc"]).get(f"/events/{event_id}/").content.decode()
+    assert "Sent back by Ann:</strong> Add a venue." in page
+    assert approver.post(f"/approvals/{event_id}/send-back/", {"idempotency_key": key, "note": "Add a venue."}
+                         ).status_code == 302  # the same tap again: its first answer
+    publish(event_id)
+    assert selectors.event_get(event_id=event_id).sent_back_note is None
+    late = approver.post(f"/approvals/{event_id}/send-back/", {"idempotency_key": str(uuid.uuid4()), "note": "x"})
+    assert late.status_code == 409 and "Already published by Ann" in late.content.decode()
+
+
+@pytest.mark.parametrize("note", ["", "  ", "x" * 501, "a\x00b", "bell\x07"])
+def test_a_send_back_note_nobody_could_read_is_a_readable_400(people, moto_ddb, note):
+    event_id = create()["id"]
+    page = logged_in(people["ann"]).post(f"/approvals/{event_id}/send-back/",
+                                         {"idempotency_key": str(uuid.uuid4()), "note": note})
+    assert page.status_code == 400 and 'role="alert"' in page.content.decode()
+    assert selectors.event_get(event_id=event_id).sent_back_note is None

@@ -79,6 +79,7 @@ MATRIX = [
     # its idempotency key is refused (400) before anything is written.
     case("registrations:approval_list", "GET", MANAGERS, other=None),
     case("registrations:event_publish", "POST", MANAGERS, other="hide"),
+    case("registrations:event_send_back", "POST", MANAGERS, other="hide"),
     case("registrations:api_event_publish", "POST", MANAGERS, other="hide"),
     case("checkins:door", "GET", DOOR),
     case("checkins:api_checkin_create", "POST", DOOR),
