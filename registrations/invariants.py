@@ -445,5 +445,6 @@ class ShardsCarryTheQuestionsVersion(StreamingCheck):
                 yield f"{Event.pk_for(event_id)}: seat shard {shard} carries questions version {found}, not {wanted}"
 
 
-# The report's own check lives with the report; importing it registers it.
+# The report's and the drafts' own checks live with them; importing them registers them.
+from registrations.approvals import invariants as _draft_invariants  # noqa: E402, F401
 from registrations.reports import invariants as _report_invariants  # noqa: E402, F401

@@ -62,12 +62,20 @@ def event_to_dict(event: Event, *, seats: SeatCounts, with_online_url: bool = Tr
         **({"online_url": event.online_url or ""} if with_online_url else {}),
         "online": bool(event.online_url),
         "category": event.category or "",
-        "organizer": event.organizer or "",
+        # One organizer on every event: its team's name, or the name typed for an event without a team.
+        "organizer": team_name or event.organizer or "",
+        "status": "draft" if event.is_draft else "published",
         "public": bool(event.public),
         "registration_opens_at": _iso(event.registration_opens_at),
         "registration_closes_at": _iso(event.registration_closes_at),
         "team": {"id": event.team, "name": team_name} if event.team else None,
     }
+
+
+def publication_to_dict(*, event_id: str, published_at: datetime, published_by: str) -> dict:
+    """A draft's publication, as the approver's tap answers it (and replays it)."""
+    return {"event_id": event_id, "status": "published", "published_at": published_at.isoformat(),
+            "published_by": published_by}
 
 
 def cancellation_to_dict(*, event_id: str, cancelled_at: datetime, cancelled_by: str,

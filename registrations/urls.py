@@ -1,6 +1,8 @@
 from django.urls import path
 
 from registrations import api, views
+from registrations.approvals import api as approval_api
+from registrations.approvals import views as approval_views
 from registrations.attendees import api as attendee_api
 from registrations.attendees import views as attendee_views
 from registrations.cancellation import api as cancellation_api
@@ -34,6 +36,9 @@ urlpatterns = [
     path("events/<id:event_id>/cancel/", cancellation_views.event_cancel_page, name="event_cancel"),
     path("events/<id:event_id>/questions/", question_views.event_questions, name="event_questions"),
     path("events/<id:event_id>/attendees.csv", attendee_views.attendee_export, name="attendee_export"),
+    path("approvals/", approval_views.approval_list, name="approval_list"),
+    path("approvals/<id:draft_id>/publish/", approval_views.event_publish, name="event_publish"),
+    path("approvals/<id:draft_id>/send-back/", approval_views.event_send_back, name="event_send_back"),
     path("me/registrations/", views.my_registrations, name="my_registrations"),
     path("me/calendar.ics", views.calendar_feed, name="calendar_feed"),
     path("registrations/<id:registration_id>/calendar.ics", views.registration_calendar,
@@ -50,6 +55,7 @@ urlpatterns = [
     path("api/events/<id:event_id>/messages", message_api.event_messages, name="api_event_messages"),
     path("api/events/<id:event_id>/cancel", cancellation_api.event_cancel, name="api_event_cancel"),
     path("api/events/<id:event_id>/messages/<id:message_id>", message_api.message_detail, name="api_message_detail"),
+    path("api/drafts/<id:draft_id>/publish", approval_api.event_publish, name="api_event_publish"),
     path("api/me/registrations", api.my_registrations, name="api_my_registrations"),
     path("api/registrations/<id:registration_id>", api.registration_cancel, name="api_registration_cancel"),
     path("api/offers/<id:offer_id>/accept", offer_api.offer_accept, name="api_offer_accept"),

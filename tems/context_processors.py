@@ -25,7 +25,7 @@ def email_unverified(request: HttpRequest) -> dict:
 def staff_menu(request: HttpRequest) -> dict:
     """Which staff links the menu shows: the permissions the person holds in any team (read only if a
     template looks, and then from the roles the request has already read)."""
-    from tems.permissions import EVENT_CREATE, INVENTORY, TEAMS, access_of, holds_anywhere
+    from tems.permissions import APPROVALS, EVENT_CREATE, INVENTORY, TEAMS, access_of, holds_anywhere
 
     user = getattr(request, "user", None)
 
@@ -33,6 +33,7 @@ def staff_menu(request: HttpRequest) -> dict:
         if user is None or not user.is_authenticated:
             return {}
         return {"event_create": holds_anywhere(user, EVENT_CREATE), "inventory": holds_anywhere(user, INVENTORY),
+                "approvals": holds_anywhere(user, APPROVALS),
                 "teams": holds_anywhere(user, TEAMS), "platform_admin": access_of(user).platform_admin}
 
     return {"staff_menu": SimpleLazyObject(menu)}

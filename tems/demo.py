@@ -18,6 +18,8 @@ DEMO_TEAMS = (
     ("union", "Students' Union", {TEAM_ADMIN: "su-admin", EVENT_MANAGER: "su-events", DOOR_VOLUNTEER: "su-door",
                                   INVENTORY_KEEPER: "su-stores", VIEWER: "su-viewer"}),
 )
+# A society's events need approval by the union (Team.needs_approval): su-admin and su-events publish them.
+DEMO_OVERSIGHT = {"compsoc": "union"}
 DEMO_NAMES = {"staff": ("Sam", "Staff"), "alice": ("Alice", "Adeyemi"), "bob": ("Bob", "Brennan"),
               "chen": ("Chen", "Wei"), "dara": ("Dara", "Ó Briain"), "emeka": ("Emeka", "Okafor")}
 
@@ -60,6 +62,8 @@ def seed_teams() -> list[str]:
         for role, username in members.items():
             Membership.objects.get_or_create(user=User.objects.get(username=username), team=team,
                                              defaults={"role": role})
+    for team_id, overseer in DEMO_OVERSIGHT.items():
+        Team.objects.filter(pk=team_id).update(needs_approval=True, overseen_by_id=overseer)
     return created
 
 

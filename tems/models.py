@@ -93,9 +93,19 @@ class Team(models.Model):
     id = models.CharField(primary_key=True, max_length=64)
     name = models.CharField(max_length=100, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # A society's events start as drafts that students cannot see until an approver of ``overseen_by`` publishes
+    # them (registrations.events.publication); only a platform admin sets these two (tems.teams.services).
+    needs_approval = models.BooleanField(default=False)
+    overseen_by = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="oversees")
 
     class Meta:
         ordering = ["name"]
+        constraints = [
+            # Approval without an approving team would leave every draft waiting for nobody.
+            models.CheckConstraint(condition=models.Q(needs_approval=False) | models.Q(overseen_by__isnull=False),
+                                   name="team_approval_has_an_overseer"),
+            models.CheckConstraint(condition=~models.Q(overseen_by=models.F("id")), name="team_not_its_own_overseer"),
+        ]
 
     def __str__(self) -> str:
         return self.name

@@ -75,6 +75,11 @@ EVENT_REPORTS = Permission("event_reports", roles=frozenset({TEAM_ADMIN, EVENT_M
 EVENT_COUNTS = Permission("event_counts", roles=frozenset({TEAM_ADMIN, EVENT_MANAGER, DOOR_VOLUNTEER, VIEWER}),
                           scope="event_id", assigned_roles=frozenset({DOOR_VOLUNTEER}),
                           description="the event's check-in count")
+# Approval of a society's events: the team admins and event managers of the team that oversees it (Team.overseen_by).
+EVENT_APPROVE = Permission("event_approve", roles=frozenset({TEAM_ADMIN, EVENT_MANAGER}), scope="draft_id",
+                           hidden=True, description="publish or send back the drafts of teams their team oversees")
+APPROVALS = Permission("approvals", roles=frozenset({TEAM_ADMIN, EVENT_MANAGER}),
+                       description="the drafts waiting for their team's approval")
 INVENTORY = Permission("inventory", roles=frozenset({TEAM_ADMIN, INVENTORY_KEEPER}),
                        description="the inventory of their teams: list, create, import")
 INVENTORY_ITEM = Permission("inventory_item", roles=frozenset({TEAM_ADMIN, INVENTORY_KEEPER}), scope="sku",
@@ -111,6 +116,7 @@ ROUTES: dict[str, Rule] = {
     "teams:team_list": TEAMS,
     "teams:team_create": PLATFORM_ADMIN,
     "teams:team_detail": TEAM_MANAGE,
+    "teams:team_approval": PLATFORM_ADMIN,
     "teams:member_add": TEAM_MANAGE,
     "teams:member_role": TEAM_MANAGE,
     "teams:member_remove": TEAM_MANAGE,
@@ -136,6 +142,10 @@ ROUTES: dict[str, Rule] = {
     "registrations:event_cancel": EVENT_MANAGE,
     "registrations:event_questions": EVENT_MANAGE,
     "registrations:attendee_export": EVENT_MANAGE,
+    "registrations:approval_list": APPROVALS,
+    "registrations:event_publish": EVENT_APPROVE,
+    "registrations:event_send_back": EVENT_APPROVE,
+    "registrations:api_event_publish": EVENT_APPROVE,
     "registrations:my_registrations": LOGGED_IN,
     "registrations:registration_calendar": LOGGED_IN,
     "registrations:registration_qr": LOGGED_IN,

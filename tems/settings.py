@@ -285,6 +285,8 @@ OUTBOX_HANDLERS = {
 # How tems.permissions finds the team of the object a route's URL argument names (raises NoSuchObject).
 TEMS_PERMISSION_SCOPES = {
     "event_id": "registrations.selectors.event_team",
+    # A draft's approvers are in the team that oversees the event's team, not in the event's own.
+    "draft_id": "registrations.approvals.selectors.draft_overseer",
     "sku": "inventory.selectors.item_team",
     "team_id": "tems.teams.selectors.team_of",
 }

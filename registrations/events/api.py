@@ -3,14 +3,17 @@
 from django.http import HttpRequest, HttpResponse
 
 from registrations import selectors, serializers
+from registrations.approvals.selectors import draft_visible_to
 from registrations.errors import RegistrationError
 from registrations.events import selectors as event_selectors
 from registrations.events import services as event_services
 from registrations.events.forms import EventForm, EventSearchForm, event_form_values
+from registrations.models import CONFIRMED
 from tems.api import api_view, if_match_version, json_response, parse_form, with_etag
 from tems.idempotency import key_from_request, request_fingerprint
 from tems.identity import user_key
 from tems.pagination import next_page_url, page_args
+from tems.permissions import EVENT_DOOR, EVENT_MANAGE, holds, teams_within
 from tems.teams.selectors import team_name, team_names
 
 
@@ -26,10 +29,12 @@ def events(request: HttpRequest) -> HttpResponse:
     else:
         page = selectors.event_page(past=request.GET.get("past") == "1", **page_args(request))
         seats = selectors.seat_counts(events=page.items)
-    staff = request.user.is_staff
+    # The list shows the link to the event's staff; a registrant finds it on the event itself (one read each).
+    managed = teams_within(request.user, EVENT_MANAGE)
     names = team_names(event.team for event in page)
-    return json_response({"events": [serializers.event_to_dict(e, seats=seats[e.event_id], with_online_url=staff,
-                                                               team_name=names.get(e.team))
+    return json_response({"events": [serializers.event_to_dict(
+                                         e, seats=seats[e.event_id], team_name=names.get(e.team),
+                                         with_online_url=managed is None or (e.team is not None and e.team in managed))
                                      for e in page],
                           "next": next_page_url(request, page)})
 
@@ -52,10 +57,21 @@ def event_detail(request: HttpRequest, event_id: str) -> HttpResponse:
     if request.method == "PUT":
         return _event_update(request, event_id)
     event = selectors.event_get(event_id=event_id)
+    if event.is_draft and not draft_visible_to(request.user, event):
+        raise RegistrationError("not_found", f"There is no event with id {event_id!r}.")
     return with_etag(json_response(serializers.event_to_dict(event, seats=selectors.seats_for(event=event),
-                                                             with_online_url=request.user.is_staff,
+                                                             with_online_url=_sees_online_url(request, event),
                                                              team_name=team_name(event.team))),
                      int(event.version))
+
+
+def _sees_online_url(request: HttpRequest, event) -> bool:
+    """The online link: for the event's team staff, and for a person whose place is confirmed."""
+    if holds(request.user, EVENT_MANAGE, team=event.team) or holds(request.user, EVENT_DOOR, team=event.team,
+                                                                   event_id=event.event_id):
+        return True
+    claim = selectors.claim_get(event_id=event.event_id, user_id=user_key(request.user))
+    return claim is not None and claim.status == CONFIRMED
 
 
 def _event_update(request: HttpRequest, event_id: str) -> HttpResponse:

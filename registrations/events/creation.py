@@ -39,6 +39,7 @@ from registrations.write_rules import (
 )
 from tems.clock import utcnow
 from tems.idempotency import StoredResponse, add_completed_record
+from tems.teams.selectors import needs_approval
 from tems.transactions import LabelledTransaction, TransactionCancelled
 
 logger = logging.getLogger(__name__)
@@ -68,16 +69,20 @@ def event_details(details: dict[str, Any]) -> dict[str, Any]:
 def _new_event(*, event_id: str | None, title: str, description: str, location: str, starts_at: datetime,
                capacity: int, created_by: str, collection: str, expires_at: datetime | None = None,
                reminder_hours: int | None = None, offer_hours: int | None = None, team: str | None = None,
-               **details: Any) -> Event:
+               draft: bool = False, **details: Any) -> Event:
     event_id = event_id or new_event_id()
     now = utcnow()
+    # A draft is listed among the drafts only (the lab's scratch events keep their own listing).
+    if draft and collection == Event.COLLECTION:
+        collection = Event.DRAFTS
     return Event(
         *Event.key_for(event_id),
         event_id=event_id, title=title, description=description, location=location, starts_at=starts_at,
         capacity=capacity, created_at=now, created_by=created_by, updated_at=now, updated_by=created_by,
         gsi1pk=collection, gsi1sk=Event.listing_key(starts_at, event_id), expires_at=expires_at,
         seat_shards=shards.shard_count(capacity), sliced=capacity,
-        reminder_hours=reminder_hours, offer_hours=offer_hours or None, team=team, **event_details(details),
+        reminder_hours=reminder_hours, offer_hours=offer_hours or None, team=team,
+        state=Event.DRAFT if draft else None, **event_details(details),
     )
 
 
@@ -99,6 +104,8 @@ def _commit_event_create(event: Event, *, add_record: Callable[[LabelledTransact
                                       closes_at=event.registration_closes_at):
             if questions:  # a registration's answers are checked against this first version of them
                 shard.questions = 1
+            if event.is_draft:  # refused by every seat's and ticket's own condition until published
+                shard.draft = True
             transaction.save(f"shard_{int(shard.shard)}", shard, condition=SeatShard.pk.does_not_exist())
         if questions:
             # Version 1 of the questions, as the questions page's first save writes it (attribute_not_exists).
@@ -111,7 +118,8 @@ def _commit_event_create(event: Event, *, add_record: Callable[[LabelledTransact
         transaction.save(QUEUE, WaitlistQueue.new(event.event_id), condition=WaitlistQueue.pk.does_not_exist())
         transaction.save(GATE, new_gate(event_id=event.event_id, shards=int(event.seat_shards)),
                          condition=SeatGate.pk.does_not_exist())
-        # Its finding aids, so no search meets the event before it exists (the lab's scratch events have none).
+        # Its finding aids, so no search meets the event before it exists (the lab's scratch events have none; a
+        # draft gets them when it is published).
         if event.gsi1pk == Event.COLLECTION:
             index.add_facets(transaction, event)
         if add_record is not None:
@@ -141,18 +149,20 @@ def event_create(
     reminder_hours: int | None = None,
     offer_hours: int | None = None,
     team: str | None = None,
+    draft: bool = False,
     **details: Any,
 ) -> Event:
     """Create an event. Raises RegistrationError('conflict') if ``event_id`` is taken (the put is conditional).
 
     ``collection`` is the listing it appears in; the lab's scratch events use their own, off the event list,
     and an ``expires_at`` after which DynamoDB's TTL deletes the event item. For a person's request use
-    ``event_create_once``, which also takes the tap's idempotency key. ``details``: any of ``DETAILS``.
+    ``event_create_once``, which also takes the tap's idempotency key. ``details``: any of ``DETAILS``. ``draft``:
+    born waiting for approval (``event_create_once`` asks the team's settings).
     """
     event = _new_event(event_id=event_id, title=title, description=description, location=location,
                        starts_at=starts_at, capacity=capacity, created_by=created_by, collection=collection,
                        expires_at=expires_at, reminder_hours=reminder_hours, offer_hours=offer_hours, team=team,
-                       **details)
+                       draft=draft, **details)
     _commit_event_create(event)
     return event
 
@@ -188,6 +198,8 @@ def event_create_once(*, user_id: str, idempotency_key: str, fingerprint: str, t
 
     ``user_id`` (``tems.identity.user_key``) scopes the key; ``created_by`` is the name the event shows;
     ``team`` the organizing team (the caller has checked the person may create for it), ``team_name`` its name.
+    A team whose events need approval gets a draft (tems.teams.selectors.needs_approval): unlisted, unfound and
+    refusing registrations until an approver publishes it (registrations.approvals).
 
     The key's record is born COMPLETED inside the creating transaction, holding the response (the event as the
     API shows it, with its ``Location``), so a retry of the tap, even after the answer was lost or the server
@@ -196,9 +208,12 @@ def event_create_once(*, user_id: str, idempotency_key: str, fingerprint: str, t
     different request), 'busy'.
     """
     checked = checked_questions(list(questions))
+    if team_name:  # one organizer: a team's event is found, shown and served under its team's name
+        details["organizer"] = team_name
     event = _new_event(event_id=None, title=title, description=description, location=location,
                        starts_at=starts_at, capacity=capacity, created_by=created_by, collection=Event.COLLECTION,
-                       reminder_hours=reminder_hours, offer_hours=offer_hours, team=team, **details)
+                       reminder_hours=reminder_hours, offer_hours=offer_hours, team=team,
+                       draft=team is not None and needs_approval(team_id=team), **details)
     # The event as it will be once created, for the stored response. (Its version stays unset until the commit:
     # PynamoDB turns an unset version into the condition attribute_not_exists(version).)
     event.version = 1

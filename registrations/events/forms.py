@@ -72,7 +72,8 @@ class EventForm(TeamChoiceMixin, forms.Form):
                                   help_text="The times above are in this zone.")
     category = forms.ChoiceField(required=False, choices=[("", "(none)"), *CATEGORIES])
     organizer = forms.CharField(required=False, max_length=MAX_ORGANIZER_CHARS,
-                                help_text="Who runs it, as people know them.")
+                                help_text="Who runs it, for an event without a team: a team's event shows "
+                                          "its team's name.")
     public = forms.BooleanField(required=False, label="Listed publicly",
                                 help_text="Shown to visitors who are not logged in; registering still needs an "
                                           "account.")

@@ -113,11 +113,23 @@ class Event(TableModel):
     # The organizer team's id (tems.models.Team), set at creation: its members' roles say who may run the event.
     # Absent: only platform admins may (tems.permissions).
     team = UnicodeAttribute(null=True)
+    # DRAFT while its team's events need approval and no approver has published it (registrations.approvals);
+    # absent once published. A draft lives in the DRAFTS listing and has no finding aids, so no list, search or
+    # calendar meets it, and its seat shards carry the draft mark that refuses every registration.
+    state = UnicodeAttribute(null=True)
+    published_at = UTCDateTimeAttribute(null=True)
+    published_by = UnicodeAttribute(null=True)
+    # An approver's "send back": why the draft is not published yet, shown to its team until it is.
+    sent_back_note = TextAttribute(null=True)
+    sent_back_by = UnicodeAttribute(null=True)
 
     by_start = CollectionIndex()
     gsi1pk = UnicodeAttribute(attr_name="GSI1PK", default=COLLECTION)
     gsi1sk = UnicodeAttribute(attr_name="GSI1SK")
 
+    DRAFT = "draft"
+    # The drafts' own listing by start time: what the approvers' page reads, and no student's list does.
+    DRAFTS = "EVENTDRAFTS"
     PK_PREFIX = "EVENT#"
     # Scratch events (the lab's, made for whoever opens it) have ids under this prefix, so no list of a person's
     # registrations shows them. A real event's id is a hex uuid or a seed's name, never under it.
@@ -135,6 +147,11 @@ class Event(TableModel):
     def listing_key(starts_at: datetime, event_id: str) -> str:
         # ISO-8601 in UTC sorts chronologically as a string; the id breaks ties between simultaneous events.
         return f"{starts_at.astimezone(UTC).strftime('%Y-%m-%dT%H:%M:%S.%fZ')}#{event_id}"
+
+    @property
+    def is_draft(self) -> bool:
+        """Waiting for approval: seen only by its team's staff and its overseeing team's approvers."""
+        return self.state == self.DRAFT
 
     @property
     def is_cancelled(self) -> bool:
@@ -221,6 +238,30 @@ class EventCancellation(TableModel):
     version = NumberAttribute(null=True)
     collection = UnicodeAttribute(attr_name="GSI1PK", null=True)  # Event.gsi1pk: only listed events have facets
     cancel_reason = TextAttribute(null=True)
+
+    @classmethod
+    def key_for(cls, event_id: str) -> tuple[str, str]:
+        return Event.key_for(event_id)
+
+
+class EventPublication(TableModel):
+    """The publication's view of the same ``EVENT#<id>`` / ``METADATA`` item, without its version attribute.
+
+    Publishing changes nothing staff edit, so it must not turn an open edit page stale; it still checks the
+    version it read, because the finding aids it writes are built from that version.
+    """
+
+    ENTITY = None  # a view of another model's item: writes no entity
+    event_id = UnicodeAttribute()
+    state = UnicodeAttribute(null=True)
+    published_at = UTCDateTimeAttribute(null=True)
+    published_by = UnicodeAttribute(null=True)
+    sent_back_note = TextAttribute(null=True)
+    sent_back_by = UnicodeAttribute(null=True)
+    seat_shards = NumberAttribute(null=True)
+    cancelled_at = UTCDateTimeAttribute(null=True)
+    version = NumberAttribute(null=True)
+    collection = UnicodeAttribute(attr_name="GSI1PK", null=True)
 
     @classmethod
     def key_for(cls, event_id: str) -> tuple[str, str]:

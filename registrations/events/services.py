@@ -53,7 +53,8 @@ from tems.transactions import UNKNOWN_OUTCOME, LabelledTransaction, TransactionC
 logger = logging.getLogger(__name__)
 
 __all__ = ["DETAILS", "event_api_location", "event_cancel_once", "event_copy_once", "event_create",
-           "event_create_once", "event_update", "new_event_id", "waitlist_promotion_requested"]
+           "event_create_once", "event_update", "mark_every_shard", "new_event_id",
+           "waitlist_promotion_requested"]
 
 # The outbox message an event edit writes in its own transaction: "fill free seats from the waiting list".
 PROMOTION_REQUESTED = "WaitlistPromotionRequested"
@@ -156,11 +157,14 @@ def event_update(
             # condition, on every shard, that nobody joined its lane since the read).
             target = capacity if not waiting else min(sliced, capacity)
             sizes = planned_sizes(target=target, count=count, shards_read=shards_read)
-            add_reslice(transaction, event_id=event_id, shards_read=shards_read, sizes=sizes, starts_at=starts_at,
+            writes = _BornDraft(transaction) if stored.is_draft else transaction
+            add_reslice(writes, event_id=event_id, shards_read=shards_read, sizes=sizes, starts_at=starts_at,
                         reopen=not waiting, raised=bool(waiting) and capacity > target, gate=gate,
                         window=(details["registration_opens_at"], details["registration_closes_at"]))
             actions += [Event.sliced.set(target), Event.seat_shards.set(len(sizes))]
             condition &= (Event.sliced == sliced) & (Event.seat_shards == count)
+            if stored.is_draft:  # shards added marked must not land after a publication removed the marks
+                condition &= Event.state == Event.DRAFT
             if stored.gsi1pk == Event.COLLECTION and int(stored.version) == expected_version:
                 edited = Event(*Event.key_for(event_id), event_id=event_id, title=title, location=location,
                                starts_at=starts_at, **details)
@@ -212,6 +216,22 @@ def event_update(
         logger.warning("promotion after editing event %s left to the outbox", event_id, exc_info=True)
         return EventUpdate(event_id, int(expected_version) + 1, promotion_pending=True)
     return EventUpdate(event_id, int(expected_version) + 1, promoted=promoted)
+
+
+class _BornDraft:
+    """The edit's transaction, handing every seat shard a re-slice adds the draft mark: a draft's capacity raised
+    past its shards must not add one shard that admits people before the publication."""
+
+    def __init__(self, transaction: LabelledTransaction) -> None:
+        self._transaction = transaction
+
+    def save(self, label: str, model, *args, **kwargs) -> None:
+        if isinstance(model, SeatShard):
+            model.draft = True
+        self._transaction.save(label, model, *args, **kwargs)
+
+    def __getattr__(self, name: str):
+        return getattr(self._transaction, name)
 
 
 def _stored(event_id: str) -> Event | None:
@@ -328,6 +348,9 @@ def _cancel_transaction(event: EventCancellation, *, now: datetime, cancelled_by
                  & (EventCancellation.seat_shards == count))
     if event.version is not None:  # the facets removed below are the ones this version wrote
         condition &= EventCancellation.version == int(event.version)
+    # A publication (which puts the facets without raising the version) since the read: read again.
+    condition &= (EventCancellation.collection == event.collection if event.collection is not None
+                  else EventCancellation.collection.does_not_exist())
     listed = event.collection == Event.COLLECTION
     actions = [EventCancellation.cancelled_at.set(now), EventCancellation.cancelled_by.set(cancelled_by)]
     if reason:
@@ -339,7 +362,7 @@ def _cancel_transaction(event: EventCancellation, *, now: datetime, cancelled_by
     if listed:
         index.remove_facets(transaction, event_id=event_id, facets=index.facets_of(
             title=event.title or "", category=event.category, organizer=event.organizer, public=event.public))
-    _mark_shards(transaction, event_id=event_id, count=count, now=now)
+    mark_every_shard(transaction, event_id=event_id, count=count, actions=[SeatShard.cancelled_at.set(now)])
     message_id = EventMessage.cancellation_id_for(event_id)
     transaction.save(MESSAGE, EventMessage(
         *EventMessage.key_for(event_id, message_id), event_id=event_id, message_id=message_id,
@@ -354,12 +377,13 @@ def _cancel_transaction(event: EventCancellation, *, now: datetime, cancelled_by
     return transaction
 
 
-def _mark_shards(transaction: LabelledTransaction, *, event_id: str, count: int, now: datetime) -> None:
-    """The cancellation's mark on every seat shard (at most ``shards.MAX_SHARDS``, so the transaction stays
-    within DynamoDB's 100 items): where the seat's and the join's conditions look for it."""
+def mark_every_shard(transaction: LabelledTransaction, *, event_id: str, count: int, actions: list) -> None:
+    """A mark set or removed on every seat shard (at most ``shards.MAX_SHARDS``, so the transaction stays within
+    DynamoDB's 100 items), where the seat's and the join's conditions look for it (``shards.admitting``): the
+    cancellation's, and the publication's removal of the draft mark."""
     for shard in range(count):
         transaction.update(f"{SEAT}_{shard}", SeatShard(*SeatShard.key_for(event_id, shard)),
-                           actions=[SeatShard.cancelled_at.set(now)], condition=SeatShard.pk.exists())
+                           actions=list(actions), condition=SeatShard.pk.exists())
 
 
 def _already_cancelled(event: EventCancellation, when: datetime, *, user_id: str, key: str, fingerprint: str,

@@ -16,6 +16,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods
 
 from registrations import edits, selectors
+from registrations.approvals.selectors import draft_visible_to
 from registrations.checkins import selectors as checkin_selectors
 from registrations.errors import RegistrationError
 from registrations.events import selectors as event_selectors
@@ -34,9 +35,9 @@ from tems.idempotency import key_from_request, request_fingerprint
 from tems.identity import user_key
 from tems.merge import conflict_panel, load_base, sign_base
 from tems.pagination import next_page_url, page_args
-from tems.permissions import EVENT_DOOR, EVENT_DOORS, EVENT_MANAGE, holds
+from tems.permissions import EVENT_APPROVE, EVENT_DOOR, EVENT_DOORS, EVENT_MANAGE, holds
 from tems.teams.forms import DoorVolunteersForm
-from tems.teams.selectors import door_volunteers, team_name
+from tems.teams.selectors import door_volunteers, overseer_of, team_name
 from tems.teams.services import doors_set
 from tems.templatetags.when import when_text
 
@@ -157,6 +158,8 @@ def _event_page(request: HttpRequest, *, past: bool) -> HttpResponse:
 @never_cache  # Back must not show a seat count or a panel from before the last tap
 def event_detail(request: HttpRequest, event_id: str) -> HttpResponse:
     event = event_or_404(event_id)
+    if event.is_draft and not (request.user.is_authenticated and draft_visible_to(request.user, event)):
+        raise Http404("There is no such event.")
     if not request.user.is_authenticated:
         if not event.public:
             return redirect_to_login(request.get_full_path())
@@ -167,6 +170,7 @@ def event_detail(request: HttpRequest, event_id: str) -> HttpResponse:
     may = {name: holds(request.user, permission, team=event.team, event_id=event_id)
            for name, permission in (("manage", EVENT_MANAGE), ("door", EVENT_DOOR), ("doors", EVENT_DOORS))}
     context["may"] = may
+    context["may_publish"] = event.is_draft and holds(request.user, EVENT_APPROVE, team=overseer_of(event.team))
     registration = context.get("registration")
     # The online link is for people with a place (and the event's staff), not for everyone who finds the page.
     context["show_online_url"] = may["manage"] or may["door"] or bool(

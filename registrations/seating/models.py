@@ -4,6 +4,7 @@ table (see tems.dynamo and this package's modules)."""
 from __future__ import annotations
 
 from pynamodb.attributes import (
+    BooleanAttribute,
     MapAttribute,
     NumberAttribute,
     UnicodeAttribute,
@@ -40,6 +41,9 @@ class SeatShard(TableModel):
     opens_at = UTCDateTimeAttribute(null=True)
     closes_at = UTCDateTimeAttribute(null=True)
     cancelled_at = UTCDateTimeAttribute(null=True)
+    # The event is a draft waiting for approval: set on every shard at its creation and removed on every shard by
+    # the publishing transaction, so nobody registers for a draft whatever they know of its id.
+    draft = BooleanAttribute(null=True)
     # The version of the event's custom questions (``EventQuestions.version``; absent: the event never had any).
     # A registration is written only under ``questions`` = the version its answers were checked against, so an
     # answer checked against questions that changed meanwhile is refused by the seat's own condition.

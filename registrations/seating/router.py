@@ -231,6 +231,8 @@ class Router:
         hints.remember_lane(image)  # a position read may then skip this lane
         if image.cancelled_at is not None:
             raise event_cancelled_error(image.cancelled_at)
+        if image.draft:  # waiting for approval: to a student there is no such event yet
+            raise not_found(self.event_id)
         if image.starts_at is not None and image.starts_at <= self.created_at:
             raise closed_error(image.starts_at)
         if image.opens_at is not None and image.opens_at > self.created_at:

@@ -109,9 +109,11 @@ def first_shard(event_id: str, user_id: str, count: int) -> int:
 
 def admitting(created_at):
     """The condition of a write that admits someone through a shard (a seat, a ticket of its lane): the event has not
-    started by ``created_at``, its registration window (if any) is open then, and it is not cancelled
-    (events/services.py marks every shard in its transaction)."""
+    started by ``created_at``, its registration window (if any) is open then, it is not cancelled
+    (events/services.py marks every shard in its transaction) and not a draft waiting for approval (born marked,
+    unmarked by the publication's transaction)."""
     return ((SeatShard.starts_at > created_at) & SeatShard.cancelled_at.does_not_exist()
+            & SeatShard.draft.does_not_exist()
             & (SeatShard.opens_at.does_not_exist() | (SeatShard.opens_at <= created_at))
             & (SeatShard.closes_at.does_not_exist() | (SeatShard.closes_at > created_at)))
 

@@ -9,7 +9,7 @@ from django import forms
 from tems import accounts
 from tems.ids import ID_HELP, id_validator
 from tems.permissions import ROLES, Permission, access_of
-from tems.teams.selectors import teams_holding
+from tems.teams.selectors import all_teams, teams_holding
 
 _USERNAMES = re.compile(r"[\s,]+")
 MAX_ADMINS = 20
@@ -54,6 +54,19 @@ class MemberAddForm(forms.Form):
 
 class MemberRoleForm(forms.Form):
     role = role_field()
+
+
+class TeamApprovalForm(forms.Form):
+    needs_approval = forms.BooleanField(required=False, label="Events need approval",
+                                        help_text="A new event stays a draft, unseen by students, until an "
+                                                  "approver of the overseeing team publishes it.")
+    overseen_by = forms.ChoiceField(required=False, label="Overseen by",
+                                    help_text="Its team admins and event managers approve this team's events.")
+
+    def __init__(self, *args, team_id: str, **kwargs):
+        super().__init__(*args, **kwargs)
+        others = [(team.pk, team.name) for team in all_teams() if team.pk != team_id]
+        self.fields["overseen_by"].choices = [("", "No team"), *others]
 
 
 class DoorVolunteersForm(forms.Form):

@@ -32,6 +32,28 @@ def team_name(team_id: str | None) -> str | None:
     return team_names([team_id]).get(team_id) if team_id else None
 
 
+def all_teams() -> list[Team]:
+    """Every team, by name: what a platform admin chooses an overseeing team from."""
+    return list(Team.objects.all())
+
+
+def needs_approval(*, team_id: str) -> bool:
+    """Whether a new event of the team is a draft until an approver of its overseeing team publishes it."""
+    return Team.objects.filter(pk=team_id, needs_approval=True).exists()
+
+
+def overseer_of(team_id: str | None) -> str | None:
+    """The id of the team whose approvers publish ``team_id``'s drafts (None: no team, or nobody oversees it)."""
+    if team_id is None:
+        return None
+    return Team.objects.filter(pk=team_id).values_list("overseen_by_id", flat=True).first()
+
+
+def teams_overseen(*, team_ids: Iterable[str]) -> list[Team]:
+    """The teams whose drafts wait for an approver of one of ``team_ids``, by name."""
+    return list(Team.objects.filter(overseen_by_id__in=list(team_ids)))
+
+
 def team_list(*, user) -> list[Team]:
     """Every team for a platform admin; otherwise the teams the person belongs to."""
     access = access_of(user)

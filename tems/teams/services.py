@@ -99,3 +99,37 @@ def doors_set(*, team_id: str, event_id: str, membership_ids: set[int]) -> None:
             membership_id__in=volunteers).delete()
         for membership_id in volunteers:
             DoorAssignment.objects.get_or_create(membership_id=membership_id, event_id=event_id)
+
+
+def team_approval_set(*, team_id: str, needs_approval: bool, overseen_by: str | None) -> Team:
+    """Set whether the team's new events need approval, and which team approves them (a platform admin's
+    setting). Raises DomainError('invalid') naming the field: approval without an overseeing team, an unknown
+    team, the team itself, or a team that the team itself oversees (two teams waiting on each other)."""
+    overseen_by = overseen_by or None
+    problem = None
+    if needs_approval and overseen_by is None:
+        problem = "Choose the team that approves this team's events."
+    elif overseen_by == team_id:
+        problem = "A team cannot approve its own events: choose another team."
+    if problem:
+        raise DomainError("invalid", problem, errors={"overseen_by": [problem]})
+    with transaction.atomic():
+        team = _team_for_update(team_id)
+        if overseen_by is not None:
+            overseer = Team.objects.select_for_update().filter(pk=overseen_by).first()
+            if overseer is None:
+                raise DomainError("invalid", "There is no such team.", errors={"overseen_by": ["No such team."]})
+            if overseer.overseen_by_id == team_id:
+                problem = f"{overseer.name} is overseen by this team: two teams cannot approve each other."
+                raise DomainError("invalid", problem, errors={"overseen_by": [problem]})
+        team.needs_approval = needs_approval
+        team.overseen_by_id = overseen_by
+        team.save(update_fields=["needs_approval", "overseen_by"])
+    return team
+
+
+def _team_for_update(team_id: str) -> Team:
+    try:
+        return Team.objects.select_for_update().get(pk=team_id)
+    except Team.DoesNotExist:
+        raise DomainError("not_found", "There is no such team.") from None

@@ -12,7 +12,7 @@ from tems.errors import DomainError
 from tems.forms import add_error_to_form
 from tems.permissions import ROLES, TEAM_ADMIN, access_of
 from tems.teams import selectors, services
-from tems.teams.forms import MemberAddForm, MemberRoleForm, TeamCreateForm
+from tems.teams.forms import MemberAddForm, MemberRoleForm, TeamApprovalForm, TeamCreateForm
 
 
 def _list_page(request: HttpRequest, form: TeamCreateForm | None, *, status: int = 200) -> HttpResponse:
@@ -47,12 +47,17 @@ def team_create(request: HttpRequest) -> HttpResponse:
 
 
 def _detail_page(request: HttpRequest, team_id: str, *, add_form: MemberAddForm | None = None,
-                 error: str | None = None, status: int = 200) -> HttpResponse:
+                 approval_form: TeamApprovalForm | None = None, error: str | None = None,
+                 status: int = 200) -> HttpResponse:
     members = [(member, MemberRoleForm(initial={"role": member.role}, prefix=f"m{member.pk}"))
                for member in selectors.team_members(team_id=team_id)]
+    team = selectors.team_get(team_id=team_id)
+    if approval_form is None and access_of(request.user).platform_admin:
+        approval_form = TeamApprovalForm(team_id=team_id, initial={"needs_approval": team.needs_approval,
+                                                                   "overseen_by": team.overseen_by_id or ""})
     return render(request, "teams/team_detail.html", {
-        "team": selectors.team_get(team_id=team_id), "members": members, "roles": ROLES,
-        "add_form": add_form or MemberAddForm(), "error": error,
+        "team": team, "members": members, "roles": ROLES,
+        "add_form": add_form or MemberAddForm(), "approval_form": approval_form, "error": error,
     }, status=status)
 
 
@@ -96,3 +101,19 @@ def member_remove(request: HttpRequest, team_id: str, membership_id: int) -> Htt
         return _detail_page(request, team_id, error=error.detail, status=error.status)
     messages.success(request, "Removed from the team.")
     return redirect("teams:team_detail", team_id=team_id)
+
+
+@require_POST
+def team_approval(request: HttpRequest, team_id: str) -> HttpResponse:
+    """A platform admin's setting: whether the team's events need approval, and by which team."""
+    form = TeamApprovalForm(request.POST, team_id=team_id)
+    if form.is_valid():
+        try:
+            team = services.team_approval_set(team_id=team_id, **form.cleaned_data)
+        except DomainError as error:
+            _add_errors(form, error)
+        else:
+            messages.success(request, f"Events of “{team.name}” now need approval by {team.overseen_by.name}."
+                             if team.needs_approval else f"Events of “{team.name}” are published at once.")
+            return redirect("teams:team_detail", team_id=team_id)
+    return _detail_page(request, team_id, approval_form=form, status=400)

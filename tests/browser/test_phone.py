@@ -162,7 +162,7 @@ def test_the_phone_menu_opens_without_javascript_and_its_links_are_thumb_sized(a
     links = menu.locator("a, button")
     expect(links.first).to_be_visible()
     assert [links.nth(n).inner_text() for n in range(links.count())] == [
-        "Events", "My registrations", "Account", "New event", "Inventory", "Teams", "Lab", "Log out"]
+        "Events", "My registrations", "Account", "New event", "Drafts", "Inventory", "Teams", "Lab", "Log out"]
     for n in range(links.count()):
         box = links.nth(n).bounding_box()
         assert box["height"] >= 44 and box["width"] >= 24, (links.nth(n).inner_text(), box)

@@ -12,7 +12,7 @@ from registrations import selectors
 from registrations.seating import shards
 from registrations.seating.models import SeatShard
 from tems.dynamo import TABLE_SCHEMA, boto3_client, ensure_table
-from tems.models import DoorAssignment, Membership
+from tems.models import DoorAssignment, Membership, Team
 from tems.permissions import ROLES
 
 
@@ -51,7 +51,8 @@ def demo_mode(settings):
 @pytest.mark.django_db
 def test_seed_demo_twice_creates_nothing_twice(ddb, demo_mode):
     first = run("seed_demo")
-    assert "created 16 demo account(s), 2 team(s), 21 demo event(s), 5 inventory item(s)" in first
+    # The term's 21 events and the society's draft waiting for approval.
+    assert "created 16 demo account(s), 2 team(s), 22 demo event(s), 5 inventory item(s)" in first
     assert "staff" in first and "alice" in first and "cs-door (door volunteer)" in first
     second = run("seed_demo")
     assert "created 0 demo account(s), 0 team(s), 0 demo event(s), 0 inventory item(s)" in second
@@ -75,6 +76,9 @@ def test_seed_demo_makes_two_teams_with_a_member_in_each_role(ddb, demo_mode):
     assert set(DoorAssignment.objects.values_list("membership__user__username", "event_id")) == {
         ("cs-door", "python-workshop"), ("su-door", "welcome-fair")}
     assert {item.sku: item.team for item in inventory_selectors.item_list()}["LABKIT-PY"] == "compsoc"
+    # The society's events need the union's approval, and one draft waits for it.
+    assert Team.objects.filter(pk="compsoc", needs_approval=True, overseen_by="union").exists()
+    assert selectors.event_get(event_id="winter-hackathon").is_draft
 
 
 @pytest.mark.django_db

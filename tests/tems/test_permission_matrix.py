@@ -51,6 +51,7 @@ MATRIX = [
     case("teams:team_list", "GET", TEAM_ROLES, other=None),
     case("teams:team_create", "POST", (), other=None),
     case("teams:team_detail", "GET", {"team_admin"}, other="hide"),
+    case("teams:team_approval", "POST", (), other=None),
     case("teams:member_add", "POST", {"team_admin"}, other="hide"),
     case("teams:member_role", "POST", {"team_admin"}, other="hide"),
     case("teams:member_remove", "POST", {"team_admin"}, other="hide"),
@@ -74,6 +75,12 @@ MATRIX = [
     case("registrations:api_event_messages", "POST", MANAGERS),
     case("registrations:api_event_cancel", "POST", MANAGERS),
     case("registrations:api_message_detail", "GET", MANAGERS),
+    # The drafts of a team alpha oversees (gamma); beta's object is a draft of a team beta oversees. A post without
+    # its idempotency key is refused (400) before anything is written.
+    case("registrations:approval_list", "GET", MANAGERS, other=None),
+    case("registrations:event_publish", "POST", MANAGERS, other="hide"),
+    case("registrations:event_send_back", "POST", MANAGERS, other="hide"),
+    case("registrations:api_event_publish", "POST", MANAGERS, other="hide"),
     case("checkins:door", "GET", DOOR),
     case("checkins:api_checkin_create", "POST", DOOR),
     case("checkins:api_checkin_stats", "GET", DOOR | {"viewer"}),
@@ -138,6 +145,9 @@ def world(moto_ddb, db, settings):
     Membership.objects.create(user=User.objects.create_user("beta-admin", password="pw"), team=beta,
                                            role=permissions.TEAM_ADMIN)
     event_a, event_b = make_event(team="alpha"), make_event(team="beta")
+    Team.objects.create(id="gamma", name="Gamma Society", needs_approval=True, overseen_by=alpha)
+    Team.objects.create(id="delta", name="Delta Society", needs_approval=True, overseen_by=beta)
+    draft_a, draft_b = make_event(team="gamma", draft=True), make_event(team="delta", draft=True)
     DoorAssignment.objects.create(membership=memberships["door_volunteer"], event_id=event_a.event_id)
     registration_a = register(event_a.event_id, "student-key").data["registration_id"]
     registration_b = register(event_b.event_id, "student-key").data["registration_id"]
@@ -149,9 +159,9 @@ def world(moto_ddb, db, settings):
         clients[role].force_login(user)
     objects = {
         "alpha": {"event_id": event_a.event_id, "registration_id": registration_a, "message_id": "m1",
-                  "sku": "ITEM-A", "team_id": "alpha", "membership_id": 999999},
+                  "sku": "ITEM-A", "team_id": "alpha", "membership_id": 999999, "draft_id": draft_a.event_id},
         "beta": {"event_id": event_b.event_id, "registration_id": registration_b, "message_id": "m1",
-                 "sku": "ITEM-B", "team_id": "beta", "membership_id": 999999},
+                 "sku": "ITEM-B", "team_id": "beta", "membership_id": 999999, "draft_id": draft_b.event_id},
     }
     return clients, objects
 
