@@ -111,7 +111,7 @@ def team_approval(request: HttpRequest, team_id: str) -> HttpResponse:
         try:
             team = services.team_approval_set(team_id=team_id, **form.cleaned_data)
         except DomainError as error:
-            _add_errors(form, error)
+            add_error_to_form(form, error)
         else:
             messages.success(request, f"Events of “{team.name}” now need approval by {team.overseen_by.name}."
                              if team.needs_approval else f"Events of “{team.name}” are published at once.")
