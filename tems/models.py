@@ -9,16 +9,18 @@ the configuration; this import only makes start-up order not matter for the ones
 """
 
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
+from tems.audit.models import AuditEntry
 from tems.idempotency import IdempotencyRecord
 from tems.identity import UserIdentity
 from tems.outbox import OutboxMessage
 from tems.ratelimit import WriteRateCounter
 from tems.roles import ROLES
 
-__all__ = ["CalendarFeed", "DoorAssignment", "EmailAddress", "IdempotencyRecord", "MailQuota", "Membership",
-           "OutboxMessage", "SingleSignOnIdentity", "Team",
+__all__ = ["AuditEntry", "CalendarFeed", "DoorAssignment", "EmailAddress", "IdempotencyRecord", "MailQuota",
+           "Membership", "OutboxMessage", "SingleSignOnIdentity", "Team", "TeamAuditEntry",
            "UserIdentity", "WriteRateCounter"]
 
 
@@ -93,6 +95,12 @@ class Team(models.Model):
     id = models.CharField(primary_key=True, max_length=64)
     name = models.CharField(max_length=100, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # How long the team's audit log keeps an entry (the entry's TTL is set from it when written). A month at least,
+    # so a retention set by mistake cannot wipe yesterday's log; ten years at most.
+    audit_retention_days = models.PositiveIntegerField(
+        default=settings.TEMS_AUDIT_RETENTION_DAYS,
+        validators=[MinValueValidator(settings.TEMS_AUDIT_RETENTION_MIN_DAYS),
+                    MaxValueValidator(settings.TEMS_AUDIT_RETENTION_MAX_DAYS)])
 
     class Meta:
         ordering = ["name"]
@@ -126,3 +134,28 @@ class DoorAssignment(models.Model):
 
     def __str__(self) -> str:
         return f"membership {self.membership_id} at event {self.event_id}"
+
+
+class TeamAuditEntry(models.Model):
+    """One entry of a team's audit log about the team itself (a member added, a role changed, a member removed, door
+    volunteers assigned, the log's retention): written in the same database transaction as the change. Who acted
+    and on whom are user keys (tems.identity), named when the log is shown, so an erased account's name is gone
+    with its row."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="audit_entries")
+    at = models.DateTimeField(db_index=True)
+    actor = models.CharField(max_length=64)
+    role = models.CharField(max_length=32, blank=True)
+    action = models.CharField(max_length=32)
+    subject = models.CharField(max_length=64, blank=True)
+    event_id = models.CharField(max_length=64, blank=True)
+    before = models.JSONField(null=True)
+    after = models.JSONField(null=True)
+    request_id = models.CharField(max_length=64, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-pk"]
+        indexes = [models.Index(fields=["team", "-at"], name="team_audit_newest_first")]
+
+    def __str__(self) -> str:
+        return f"{self.team_id}: {self.action} by {self.actor} at {self.at:%Y-%m-%d %H:%M}"

@@ -129,6 +129,10 @@ PASSWORD_RESET_TIMEOUT = int(float(os.environ.get("TEMS_PASSWORD_RESET_HOURS", "
 
 # Demo mode opens the lab to everyone and shows the demo log-ins on the log-in page.
 TEMS_DEMO = _env_bool("TEMS_DEMO", False)
+# The audit log's retention (tems.audit): a team's default, and the range a team admin may set it within.
+TEMS_AUDIT_RETENTION_DAYS = int(os.environ.get("TEMS_AUDIT_RETENTION_DAYS", "365"))
+TEMS_AUDIT_RETENTION_MIN_DAYS = 30
+TEMS_AUDIT_RETENTION_MAX_DAYS = 3650
 # How many events `seed_demo`'s term holds (at least 21: the term's offer and its cancelled event are among the
 # first 21). About sixty show a newcomer a term in use; a test of the seeding itself needs fewer.
 TEMS_DEMO_TERM_EVENTS = max(21, int(os.environ.get("TEMS_DEMO_TERM_EVENTS", "60")))

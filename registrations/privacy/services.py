@@ -42,6 +42,7 @@ from registrations.seating.models import SeatShard
 from registrations.services.cancel import registration_cancel_once
 from registrations.write_rules import WRITE_POLICY, busy_error
 from tems import accounts
+from tems.audit.services import audit_pseudonymise
 from tems.clock import utcnow
 from tems.idempotency import IdempotencyRecord
 from tems.identity import user_key
@@ -78,6 +79,7 @@ class ErasureReport:
     user_id: str
     cancelled: int = 0
     pseudonymised: int = 0
+    audit_entries: int = 0  # the audit log's entries that held the person's key
     deleted: int = 0
     redacted: int = 0
 
@@ -140,6 +142,9 @@ def _erase(*, user_id: str, account_id: int | None, username: str | None, email:
     pseudonym = pseudonym_for(user_id)
     for registration in selectors.user_registrations(user_id=user_id):
         report.pseudonymised += _pseudonymise(registration, pseudonym=pseudonym)
+    # The audit log names nobody (keys only); the key is replaced too, so a restored account database could not
+    # tie the entries back to the person.
+    report.audit_entries = audit_pseudonymise(user_id=user_id, pseudonym=pseudonym)
     for item in selectors.partition_items(selectors.write_rate_pk(user_id)):
         WriteRateCounter(item["PK"], item["SK"]).delete()
         report.deleted += 1
