@@ -297,6 +297,8 @@ RELAY_PERIODIC_JOBS = {
     "answers_retention": "registrations.privacy.services.answers_retention_sweep",
     "erasures_resume": "registrations.privacy.services.erasures_resume",
     "offer_expiries": "registrations.offers.services.offers_sweep",
+    # The team's own log rows past the team's retention (DynamoDB's entries expire by TTL).
+    "team_audit_retention": "tems.teams.services.team_audit_sweep",
 }
 RELAY_JOB_INTERVAL_SECONDS = float(os.environ.get("TEMS_RELAY_JOB_INTERVAL_SECONDS", "60"))
 # Without DJANGO_EMAIL_HOST, mails are printed where `make run` runs; with it, they go out over SMTP (STARTTLS and

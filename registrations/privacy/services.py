@@ -42,7 +42,9 @@ from registrations.seating.models import SeatShard
 from registrations.services.cancel import registration_cancel_once
 from registrations.write_rules import WRITE_POLICY, busy_error
 from tems import accounts
+from tems.audit import Actor, add_entry
 from tems.audit.services import audit_pseudonymise
+from tems.audit.wording import ANSWERS_RETENTION_CHANGED
 from tems.clock import utcnow
 from tems.idempotency import IdempotencyRecord
 from tems.identity import user_key
@@ -338,7 +340,7 @@ def erasures_resume(*, now: datetime | None = None) -> int:
 # --- retention of answers -------------------------------------------------------------------------------------
 
 def retention_set(*, event_id: str, days: int | None, expected_version: int | None,
-                  updated_by: str) -> EventRetention | None:
+                  updated_by: str, actor: Actor | None = None) -> EventRetention | None:
     """Keep the event's answers ``days`` days after its start (None: until someone erases them), if the
     retention is still at ``expected_version`` (None: never set). Returns the retention, or None when removed.
 
@@ -363,6 +365,8 @@ def retention_set(*, event_id: str, days: int | None, expected_version: int | No
         if expected_version is not None:
             retention.version = expected_version  # PynamoDB's save checks it and writes the next one
         transaction.save(RETENTION, retention)
+    add_entry(transaction, actor=actor, action=ANSWERS_RETENTION_CHANGED, team=event.team, event_id=event_id,
+              after={"days": days})
     try:
         WRITE_POLICY.run(transaction.commit, busy=lambda _: busy_error("Please try again in a moment."))
     except TransactionCancelled as cancelled:

@@ -26,6 +26,7 @@ MEMBER_ROLE_CHANGED = "member_role_changed"
 MEMBER_REMOVED = "member_removed"
 DOORS_ASSIGNED = "doors_assigned"
 RETENTION_CHANGED = "retention_changed"
+ANSWERS_RETENTION_CHANGED = "answers_retention_changed"
 
 ACTIONS: dict[str, str] = {
     EVENT_CREATED: "Created an event",
@@ -46,11 +47,12 @@ ACTIONS: dict[str, str] = {
     MEMBER_REMOVED: "Removed a member",
     DOORS_ASSIGNED: "Assigned door volunteers",
     RETENTION_CHANGED: "Changed how long the log is kept",
+    ANSWERS_RETENTION_CHANGED: "Changed how long answers are kept",
 }
 
 # The actions an event's log can hold (its filter offers these).
 EVENT_ACTIONS = frozenset({EVENT_CREATED, EVENT_EDITED, EVENT_CANCELLED, QUESTIONS_CHANGED, MESSAGE_SENT, CHECKED_IN,
-                           CHECKIN_UNDONE, ATTENDEES_VIEWED, ATTENDEES_DOWNLOADED})
+                           CHECKIN_UNDONE, ATTENDEES_VIEWED, ATTENDEES_DOWNLOADED, ANSWERS_RETENTION_CHANGED})
 
 FIELD_WORDS = {
     "title": "the title", "description": "the description", "location": "the venue", "starts_at": "the start",
@@ -138,6 +140,13 @@ def _doors(entry, names: Callable[[str], str]) -> str:
     return "assigned the door to " + (", ".join(people) if people else "nobody")
 
 
+def _answers_retention(entry, names: Callable[[str], str]) -> str:
+    days = (entry.after or {}).get("days")
+    if days is None:
+        return "set the answers to be kept until someone erases them"
+    return f"set the answers to be erased {days} days after the event"
+
+
 def _retention(entry, names: Callable[[str], str]) -> str:
     days = (entry.after or {}).get("days")
     return f"set the log to keep entries for {days} days"
@@ -162,6 +171,7 @@ _SENTENCES: dict[str, Callable[[Any, Callable[[str], str]], str]] = {
     MEMBER_REMOVED: _member("removed"),
     DOORS_ASSIGNED: _doors,
     RETENTION_CHANGED: _retention,
+    ANSWERS_RETENTION_CHANGED: _answers_retention,
 }
 
 

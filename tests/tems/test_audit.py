@@ -167,3 +167,17 @@ def test_an_event_manager_is_recorded_with_their_role_and_team(ddb, db):
 def test_a_change_nobody_made_by_hand_writes_no_entry(ddb):
     event = make_event(capacity=3)  # the demo's seeding, the lab: no actor
     assert entries(event_id=event.event_id) == []
+
+
+def test_questions_and_the_answers_retention_write_one_entry_each_and_a_refused_one_none(ddb, staff_client):
+    event = make_event(capacity=3)
+    questions = {"version": 0, "questions": [{"label": "Diet", "kind": "text"}]}
+    url = f"/api/events/{event.event_id}/questions"
+    assert post_json(staff_client, url, questions, method="put").status_code == 200
+    # The same version again: someone saved in between, refused, no entry.
+    assert post_json(staff_client, url, questions, method="put").status_code == 409
+    url = f"/api/events/{event.event_id}/retention"
+    assert post_json(staff_client, url, {"days": 7}, method="put").status_code == 200
+    assert post_json(staff_client, url, {"days": 8}, method="put").status_code == 409
+    found = sorted((entry.action, entry.after) for entry in entries(event_id=event.event_id))
+    assert found == [("answers_retention_changed", {"days": 7}), ("questions_changed", {"questions": 1, "version": 1})]

@@ -133,3 +133,12 @@ def test_a_retention_applies_to_the_entries_written_from_then_on(moto_ddb, team)
     put_entries(event.event_id, Actor(user_id=user_key(team["mia"]), roles={"chem": EVENT_MANAGER}), 1)
     (entry,) = AuditEntry.query(AuditEntry.pk_for_event(event.event_id))
     assert round((entry.expires_at - entry.at).total_seconds() / 86400) == 90
+
+
+def test_the_team_log_rows_past_the_retention_are_swept(moto_ddb, team):
+    from tems.teams.services import team_audit_sweep
+
+    assert logged_in(team["ada"]).post("/teams/chem/retention/", {"days": "30"}).status_code == 302
+    (row,) = TeamAuditEntry.objects.all()
+    assert team_audit_sweep(now=row.at + timedelta(days=29)) == 0
+    assert team_audit_sweep(now=row.at + timedelta(days=31)) == 1 and not TeamAuditEntry.objects.exists()
