@@ -175,8 +175,9 @@ def event_update(
             before, after = changed_fields(_edited_fields(stored), _edited_fields(
                 stored, title=title, description=description, location=location, starts_at=starts_at,
                 capacity=capacity, reminder_hours=reminder_hours, offer_hours=offer_hours, **details))
-            audit.add_entry(transaction, actor=actor, action=EVENT_EDITED, team=stored.team, event_id=event_id,
-                            before=before, after=after, now=now)
+            if after:  # a save that changes no field (a doubled post, merged onto itself) is nothing to log
+                audit.add_entry(transaction, actor=actor, action=EVENT_EDITED, team=stored.team, event_id=event_id,
+                                before=before, after=after, now=now)
         # PynamoDB adds "version = :expected" and "ADD version 1": the check and the change are one write.
         transaction.update(EVENT, Event(*Event.key_for(event_id), version=expected_version), actions=actions,
                            condition=condition, return_old_on_failure=True)

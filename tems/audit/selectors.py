@@ -11,7 +11,6 @@ from datetime import datetime
 
 from django.core.paginator import Paginator
 
-from tems.audit.actors import PLATFORM_ADMIN
 from tems.audit.models import AuditEntry
 from tems.audit.wording import (
     ACTIONS,
@@ -155,5 +154,5 @@ def filter_people(entries: Iterable, *, team: str | None) -> list[tuple[str, str
     return sorted(people.items(), key=lambda pair: pair[1].lower())
 
 
-__all__ = ["PLATFORM_ADMIN", "LogRow", "checked_filters", "display_names", "event_log", "filter_people",
+__all__ = ["TEAM_ACTIONS", "LogRow", "checked_filters", "display_names", "event_log", "filter_people",
            "log_rows", "people_of_team", "team_changes", "team_log"]

@@ -181,3 +181,13 @@ def test_questions_and_the_answers_retention_write_one_entry_each_and_a_refused_
     assert post_json(staff_client, url, {"days": 8}, method="put").status_code == 409
     found = sorted((entry.action, entry.after) for entry in entries(event_id=event.event_id))
     assert found == [("answers_retention_changed", {"days": 7}), ("questions_changed", {"questions": 1, "version": 1})]
+
+
+def test_a_doubled_edit_post_logs_the_change_once(ddb, staff_client):
+    event = make_event(capacity=40, title="Robot night", starts_at=datetime(2027, 5, 1, 9, tzinfo=UTC))
+    opened = staff_client.get(f"/events/{event.event_id}/edit/").context["form"].initial
+    form = {name: "" if value is None else value for name, value in opened.items()}
+    form.update(capacity=60, starts_at="2027-05-01T10:00", public="")
+    for _ in range(2):  # a double click: the second post meets the first one's save, merged onto itself
+        assert staff_client.post(f"/events/{event.event_id}/edit/", form).status_code == 302
+    assert [entry.after for entry in entries(event_id=event.event_id)] == [{"capacity": 60}]
