@@ -15,6 +15,7 @@ from tems.api import (
     parse_json_object,
     with_etag,
 )
+from tems.audit import actor_of
 from tems.idempotency import parse_key
 from tems.identity import user_key
 from tems.pagination import next_page_url, page_args
@@ -33,7 +34,8 @@ def _if_match(request: HttpRequest) -> int:
 def items(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         form = parse_form(request, ItemCreateForm, InventoryError, user=request.user)
-        item = services.item_create(**form.cleaned_data, actor=request.user.get_username())
+        item = services.item_create(**form.cleaned_data, actor=request.user.get_username(),
+                                    audit_actor=actor_of(request))
         response = json_response(item_answers.item_to_dict(item), status=201)
         response["Location"] = f"/api/inventory/{item.sku}"
         return _with_etag(response, item)
@@ -55,7 +57,7 @@ def _item_update(request: HttpRequest, sku: str) -> HttpResponse:
     version = _if_match(request)
     form = parse_form(request, ItemFieldsForm, InventoryError)
     item = services.item_update(sku=sku, expected_version=version, actor=request.user.get_username(),
-                                **form.cleaned_data)
+                                audit_actor=actor_of(request), **form.cleaned_data)
     return _with_etag(json_response(item_answers.item_to_dict(item)), item)
 
 
@@ -79,7 +81,8 @@ def _item_patch(request: HttpRequest, sku: str) -> HttpResponse:
         raise InventoryError("invalid", "Invalid fields: " + "; ".join(
             f"{name}: {' '.join(problems)}" for name, problems in errors.items()), errors=errors)
     changes = {name: form.cleaned_data[name] for name in body}
-    outcome = edits.item_patch(sku=sku, if_match=version, changes=changes, actor=request.user.get_username())
+    outcome = edits.item_patch(sku=sku, if_match=version, changes=changes, actor=request.user.get_username(),
+                               audit_actor=actor_of(request))
     return _with_etag(json_response(item_answers.item_to_dict(outcome.item)), outcome.item)
 
 
@@ -96,7 +99,7 @@ def adjustments(request: HttpRequest, sku: str) -> HttpResponse:
         raise InventoryError("invalid", "reason must be text of at most 200 characters.",
                              errors={"reason": ["At most 200 characters."]})
     result = services.item_adjust(sku=sku, delta=delta, reason=reason.strip(), actor=request.user.get_username(),
-                                  idempotency_key=key, user_id=user_key(request.user))
+                                  idempotency_key=key, user_id=user_key(request.user), audit_actor=actor_of(request))
     return result.response.to_http(replayed=result.replayed)
 
 

@@ -16,6 +16,7 @@ from inventory.errors import InventoryError
 from inventory.models import TRACKED_FIELDS, InventoryChange, InventoryItem
 from inventory.selectors import item_get
 from inventory.services import item_update
+from tems.audit import Actor
 from tems.merge import Merge, save_with_merge
 
 
@@ -26,7 +27,8 @@ class EditOutcome:
     merged_with: str = ""  # who those others were, for the message
 
 
-def item_edit(*, sku: str, expected_version: int, base: dict | None, mine: dict, actor: str) -> EditOutcome:
+def item_edit(*, sku: str, expected_version: int, base: dict | None, mine: dict, actor: str,
+              audit_actor: Actor | None = None) -> EditOutcome:
     """Save a person's edit, merging it with anything saved since ``expected_version`` (whose values were ``base``).
 
     ``base`` None (a form from before merging existed, or a forged token) makes every differing field a clash.
@@ -34,7 +36,7 @@ def item_edit(*, sku: str, expected_version: int, base: dict | None, mine: dict,
     plus ``merge`` (the Merge) and ``base``; 'not_found', 'invalid', 'busy' as ``item_update`` does.
     """
     def save(version: int, values: dict[str, Any]) -> InventoryItem:
-        return item_update(sku=sku, expected_version=version, actor=actor, **values)
+        return item_update(sku=sku, expected_version=version, actor=actor, audit_actor=audit_actor, **values)
 
     def stored(error: InventoryError) -> tuple[dict[str, Any], int] | None:
         if error.code != "precondition_failed":
@@ -51,7 +53,8 @@ def item_edit(*, sku: str, expected_version: int, base: dict | None, mine: dict,
     return EditOutcome(outcome.saved, outcome.merge, _who(outcome.refusal) if outcome.refusal else "")
 
 
-def item_patch(*, sku: str, if_match: int, changes: dict[str, Any], actor: str) -> EditOutcome:
+def item_patch(*, sku: str, if_match: int, changes: dict[str, Any], actor: str,
+               audit_actor: Actor | None = None) -> EditOutcome:
     """API ``PATCH`` with ``If-Match``: apply ``changes`` (only the fields the client changed) to the item.
 
     When the item moved on since ``if_match``, the changes still apply if none of their fields was changed
@@ -66,7 +69,8 @@ def item_patch(*, sku: str, if_match: int, changes: dict[str, Any], actor: str) 
         base = _snapshot_at(sku=sku, version=if_match, current=current)
     mine = {**base, **changes}
     try:
-        return item_edit(sku=sku, expected_version=if_match, base=base, mine=mine, actor=actor)
+        return item_edit(sku=sku, expected_version=if_match, base=base, mine=mine, actor=actor,
+                         audit_actor=audit_actor)
     except InventoryError as error:
         merge = error.extra.pop("merge", None)
         error.extra.pop("base", None)

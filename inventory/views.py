@@ -15,6 +15,7 @@ from inventory import edits, selectors, services
 from inventory.errors import InventoryError
 from inventory.forms import AdjustmentForm, ItemCreateForm, ItemEditForm, StockImportForm
 from inventory.models import TRACKED_FIELDS
+from tems.audit import actor_of
 from tems.errors import DomainError
 from tems.forms import add_error_to_form
 from tems.http import after_save, conflict_status
@@ -47,7 +48,8 @@ def item_create(request: HttpRequest) -> HttpResponse:
     form = ItemCreateForm(request.POST or None, user=request.user)
     if request.method == "POST" and form.is_valid():
         try:
-            item = services.item_create(**form.cleaned_data, actor=request.user.get_username())
+            item = services.item_create(**form.cleaned_data, actor=request.user.get_username(),
+                                        audit_actor=actor_of(request))
         except InventoryError as error:
             if error.code == "conflict":
                 form.add_error("sku", f"{form.cleaned_data['sku']} is taken: choose another SKU.")
@@ -107,7 +109,7 @@ def item_adjust(request: HttpRequest, sku: str) -> HttpResponse:
             key = key_from_request(request)
             result = services.item_adjust(sku=sku, delta=form.delta, reason=form.cleaned_data["reason"],
                                           actor=request.user.get_username(), idempotency_key=key,
-                                          user_id=user_key(request.user))
+                                          user_id=user_key(request.user), audit_actor=actor_of(request))
         except DomainError as refusal:  # InventoryError, or a bad/reused idempotency key
             if refusal.code == "not_found":
                 raise Http404(refusal.detail) from None
@@ -155,7 +157,7 @@ def item_edit(request: HttpRequest, sku: str) -> HttpResponse:
         base = load_base(form.cleaned_data["base"], scope=_base_scope(sku, version), fields=TRACKED_FIELDS)
         try:
             saved = edits.item_edit(sku=sku, expected_version=version, base=base, mine=mine,
-                                    actor=request.user.get_username())
+                                    actor=request.user.get_username(), audit_actor=actor_of(request))
         except InventoryError as error:
             if error.code == "not_found":
                 raise Http404(error.detail) from None

@@ -18,6 +18,7 @@ from django.conf import settings
 from registrations.errors import RegistrationError
 from registrations.events.models import DEFAULT_REMINDER_HOURS
 from registrations.events.services import EventUpdate, event_update
+from tems.audit import Actor
 from tems.merge import Merge, save_with_merge
 
 EDITED_FIELDS = ("title", "location", "starts_at", "capacity", "description", "reminder_hours",
@@ -62,14 +63,14 @@ def canonical(values: dict[str, Any]) -> dict[str, Any]:
 
 
 def event_edit(*, event_id: str, expected_version: int, base: dict | None, mine: dict, updated_by: str,
-               ) -> EventEditOutcome:
+               actor: Actor | None = None) -> EventEditOutcome:
     """Save an edit of the event opened at ``expected_version`` (with values ``base``), merged with later saves.
 
     Raises RegistrationError: 'conflict' when fields clash (``extra``: ``current`` as event_update gives it,
     plus ``merge`` and ``base``); 'not_found', 'invalid', 'busy' as event_update does.
     """
     def save(version: int, values: dict[str, Any]) -> EventUpdate:
-        return event_update(event_id=event_id, expected_version=version, updated_by=updated_by,
+        return event_update(event_id=event_id, expected_version=version, updated_by=updated_by, actor=actor,
                             **as_datetimes(values))
 
     def stored(error: RegistrationError) -> tuple[dict[str, Any], int] | None:

@@ -29,6 +29,7 @@ urlpatterns = [
     path("events/<id:event_id>/report/", report_views.report_page, name="event_report"),
     path("events/<id:event_id>/report.csv", report_views.report_csv, name="event_report_csv"),
     path("events/<id:event_id>/doors/", event_views.event_doors, name="event_doors"),
+    path("events/<id:event_id>/log/", event_views.event_log, name="event_log"),
     path("events/<id:event_id>/register/", views.registration_create, name="registration_create"),
     path("events/<id:event_id>/attendees/", attendee_views.attendee_list, name="attendee_list"),
     path("events/<id:event_id>/messages/", message_views.message_page, name="event_messages"),

@@ -8,17 +8,21 @@ teams with their members' roles) live in Django's own database.
 the configuration; this import only makes start-up order not matter for the ones we know of.
 """
 
+import json
+
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 
+from tems.audit.models import AuditEntry
 from tems.idempotency import IdempotencyRecord
 from tems.identity import UserIdentity
 from tems.outbox import OutboxMessage
 from tems.ratelimit import WriteRateCounter
 from tems.roles import ROLES
 
-__all__ = ["CalendarFeed", "DoorAssignment", "EmailAddress", "IdempotencyRecord", "MailQuota", "Membership",
-           "OutboxMessage", "SingleSignOnIdentity", "Team",
+__all__ = ["AuditEntry", "CalendarFeed", "DoorAssignment", "EmailAddress", "IdempotencyRecord", "MailQuota",
+           "Membership", "OutboxMessage", "SingleSignOnIdentity", "Team", "TeamAuditEntry",
            "UserIdentity", "WriteRateCounter"]
 
 
@@ -94,9 +98,15 @@ class Team(models.Model):
     name = models.CharField(max_length=100, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
     # A society's events start as drafts that students cannot see until an approver of ``overseen_by`` publishes
-    # them (registrations.events.publication); only a platform admin sets these two (tems.teams.services).
+    # them (registrations.approvals.services); only a platform admin sets these two (tems.teams.services).
     needs_approval = models.BooleanField(default=False)
     overseen_by = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="oversees")
+    # How long the team's audit log keeps an entry (the entry's TTL is set from it when written). A month at least,
+    # so a retention set by mistake cannot wipe yesterday's log; ten years at most.
+    audit_retention_days = models.PositiveIntegerField(
+        default=settings.TEMS_AUDIT_RETENTION_DAYS,
+        validators=[MinValueValidator(settings.TEMS_AUDIT_RETENTION_MIN_DAYS),
+                    MaxValueValidator(settings.TEMS_AUDIT_RETENTION_MAX_DAYS)])
 
     class Meta:
         ordering = ["name"]
@@ -136,3 +146,38 @@ class DoorAssignment(models.Model):
 
     def __str__(self) -> str:
         return f"membership {self.membership_id} at event {self.event_id}"
+
+
+class TeamAuditEntry(models.Model):
+    """One entry of a team's audit log about the team itself (a member added, a role changed, a member removed, door
+    volunteers assigned, the log's retention): written in the same database transaction as the change. Who acted
+    and on whom are user keys (tems.identity), named when the log is shown, so an erased account's name is gone
+    with its row."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="audit_entries")
+    at = models.DateTimeField(db_index=True)
+    actor = models.CharField(max_length=64)
+    role = models.CharField(max_length=32, blank=True)
+    action = models.CharField(max_length=32)
+    subject = models.CharField(max_length=64, blank=True)
+    event_id = models.CharField(max_length=64, blank=True)
+    # JSON as text, not a JSONField: that field asks the database whether it supports JSON while Django's system
+    # checks run, so `check --deploy` (run where no database is reachable) would need one.
+    before_json = models.TextField(blank=True)
+    after_json = models.TextField(blank=True)
+    request_id = models.CharField(max_length=64, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-pk"]
+        indexes = [models.Index(fields=["team", "-at"], name="team_audit_newest_first")]
+
+    def __str__(self) -> str:
+        return f"{self.team_id}: {self.action} by {self.actor} at {self.at:%Y-%m-%d %H:%M}"
+
+    @property
+    def before(self) -> dict | None:
+        return json.loads(self.before_json) if self.before_json else None
+
+    @property
+    def after(self) -> dict | None:
+        return json.loads(self.after_json) if self.after_json else None

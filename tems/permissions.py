@@ -120,6 +120,8 @@ ROUTES: dict[str, Rule] = {
     "teams:member_add": TEAM_MANAGE,
     "teams:member_role": TEAM_MANAGE,
     "teams:member_remove": TEAM_MANAGE,
+    "teams:team_log": TEAM_MANAGE,
+    "teams:team_retention": TEAM_MANAGE,
     # registrations
     # The list, the month and an event's page show public events to visitors; the views ask for a log-in for
     # the rest.
@@ -136,6 +138,8 @@ ROUTES: dict[str, Rule] = {
     "registrations:calendar_feed": PUBLIC,
     "registrations:event_edit": EVENT_MANAGE,
     "registrations:event_doors": EVENT_DOORS,
+    # Who changed the event and who read its attendees: the people who manage it (tems.audit).
+    "registrations:event_log": EVENT_MANAGE,
     "registrations:registration_create": LOGGED_IN,
     "registrations:attendee_list": EVENT_MANAGE,
     "registrations:event_messages": EVENT_MANAGE,
@@ -302,6 +306,15 @@ def object_team(scope: str, object_id: str) -> str | None:
     return _resolver(scope)(object_id)
 
 
+def known_object_teams(user) -> dict[tuple[str, str], str | None]:
+    """The teams of the objects this request's permission checks read, by (scope, object id)."""
+    known = getattr(user, "_tems_object_teams", None)
+    if known is None:
+        known = {}
+        user._tems_object_teams = known
+    return known
+
+
 def decide(user, permission: Permission, kwargs: Mapping[str, str]) -> Decision:
     if permission.audience is Audience.ANYONE:
         return Decision.ALLOW
@@ -322,6 +335,8 @@ def decide(user, permission: Permission, kwargs: Mapping[str, str]) -> Decision:
         team = object_team(permission.scope, object_id)
     except NoSuchObject:
         return Decision.NOT_FOUND
+    # Kept for the rest of the request: the audit log records the team without reading it again (tems.audit).
+    known_object_teams(user)[(permission.scope, object_id)] = team
     event_id = object_id if permission.scope == "event_id" else None
     if access.holds(permission, team=team, event_id=event_id):
         return Decision.ALLOW

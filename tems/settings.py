@@ -129,6 +129,10 @@ PASSWORD_RESET_TIMEOUT = int(float(os.environ.get("TEMS_PASSWORD_RESET_HOURS", "
 
 # Demo mode opens the lab to everyone and shows the demo log-ins on the log-in page.
 TEMS_DEMO = _env_bool("TEMS_DEMO", False)
+# The audit log's retention (tems.audit): a team's default, and the range a team admin may set it within.
+TEMS_AUDIT_RETENTION_DAYS = int(os.environ.get("TEMS_AUDIT_RETENTION_DAYS", "365"))
+TEMS_AUDIT_RETENTION_MIN_DAYS = 30
+TEMS_AUDIT_RETENTION_MAX_DAYS = 3650
 # How many events `seed_demo`'s term holds (at least 21: the term's offer and its cancelled event are among the
 # first 21). About sixty show a newcomer a term in use; a test of the seeding itself needs fewer.
 TEMS_DEMO_TERM_EVENTS = max(21, int(os.environ.get("TEMS_DEMO_TERM_EVENTS", "60")))
@@ -295,6 +299,8 @@ RELAY_PERIODIC_JOBS = {
     "answers_retention": "registrations.privacy.services.answers_retention_sweep",
     "erasures_resume": "registrations.privacy.services.erasures_resume",
     "offer_expiries": "registrations.offers.services.offers_sweep",
+    # The team's own log rows past the team's retention (DynamoDB's entries expire by TTL).
+    "team_audit_retention": "tems.teams.services.team_audit_sweep",
 }
 RELAY_JOB_INTERVAL_SECONDS = float(os.environ.get("TEMS_RELAY_JOB_INTERVAL_SECONDS", "60"))
 # Without DJANGO_EMAIL_HOST, mails are printed where `make run` runs; with it, they go out over SMTP (STARTTLS and

@@ -20,6 +20,7 @@ from inventory.services.item_versions import (
     write_change,
 )
 from inventory.services.metrics import measured
+from tems.audit import Actor
 from tems.idempotency import StoredResponse, add_completed_record, fingerprint, replay_from_raw
 from tems.transactions import TransactionCancelled
 
@@ -41,7 +42,8 @@ def adjustment_fingerprint(*, sku: str, actor: str, delta: int, reason: str) -> 
 
 
 def item_adjust(*, sku: str, delta: int, reason: str, actor: str, idempotency_key: str | None = None,
-                user_id: str | None = None, policy: RetryPolicy = DEFAULT_POLICY) -> Adjustment:
+                user_id: str | None = None, policy: RetryPolicy = DEFAULT_POLICY,
+                audit_actor: Actor | None = None) -> Adjustment:
     """Add ``delta`` (negative for "sold", positive for "received") to the stock; concurrent calls all apply.
 
     One transaction per attempt: the item (ADD quantity, version = version read, and for a decrement
@@ -53,7 +55,7 @@ def item_adjust(*, sku: str, delta: int, reason: str, actor: str, idempotency_ke
     Raises InventoryError: 'invalid' (delta 0, or past MAX_QUANTITY in stock); 'not_found'; 'conflict' when the
     stock cannot cover a decrement (``extra['on_hand']``); 'unprocessable' when the key was used for a different
     request; 'busy' when ``policy.attempts`` attempts all lost their race (nothing written; retrying with the key is
-    safe).
+    safe). ``audit_actor`` (the person, ``tems.audit.actor_of``): the audit entry, in the same transaction.
     """
     if delta == 0:
         raise InventoryError("invalid", "An adjustment must change the stock: delta cannot be 0.",
@@ -81,7 +83,8 @@ def item_adjust(*, sku: str, delta: int, reason: str, actor: str, idempotency_ke
             try:
                 write_change(item=current, after={**current.snapshot(), "quantity": quantity},
                              kind=InventoryChange.ADJUST, actor=actor, reason=reason, delta=delta,
-                             guard=guard, add_record=add_record)
+                             guard=guard, add_record=add_record, audit_actor=audit_actor,
+                             idempotency_key=idempotency_key)
                 return Adjustment(quantity, version, response)
             except TransactionCancelled as cancelled:
                 stats.count_cancellation(cancelled)

@@ -11,7 +11,9 @@ from inventory.errors import InventoryError
 from inventory.item_answers import change_to_dict, item_to_dict
 from inventory.models import InventoryChange, InventoryItem
 from inventory.selectors import item_history
-from tems import transactions
+from tems import audit, transactions
+from tems.audit.services import changed_fields
+from tems.audit.wording import ITEM_ADJUSTED, ITEM_COUNTED, ITEM_CREATED, ITEM_EDITED
 from tems.clock import utcnow
 from tems.idempotency import RECORD_LABEL
 from tems.transactions import LabelledTransaction, TransactionCancelled
@@ -44,13 +46,19 @@ class RetryPolicy(transactions.RetryPolicy):
 
 DEFAULT_POLICY = RetryPolicy()
 
+# The audit log's action for each kind of history entry.
+AUDIT_ACTIONS = {InventoryChange.CREATE: ITEM_CREATED, InventoryChange.EDIT: ITEM_EDITED,
+                 InventoryChange.ADJUST: ITEM_ADJUSTED, InventoryChange.IMPORT: ITEM_COUNTED}
+
 
 # --- shared pieces ----------------------------------------------------------------------------------------
 
 def write_change(*, item: InventoryItem, after: dict, kind: str, actor: str, reason: str = "",
                  delta: int | None = None, guard=None,
-                 add_record: Callable[[LabelledTransaction], None] | None = None) -> InventoryItem:
-    """One transaction: the item moves from ``item.version`` to the next with ``after``, plus its history.
+                 add_record: Callable[[LabelledTransaction], None] | None = None,
+                 audit_actor: audit.Actor | None = None, idempotency_key: str | None = None) -> InventoryItem:
+    """One transaction: the item moves from ``item.version`` to the next with ``after``, plus its history and,
+    with ``audit_actor`` (the person, ``tems.audit.actor_of``), its audit entry.
 
     Raises TransactionCancelled (reasons by label) when the version moved, the guard failed, the history entry
     exists or the idempotency record exists; the item's failure carries its ALL_OLD image.
@@ -60,6 +68,9 @@ def write_change(*, item: InventoryItem, after: dict, kind: str, actor: str, rea
                      guard=guard)
     if add_record is not None:
         add_record(transaction)
+    before, changed = changed_fields(item.snapshot(), after)
+    audit.add_entry(transaction, actor=audit_actor, action=AUDIT_ACTIONS[kind], team=item.team, sku=item.sku,
+                    before=before, after=changed, idempotency_key=idempotency_key, now=now)
     transaction.commit()
     return InventoryItem(
         *InventoryItem.key_for(item.sku), sku=item.sku, created_at=item.created_at, created_by=item.created_by,

@@ -21,13 +21,16 @@ from inventory.services.item_versions import (
     write_change,
 )
 from inventory.services.metrics import measured
+from tems import audit
+from tems.audit import Actor
+from tems.audit.wording import ITEM_CREATED
 from tems.clock import utcnow
 from tems.transactions import LabelledTransaction, TransactionCancelled
 
 # --- create -----------------------------------------------------------------------------------------------
 
 def item_create(*, sku: str, name: str, description: str = "", quantity: int = 0, location: str = "",
-                actor: str, team: str | None = None) -> InventoryItem:
+                actor: str, team: str | None = None, audit_actor: Actor | None = None) -> InventoryItem:
     """Create an item, kept by ``team``, and its first history entry (version 1) in one transaction.
 
     Raises InventoryError('conflict') if the sku exists: the put is conditional, nothing is read first.
@@ -46,6 +49,8 @@ def item_create(*, sku: str, name: str, description: str = "", quantity: int = 0
         # The version attribute adds attribute_not_exists(version); the key condition says what we mean.
         transaction.save(ITEM, item, condition=InventoryItem.pk.does_not_exist())
         transaction.save(CHANGE, change, condition=InventoryChange.sk.does_not_exist())
+        audit.add_entry(transaction, actor=audit_actor, action=ITEM_CREATED, team=team, sku=sku,
+                        after=item.snapshot(), now=now)
         try:
             transaction.commit()
         except TransactionCancelled as cancelled:
@@ -60,7 +65,7 @@ def item_create(*, sku: str, name: str, description: str = "", quantity: int = 0
 # --- versioned edit (a person's form or an API PUT with If-Match) -----------------------------------------
 
 def item_update(*, sku: str, expected_version: int, name: str, description: str, quantity: int, location: str,
-                actor: str, policy: RetryPolicy = DEFAULT_POLICY) -> InventoryItem:
+                actor: str, policy: RetryPolicy = DEFAULT_POLICY, audit_actor: Actor | None = None) -> InventoryItem:
     """Apply an edit only if the item is still at ``expected_version``: one conditional write with its history.
 
     Raises InventoryError: 'not_found'; 'precondition_failed' when someone changed the item since
@@ -80,7 +85,8 @@ def item_update(*, sku: str, expected_version: int, name: str, description: str,
             if current.snapshot() == wanted:
                 return current  # saving an unchanged form is not a change: no version, no history
             try:
-                return write_change(item=current, after=wanted, kind=InventoryChange.EDIT, actor=actor)
+                return write_change(item=current, after=wanted, kind=InventoryChange.EDIT, actor=actor,
+                                    audit_actor=audit_actor)
             except TransactionCancelled as cancelled:
                 stats.count_cancellation(cancelled)
                 if cancelled.failed(ITEM):

@@ -33,6 +33,8 @@ from registrations.write_rules import (
     commit_tap,
     conflict_backoff,
 )
+from tems import audit
+from tems.audit.wording import EVENT_PUBLISHED, EVENT_SENT_BACK
 from tems.clock import utcnow
 from tems.idempotency import StoredResponse
 from tems.text import unsafe_text_problem
@@ -46,7 +48,8 @@ ALREADY_PUBLISHED = "already_published"
 
 
 def event_publish_once(*, event_id: str, user_id: str, published_by: str, idempotency_key: str, fingerprint: str,
-                       now: datetime | None = None, sleep: Callable[[float], None] = time.sleep) -> StoredOutcome:
+                       actor: audit.Actor | None = None, now: datetime | None = None,
+                       sleep: Callable[[float], None] = time.sleep) -> StoredOutcome:
     """Publish the draft ``event_id`` once: 200 ``{event_id, status: "published", published_at, published_by}``.
 
     The same key replays the first answer byte for byte. Raises RegistrationError: 'conflict' with reason
@@ -59,7 +62,10 @@ def event_publish_once(*, event_id: str, user_id: str, published_by: str, idempo
         event = _read(event_id)
         response = StoredResponse.json(publication_to_dict(event_id=event_id, published_at=now,
                                                            published_by=published_by), status=200)
-        refused = commit_tap(_publish_transaction(event, now=now, published_by=published_by), user_id=user_id,
+        transaction = _publish_transaction(event, now=now, published_by=published_by)
+        audit.add_entry(transaction, actor=actor, action=EVENT_PUBLISHED, team=event.team, event_id=event_id,
+                        idempotency_key=idempotency_key, now=now)
+        refused = commit_tap(transaction, user_id=user_id,
                              key=idempotency_key, fingerprint=fingerprint, response=response, now=now)
         if isinstance(refused, StoredOutcome):
             return refused
@@ -140,7 +146,8 @@ def send_back_note_checked(note: str | None) -> str:
 
 
 def event_send_back_once(*, event_id: str, user_id: str, sent_back_by: str, note: str, idempotency_key: str,
-                         fingerprint: str, now: datetime | None = None) -> StoredOutcome:
+                         fingerprint: str, actor: audit.Actor | None = None,
+                         now: datetime | None = None) -> StoredOutcome:
     """Send the draft back to its team with ``note``: it stays a draft, and its team's pages show the note until
     it is published. One conditional write (still a draft, not cancelled) with the tap's record: 200
     ``{event_id, status: "draft", sent_back_by, note}``, replayed byte for byte. Raises RegistrationError:
@@ -154,6 +161,10 @@ def event_send_back_once(*, event_id: str, user_id: str, sent_back_by: str, note
         EventPublication.sent_back_note.set(note), EventPublication.sent_back_by.set(sent_back_by)],
         condition=(EventPublication.pk.exists() & (EventPublication.state == Event.DRAFT)
                    & EventPublication.cancelled_at.does_not_exist()), return_old_on_failure=True)
+    if actor is not None:
+        # The note is the approver's free text and may name people: the log records that it was sent back.
+        audit.add_entry(transaction, actor=actor, action=EVENT_SENT_BACK, team=actor.team_of("event_id", event_id),
+                        event_id=event_id, idempotency_key=idempotency_key, now=now)
     refused = commit_tap(transaction, user_id=user_id, key=idempotency_key, fingerprint=fingerprint,
                          response=response, now=now)
     if isinstance(refused, StoredOutcome):

@@ -13,6 +13,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from registrations.approvals import selectors, services
+from tems.audit import actor_of
 from tems.errors import DomainError
 from tems.http import after_save
 from tems.idempotency import key_from_request, request_fingerprint
@@ -42,7 +43,8 @@ def event_publish(request: HttpRequest, draft_id: str) -> HttpResponse:
     try:
         outcome = services.event_publish_once(
             event_id=draft_id, user_id=user_key(request.user), published_by=approver_name(request.user),
-            idempotency_key=key_from_request(request), fingerprint=request_fingerprint(request))
+            idempotency_key=key_from_request(request), fingerprint=request_fingerprint(request),
+            actor=actor_of(request))
     except DomainError as error:
         if error.code == "not_found":
             raise Http404(error.detail) from None
@@ -58,7 +60,7 @@ def event_send_back(request: HttpRequest, draft_id: str) -> HttpResponse:
         outcome = services.event_send_back_once(
             event_id=draft_id, user_id=user_key(request.user), sent_back_by=approver_name(request.user),
             note=request.POST.get("note", ""), idempotency_key=key_from_request(request),
-            fingerprint=request_fingerprint(request))
+            fingerprint=request_fingerprint(request), actor=actor_of(request))
     except DomainError as error:
         if error.code == "not_found":
             raise Http404(error.detail) from None

@@ -11,6 +11,8 @@ from django.views.decorators.http import require_GET
 from registrations import attendees, selectors
 from registrations.questions import question_sets
 from registrations.views import event_or_404
+from tems import audit
+from tems.audit.wording import ATTENDEES_DOWNLOADED, ATTENDEES_VIEWED
 from tems.errors import DomainError
 from tems.pagination import next_page_url, page_args
 
@@ -27,6 +29,8 @@ def attendee_list(request: HttpRequest, event_id: str) -> HttpResponse:
     except DomainError as error:  # unknown status, too long a search, a stale cursor: say so, list from the top
         messages.error(request, error.detail)
         return redirect("registrations:attendee_list", event_id=event_id)
+    # Names read by staff: one audit entry for the request (its own PutItem: nothing else is written).
+    audit.record_read(actor=audit.actor_of(request), action=ATTENDEES_VIEWED, team=event.team, event_id=event_id)
     for row in page.items:
         row["answer_lines"] = [(a.get("label"), question_sets.answer_text(a.get("value"))) for a in row["answers"]]
     context = {"event": event, "attendees": page.items, "next_url": next_page_url(request, page),
@@ -49,6 +53,8 @@ def attendee_export(request: HttpRequest, event_id: str) -> HttpResponse:
     except DomainError as error:
         messages.error(request, error.detail)
         return redirect("registrations:attendee_list", event_id=event_id)
+    audit.record_read(actor=audit.actor_of(request), action=ATTENDEES_DOWNLOADED, team=event.team,
+                      event_id=event_id)
     # The byte-order mark makes spreadsheets (Excel above all) read the file as UTF-8: "Inés", not "InÃ©s".
     response = StreamingHttpResponse(itertools.chain([CSV_BOM, first], lines), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="attendees-{event.event_id}.csv"'

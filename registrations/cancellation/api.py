@@ -6,6 +6,7 @@ from registrations.cancellation.forms import EventCancelForm
 from registrations.errors import RegistrationError
 from registrations.events import services as event_services
 from tems.api import api_view, parse_form
+from tems.audit import actor_of
 from tems.idempotency import key_from_request, request_fingerprint
 from tems.identity import user_key
 
@@ -20,5 +21,6 @@ def event_cancel(request: HttpRequest, event_id: str) -> HttpResponse:
     reason = parse_form(request, EventCancelForm, RegistrationError).cleaned_data["reason"] if has_body else ""
     outcome = event_services.event_cancel_once(
         event_id=event_id, user_id=user_key(request.user), cancelled_by=request.user.get_username(),
-        idempotency_key=key_from_request(request), fingerprint=request_fingerprint(request), reason=reason)
+        idempotency_key=key_from_request(request), fingerprint=request_fingerprint(request), reason=reason,
+        actor=actor_of(request))
     return outcome.response.to_http(replayed=outcome.replayed)

@@ -19,6 +19,7 @@ from registrations import selectors
 from registrations.cancellation.forms import EventCancelForm
 from registrations.events import services as event_services
 from registrations.views import event_or_404
+from tems.audit import actor_of
 from tems.errors import DomainError
 from tems.http import after_save
 from tems.idempotency import key_from_request, request_fingerprint
@@ -38,7 +39,7 @@ def event_cancel_page(request: HttpRequest, event_id: str) -> HttpResponse:
             outcome = event_services.event_cancel_once(
                 event_id=event_id, user_id=user_key(request.user), cancelled_by=request.user.get_username(),
                 idempotency_key=key_from_request(request), fingerprint=request_fingerprint(request),
-                reason=form.cleaned_data["reason"])
+                reason=form.cleaned_data["reason"], actor=actor_of(request))
         except DomainError as error:
             if error.code == "not_found":
                 raise Http404(error.detail) from None

@@ -6,6 +6,7 @@ from registrations import selectors as registration_selectors
 from registrations.checkins import selectors, services
 from registrations.questions import question_sets
 from tems.api import api_view, json_response, parse_json_object
+from tems.audit import actor_of
 from tems.idempotency import fingerprint, idempotent, key_from_request
 from tems.identity import user_key
 from tems.pagination import next_page_url
@@ -21,6 +22,7 @@ def checkin_create(request: HttpRequest, event_id: str) -> HttpResponse:
         staff_name=request.user.get_username(),
         idempotency_key=key_from_request(request),
         fingerprint=fingerprint(method=request.method, route=request.path, user_id=staff_id, payload=data),
+        actor=actor_of(request),
     )
     return outcome.response.to_http(replayed=outcome.replayed)
 
@@ -29,7 +31,7 @@ def checkin_create(request: HttpRequest, event_id: str) -> HttpResponse:
 @idempotent
 def checkin_undo(request: HttpRequest, event_id: str, registration_id: str) -> HttpResponse:
     return json_response(services.checkin_undo(event_id=event_id, registration_id=registration_id,
-                                               undone_by=request.user.get_username()))
+                                               undone_by=request.user.get_username(), actor=actor_of(request)))
 
 
 @api_view("GET")

@@ -44,7 +44,9 @@ from registrations.write_rules import (
     remember_answer,
     stored_answer,
 )
-from tems import telemetry
+from tems import audit, telemetry
+from tems.audit.wording import CHECKED_IN as AUDIT_CHECKED_IN
+from tems.audit.wording import CHECKIN_UNDONE
 from tems.clock import utcnow
 from tems.idempotency import RECORD_LABEL, StoredResponse, add_completed_record
 from tems.outbox import outbox_message
@@ -112,7 +114,7 @@ def clean_door(door: Any) -> str:
 
 def checkin_create(*, event_id: str, ticket_text: str, door: str, staff_id: str, idempotency_key: str,
                    fingerprint: str, staff_name: str | None = None, now: datetime | None = None,
-                   sleep: Callable[[float], None] = time.sleep) -> CheckInOutcome:
+                   actor: audit.Actor | None = None, sleep: Callable[[float], None] = time.sleep) -> CheckInOutcome:
     """Admit the ticket's holder to ``event_id`` exactly once per ticket and once per scan (idempotency key).
 
     One request for a first check-in. Returns the 201 of the check-in, the 200 "already checked in" naming
@@ -122,6 +124,7 @@ def checkin_create(*, event_id: str, ticket_text: str, door: str, staff_id: str,
     ``reason``
     'other_event' | 'waitlisted' | 'cancelled' (not admissible) | 'event_cancelled', 'not_found' (no such event),
     'unprocessable' (the key was used for another request), 'busy' (contention did not clear; nothing written).
+    ``actor`` (``tems.audit.actor_of``): the audit entry of a first check-in, in its transaction.
     """
     # A typed short code names a registration of this event by its id's start; anything else is a signed ticket
     # (scanned, pasted, or sent by a tap on a name in the door's list). Either way the transaction decides.
@@ -137,6 +140,11 @@ def checkin_create(*, event_id: str, ticket_text: str, door: str, staff_id: str,
         sleep, detail="Many tickets are being scanned for this event right now; the scan will be sent again.")
     for _ in range(MAX_ROUNDS + MAX_CONFLICTS + 1):
         transaction, response = _checkin_transaction(scan)
+        if actor is not None:
+            audit.add_entry(transaction, actor=actor, action=AUDIT_CHECKED_IN, team=actor.team_of("event_id", event_id),
+                            event_id=event_id, subject=ticket.user_id,
+                            after={"registration_id": ticket.registration_id, "door": scan.door},
+                            idempotency_key=idempotency_key, now=scan.at)
         try:
             transaction.commit()
         except TransactionCancelled as cancelled:
@@ -239,7 +247,7 @@ def _already_checked_in(first: CheckIn, scan: _Scan, *, sleep: Callable[[float],
 
 
 def checkin_undo(*, event_id: str, registration_id: str, undone_by: str, now: datetime | None = None,
-                 sleep: Callable[[float], None] = time.sleep) -> dict[str, Any]:
+                 actor: audit.Actor | None = None, sleep: Callable[[float], None] = time.sleep) -> dict[str, Any]:
     """Take back a check-in (a doorkeeper's mistake) in one transaction: the check-in goes, the counter drops,
     the history and the outbox record who undid it. Idempotent: undoing what is not checked in changes nothing.
 
@@ -259,6 +267,9 @@ def checkin_undo(*, event_id: str, registration_id: str, undone_by: str, now: da
             "undone_at": now.isoformat(),
         }))
         transaction.save(LOG, _log_entry(event_id, registration_id, "undone", at=now, by=undone_by, door=""))
+        if actor is not None:
+            audit.add_entry(transaction, actor=actor, action=CHECKIN_UNDONE, team=actor.team_of("event_id", event_id),
+                            event_id=event_id, before={"registration_id": registration_id}, now=now)
         transaction.commit()
 
     try:

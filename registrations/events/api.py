@@ -10,6 +10,7 @@ from registrations.events import services as event_services
 from registrations.events.forms import EventForm, EventSearchForm, event_form_values
 from registrations.models import CONFIRMED
 from tems.api import api_view, if_match_version, json_response, parse_form, with_etag
+from tems.audit import actor_of
 from tems.idempotency import key_from_request, request_fingerprint
 from tems.identity import user_key
 from tems.pagination import next_page_url, page_args
@@ -47,7 +48,7 @@ def _event_create(request: HttpRequest) -> HttpResponse:
     outcome = event_services.event_create_once(
         **form.cleaned_data, team_name=team_name(form.cleaned_data["team"]),
         user_id=user_id, created_by=request.user.get_username(), idempotency_key=key,
-        fingerprint=request_fingerprint(request),
+        fingerprint=request_fingerprint(request), actor=actor_of(request),
     )
     return outcome.response.to_http(replayed=outcome.replayed)
 
@@ -83,7 +84,8 @@ def _event_update(request: HttpRequest, event_id: str) -> HttpResponse:
                       opened_starts_at=stored.starts_at)
     try:
         event_services.event_update(event_id=event_id, expected_version=version,
-                                    updated_by=request.user.get_username(), **form.cleaned_data)
+                                    updated_by=request.user.get_username(), actor=actor_of(request),
+                                    **form.cleaned_data)
     except RegistrationError as error:
         if error.code != "conflict" or "current" not in error.extra:
             raise

@@ -37,6 +37,8 @@ from registrations.write_rules import (
     busy_error,
     stored_answer,
 )
+from tems import audit
+from tems.audit.wording import EVENT_CREATED
 from tems.clock import utcnow
 from tems.idempotency import StoredResponse, add_completed_record
 from tems.teams.selectors import needs_approval
@@ -87,7 +89,8 @@ def _new_event(*, event_id: str | None, title: str, description: str, location: 
 
 
 def _commit_event_create(event: Event, *, add_record: Callable[[LabelledTransaction], None] | None = None,
-                         questions: tuple[Question, ...] = ()) -> None:
+                         questions: tuple[Question, ...] = (),
+                         add_audit: Callable[[LabelledTransaction], None] | None = None) -> None:
     """The event (its questions, and the tap's COMPLETED record) as one TransactWriteItems.
 
     A transaction and not a PutItem because botocore sends it with a ClientRequestToken and repeats the token
@@ -124,6 +127,8 @@ def _commit_event_create(event: Event, *, add_record: Callable[[LabelledTransact
             index.add_facets(transaction, event)
         if add_record is not None:
             add_record(transaction)
+        if add_audit is not None:
+            add_audit(transaction)
         transaction.commit()
 
     try:
@@ -170,7 +175,7 @@ def event_create(
 def event_copy_once(*, source_event_id: str, user_id: str, idempotency_key: str, fingerprint: str, title: str,
                     description: str = "", location: str = "", starts_at: datetime, capacity: int,
                     created_by: str, reminder_hours: int | None = None,
-                    offer_hours: int | None = None, **details: Any) -> StoredOutcome:
+                    offer_hours: int | None = None, actor: audit.Actor | None = None, **details: Any) -> StoredOutcome:
     """``event_create_once`` of a new event with the questions ``source_event_id`` asks now (the other fields are
     the form's, prefilled from the source): once per key, so a double tap on "Create copy" makes one event.
     Raises RegistrationError: 'not_found' (no such source event), and as ``event_create_once``."""
@@ -179,7 +184,7 @@ def event_copy_once(*, source_event_id: str, user_id: str, idempotency_key: str,
     return event_create_once(user_id=user_id, idempotency_key=idempotency_key, fingerprint=fingerprint, title=title,
                              description=description, location=location, starts_at=starts_at, capacity=capacity,
                              created_by=created_by, reminder_hours=reminder_hours, offer_hours=offer_hours,
-                             questions=asked, **details)
+                             questions=asked, actor=actor, **details)
 
 
 def event_api_location(event_id: str) -> str:
@@ -190,7 +195,8 @@ def event_create_once(*, user_id: str, idempotency_key: str, fingerprint: str, t
                       description: str = "", location: str = "", starts_at: datetime, capacity: int,
                       created_by: str, reminder_hours: int | None = None,
                       offer_hours: int | None = None, questions: Iterable[Question] = (), team: str | None = None,
-                      team_name: str | None = None, **details: Any) -> StoredOutcome:
+                      team_name: str | None = None, actor: audit.Actor | None = None,
+                      **details: Any) -> StoredOutcome:
     """Create an event once per (staff member, idempotency key): the same key answers the first 201 again.
 
     ``questions`` (the custom questions at registration) are written in the same transaction, as version 1 of
@@ -205,7 +211,8 @@ def event_create_once(*, user_id: str, idempotency_key: str, fingerprint: str, t
     API shows it, with its ``Location``), so a retry of the tap, even after the answer was lost or the server
     died right after the commit, is answered byte for byte and never creates a second event. Raises
     RegistrationError: 'invalid' (a question, named by ``errors``), 'unprocessable' (the key was used for a
-    different request), 'busy'.
+    different request), 'busy'. ``actor`` (the person, ``tems.audit.actor_of``): the audit entry, in the same
+    transaction.
     """
     checked = checked_questions(list(questions))
     if team_name:  # one organizer: a team's event is found, shown and served under its team's name
@@ -224,8 +231,11 @@ def event_create_once(*, user_id: str, idempotency_key: str, fingerprint: str, t
                               headers=(("Location", event_api_location(event.event_id)),))
     add_record = partial(add_completed_record, user_id=user_id, key=idempotency_key, fingerprint=fingerprint,
                          response=response, now=event.created_at)
+    add_audit = partial(audit.add_entry, actor=actor, action=EVENT_CREATED, team=team, event_id=event.event_id,
+                        after={"title": title, "starts_at": starts_at, "capacity": int(capacity)},
+                        idempotency_key=idempotency_key, now=event.created_at)
     try:
-        _commit_event_create(event, add_record=add_record, questions=checked)
+        _commit_event_create(event, add_record=add_record, questions=checked, add_audit=add_audit)
     except TransactionCancelled as cancelled:
         if not cancelled.failed(IDEMPOTENCY):
             raise

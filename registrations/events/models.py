@@ -238,6 +238,7 @@ class EventCancellation(TableModel):
     version = NumberAttribute(null=True)
     collection = UnicodeAttribute(attr_name="GSI1PK", null=True)  # Event.gsi1pk: only listed events have facets
     cancel_reason = TextAttribute(null=True)
+    team = UnicodeAttribute(null=True)  # Event.team: the audit log files the cancellation under it
 
     @classmethod
     def key_for(cls, event_id: str) -> tuple[str, str]:

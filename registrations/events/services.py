@@ -44,6 +44,9 @@ from registrations.write_rules import (
     conflict_backoff,
     remember_outcome,
 )
+from tems import audit
+from tems.audit.services import changed_fields
+from tems.audit.wording import EVENT_CANCELLED, EVENT_EDITED
 from tems.clock import utcnow
 from tems.idempotency import StoredResponse
 from tems.outbox import OutboxMessage, outbox_message
@@ -93,6 +96,7 @@ def event_update(
     updated_by: str,
     reminder_hours: int | None = None,
     offer_hours: int | None = None,
+    actor: audit.Actor | None = None,
     **details: Any,
 ) -> EventUpdate:
     """Apply an edit only if the event is still at ``expected_version``: one TransactWriteItems.
@@ -111,6 +115,7 @@ def event_update(
     automatic promotion; hours: offers with that window, for seats freed from now on). ``details`` (any of
     ``DETAILS``) replace the event's: one not given is removed. The same transaction replaces the event's facets
     (registrations.events.index), known from the event as read under the version the edit is conditioned on.
+    ``actor`` (``tems.audit.actor_of``): the audit entry of the fields it changed, in the same transaction.
     """
     now = utcnow()
     details = event_details(details)
@@ -169,6 +174,13 @@ def event_update(
                 edited = Event(*Event.key_for(event_id), event_id=event_id, title=title, location=location,
                                starts_at=starts_at, **details)
                 index.replace_facets(transaction, stored=stored, edited=edited)
+            # The fields as read are the ones the edit replaces: the version condition refuses it otherwise.
+            before, after = changed_fields(_edited_fields(stored), _edited_fields(
+                stored, title=title, description=description, location=location, starts_at=starts_at,
+                capacity=capacity, reminder_hours=reminder_hours, offer_hours=offer_hours, **details))
+            if after:  # a save that changes no field (a doubled post, merged onto itself) is nothing to log
+                audit.add_entry(transaction, actor=actor, action=EVENT_EDITED, team=stored.team, event_id=event_id,
+                                before=before, after=after, now=now)
         # PynamoDB adds "version = :expected" and "ADD version 1": the check and the change are one write.
         transaction.update(EVENT, Event(*Event.key_for(event_id), version=expected_version), actions=actions,
                            condition=condition, return_old_on_failure=True)
@@ -232,6 +244,21 @@ class _BornDraft:
 
     def __getattr__(self, name: str):
         return getattr(self._transaction, name)
+def _edited_fields(event: Event, **edit: Any) -> dict[str, Any]:
+    """The fields an edit sets, as ``event`` holds them, or as ``edit`` sets them (None: kept as it is)."""
+    fields = {"title": event.title, "description": event.description, "location": event.location,
+              "starts_at": event.starts_at, "capacity": int(event.capacity),
+              "reminder_hours": event.reminder_hours_or_default, "offer_hours": int(event.offer_hours or 0),
+              **{name: getattr(event, name) for name in DETAILS}}
+    for name, value in edit.items():
+        if name in ("reminder_hours", "offer_hours"):
+            if value is not None:
+                fields[name] = int(value)
+        elif name in DETAILS:
+            fields[name] = value or None
+        else:
+            fields[name] = value
+    return fields
 
 
 def _stored(event_id: str) -> Event | None:
@@ -292,7 +319,7 @@ def cancel_reason_checked(reason: str | None) -> str:
 
 
 def event_cancel_once(*, event_id: str, user_id: str, cancelled_by: str, idempotency_key: str, fingerprint: str,
-                      reason: str = "", now: datetime | None = None,
+                      reason: str = "", now: datetime | None = None, actor: audit.Actor | None = None,
                       sleep: Callable[[float], None] = time.sleep) -> StoredOutcome:
     """Cancel ``event_id`` once: 200 ``{event_id, status: "cancelled", cancelled_at, cancelled_by, reason, notice}``.
 
@@ -301,7 +328,7 @@ def event_cancel_once(*, event_id: str, user_id: str, cancelled_by: str, idempot
     record. The same key replays the first answer; another key on a cancelled event answers the same 200 (from the
     refused write's image: the first reason stands) and queues nothing. Raises RegistrationError: 'invalid' (the
     reason: too long, or characters nobody types), 'not_found', 'unprocessable' (the key was used for another
-    request), 'busy'.
+    request), 'busy'. ``actor`` (``tems.audit.actor_of``): the audit entry, in the same transaction.
     """
     reason = cancel_reason_checked(reason)
     now = now or utcnow()
@@ -314,7 +341,10 @@ def event_cancel_once(*, event_id: str, user_id: str, cancelled_by: str, idempot
             raise RegistrationError("not_found", f"There is no event with id {event_id!r}.") from None
         response = StoredResponse.json(cancellation_to_dict(event_id=event_id, cancelled_at=now,
                                                             cancelled_by=cancelled_by, reason=reason), status=200)
-        cancelled = commit_tap(_cancel_transaction(event, now=now, cancelled_by=cancelled_by, reason=reason),
+        transaction = _cancel_transaction(event, now=now, cancelled_by=cancelled_by, reason=reason)
+        audit.add_entry(transaction, actor=actor, action=EVENT_CANCELLED, team=event.team, event_id=event_id,
+                        idempotency_key=idempotency_key, now=now)
+        cancelled = commit_tap(transaction,
                                user_id=user_id, key=idempotency_key, fingerprint=fingerprint, response=response,
                                now=now)
         if isinstance(cancelled, StoredOutcome):

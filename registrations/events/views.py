@@ -4,6 +4,7 @@ import calendar
 import re
 import uuid
 from datetime import date, datetime, timedelta
+from functools import partial
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -27,6 +28,10 @@ from registrations.questions import forms as question_forms
 from registrations.questions.question_sets import MAX_QUESTIONS, questions_get
 from registrations.views import event_or_404, panel_context
 from registrations.write_rules import StoredOutcome
+from tems.audit import actor_of
+from tems.audit import selectors as audit_selectors
+from tems.audit.views import log_page
+from tems.audit.wording import ACTIONS, EVENT_ACTIONS
 from tems.clock import utcnow
 from tems.errors import DomainError
 from tems.forms import add_error_to_form
@@ -207,7 +212,7 @@ def event_create(request: HttpRequest) -> HttpResponse:
                 **form.cleaned_data, team_name=team_name(team), user_id=user_id,
                 created_by=request.user.get_username(),
                 idempotency_key=key_from_request(request),
-                fingerprint=request_fingerprint(request), questions=questions,
+                fingerprint=request_fingerprint(request), questions=questions, actor=actor_of(request),
             )
         except DomainError as error:
             if error.code == "invalid" and error.errors:
@@ -270,7 +275,7 @@ def event_copy(request: HttpRequest, event_id: str) -> HttpResponse:
                     source_event_id=event_id, **form.cleaned_data, team_name=team_name(team),
                     user_id=user_key(request.user),
                     created_by=request.user.get_username(), idempotency_key=key_from_request(request),
-                    fingerprint=request_fingerprint(request))
+                    fingerprint=request_fingerprint(request), actor=actor_of(request))
             except DomainError as error:
                 form.add_error(None, error.detail)
             else:
@@ -317,7 +322,7 @@ def event_edit(request: HttpRequest, event_id: str) -> HttpResponse:
         data.pop("base")
         try:
             outcome = edits.event_edit(event_id=event_id, expected_version=expected_version, base=base, mine=data,
-                                       updated_by=request.user.get_username())
+                                       updated_by=request.user.get_username(), actor=actor_of(request))
         except RegistrationError as error:
             if error.code == "not_found":
                 raise Http404(error.detail) from None
@@ -419,7 +424,8 @@ def event_doors(request: HttpRequest, event_id: str) -> HttpResponse:
     if request.method == "POST":
         if event.team and form.is_valid():
             try:
-                doors_set(team_id=event.team, event_id=event_id, membership_ids=set(form.cleaned_data["volunteers"]))
+                doors_set(team_id=event.team, event_id=event_id, membership_ids=set(form.cleaned_data["volunteers"]),
+                          actor=actor_of(request))
             except DomainError as error:
                 form.add_error("volunteers", error.detail)
             else:
@@ -427,3 +433,18 @@ def event_doors(request: HttpRequest, event_id: str) -> HttpResponse:
                 return redirect("registrations:event_doors", event_id=event_id)
         status = 400
     return render(request, "registrations/event_doors.html", {"event": event, "form": form}, status=status)
+
+
+@require_GET
+@login_required
+def event_log(request: HttpRequest, event_id: str) -> HttpResponse:
+    """Who changed the event, sent its messages, checked people in and read its attendee list (tems.audit)."""
+    event = event_or_404(event_id)
+    return log_page(
+        request, heading=f"Log of “{event.title}”", team=event.team,
+        intro="Every change to this event, its messages and check-ins, and every look at its attendee list.",
+        crumbs=[("Events", reverse("registrations:event_list")),
+                (event.title, reverse("registrations:event_detail", kwargs={"event_id": event_id}))],
+        read=partial(audit_selectors.event_log, event_id=event_id),
+        retention_days=actor_of(request).retention_days(event.team),
+        actions={name: label for name, label in ACTIONS.items() if name in EVENT_ACTIONS})

@@ -7,6 +7,7 @@ from registrations.errors import RegistrationError
 from registrations.messages import services as messages
 from registrations.messages.forms import MessageForm
 from tems.api import api_view, json_response, parse_form
+from tems.audit import actor_of
 from tems.idempotency import key_from_request, request_fingerprint
 from tems.identity import user_key
 from tems.pagination import next_page_url, page_args
@@ -25,7 +26,8 @@ def event_messages(request: HttpRequest, event_id: str) -> HttpResponse:
     form = parse_form(request, MessageForm, RegistrationError)
     outcome = messages.message_send_once(
         event_id=event_id, user_id=user_key(request.user), created_by=request.user.get_username(),
-        idempotency_key=key_from_request(request), fingerprint=request_fingerprint(request), **form.cleaned_data)
+        idempotency_key=key_from_request(request), fingerprint=request_fingerprint(request), actor=actor_of(request),
+        **form.cleaned_data)
     return outcome.response.to_http(replayed=outcome.replayed)
 
 

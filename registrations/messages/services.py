@@ -38,6 +38,8 @@ from registrations.models import CONFIRMED, OFFERED, REGISTRATION_BUCKETS, WAITL
 from registrations.seating.shards import SeatCounts
 from registrations.serializers import message_api_location, message_to_dict
 from registrations.write_rules import IDEMPOTENCY, OUTBOX, WRITE_POLICY, StoredOutcome, busy_error, stored_answer
+from tems import audit
+from tems.audit.wording import MESSAGE_SENT
 from tems.clock import utcnow
 from tems.dynamo import batch_get_models
 from tems.idempotency import StoredResponse, add_completed_record
@@ -105,17 +107,18 @@ def _staff_message_id(event_id: str, user_id: str, idempotency_key: str) -> str:
 
 
 def message_send_once(*, event_id: str, user_id: str, created_by: str, idempotency_key: str, fingerprint: str,
-                      audience: str, subject: str, body: str) -> StoredOutcome:
+                      audience: str, subject: str, body: str, actor: audit.Actor | None = None) -> StoredOutcome:
     """Write a staff message to the event's ``audience`` once per (staff member, idempotency key); 202.
 
     One transaction: the message (its key from the event, the author and the key, ``attribute_not_exists``), the
     tap's COMPLETED record holding the answer, and the ``StaffMessageRequested`` outbox message whose handler
     fans it out. A retried or doubled tap gets the first answer back and writes nothing. Raises
     RegistrationError: 'not_found' (no such event), 'invalid' (audience, subject, body), 'unprocessable' (the
-    key was used for another request), 'busy'.
+    key was used for another request), 'busy'. ``actor`` (``tems.audit.actor_of``): the audit entry (the audience
+    and the message, not its words: they may name people), in the same transaction.
     """
     subject, body = _checked(audience=audience, subject=subject, body=body)
-    selectors.event_get(event_id=event_id, consistent=False)  # 404 before anything is written
+    event = selectors.event_get(event_id=event_id, consistent=False)  # 404 before anything is written
     now = utcnow()
     message_id = _staff_message_id(event_id, user_id, idempotency_key)
     message = EventMessage(*EventMessage.key_for(event_id, message_id), event_id=event_id, message_id=message_id,
@@ -133,6 +136,9 @@ def message_send_once(*, event_id: str, user_id: str, created_by: str, idempoten
                              response=response, now=now)
         transaction.save(OUTBOX, outbox_message(message_type=STAFF_MESSAGE_REQUESTED, now=now,
                                                 payload={"event_id": event_id, "message_id": message_id}))
+        audit.add_entry(transaction, actor=actor, action=MESSAGE_SENT, team=event.team, event_id=event_id,
+                        after={"audience": audience, "message_id": message_id}, idempotency_key=idempotency_key,
+                        now=now)
         transaction.commit()
 
     try:

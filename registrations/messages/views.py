@@ -27,6 +27,7 @@ from registrations.messages.services import (
 )
 from registrations.notifications import staff_message_mail
 from registrations.views import event_or_404
+from tems.audit import actor_of
 from tems.errors import DomainError
 from tems.http import after_save
 from tems.idempotency import key_from_request, request_fingerprint
@@ -65,7 +66,7 @@ def message_page(request: HttpRequest, event_id: str) -> HttpResponse:
                 outcome = message_send_once(
                     event_id=event_id, user_id=user_key(request.user), created_by=request.user.get_username(),
                     idempotency_key=key_from_request(request), fingerprint=request_fingerprint(request),
-                    **form.cleaned_data)
+                    actor=actor_of(request), **form.cleaned_data)
             except DomainError as error:
                 if error.code == "not_found":
                     raise Http404(error.detail) from None

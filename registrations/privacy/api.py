@@ -10,6 +10,7 @@ from registrations.privacy import selectors, services
 from registrations.privacy.forms import EraseForm, RetentionForm
 from registrations.privacy.views import export_document
 from tems.api import api_view, json_response, parse_form
+from tems.audit import actor_of
 
 
 @api_view("GET")
@@ -40,7 +41,7 @@ def event_retention(request: HttpRequest, event_id: str) -> HttpResponse:
         form = parse_form(request, RetentionForm, RegistrationError)
         retention = services.retention_set(event_id=event_id, days=form.cleaned_data["days"],
                                            expected_version=form.cleaned_data["version"],
-                                           updated_by=request.user.get_username())
+                                           updated_by=request.user.get_username(), actor=actor_of(request))
         return json_response(serializers.retention_to_dict(event_id, retention))
     registration_selectors.event_get(event_id=event_id)  # 404 for no such event
     return json_response(serializers.retention_to_dict(event_id, selectors.retention_get(event_id=event_id)))

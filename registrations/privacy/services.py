@@ -42,6 +42,9 @@ from registrations.seating.models import SeatShard
 from registrations.services.cancel import registration_cancel_once
 from registrations.write_rules import WRITE_POLICY, busy_error
 from tems import accounts
+from tems.audit import Actor, add_entry
+from tems.audit.services import audit_pseudonymise
+from tems.audit.wording import ANSWERS_RETENTION_CHANGED
 from tems.clock import utcnow
 from tems.idempotency import IdempotencyRecord
 from tems.identity import user_key
@@ -78,6 +81,7 @@ class ErasureReport:
     user_id: str
     cancelled: int = 0
     pseudonymised: int = 0
+    audit_entries: int = 0  # the audit log's entries that held the person's key
     deleted: int = 0
     redacted: int = 0
 
@@ -140,6 +144,9 @@ def _erase(*, user_id: str, account_id: int | None, username: str | None, email:
     pseudonym = pseudonym_for(user_id)
     for registration in selectors.user_registrations(user_id=user_id):
         report.pseudonymised += _pseudonymise(registration, pseudonym=pseudonym)
+    # The audit log names nobody (keys only); the key is replaced too, so a restored account database could not
+    # tie the entries back to the person.
+    report.audit_entries = audit_pseudonymise(user_id=user_id, pseudonym=pseudonym)
     for item in selectors.partition_items(selectors.write_rate_pk(user_id)):
         WriteRateCounter(item["PK"], item["SK"]).delete()
         report.deleted += 1
@@ -333,7 +340,7 @@ def erasures_resume(*, now: datetime | None = None) -> int:
 # --- retention of answers -------------------------------------------------------------------------------------
 
 def retention_set(*, event_id: str, days: int | None, expected_version: int | None,
-                  updated_by: str) -> EventRetention | None:
+                  updated_by: str, actor: Actor | None = None) -> EventRetention | None:
     """Keep the event's answers ``days`` days after its start (None: until someone erases them), if the
     retention is still at ``expected_version`` (None: never set). Returns the retention, or None when removed.
 
@@ -358,6 +365,8 @@ def retention_set(*, event_id: str, days: int | None, expected_version: int | No
         if expected_version is not None:
             retention.version = expected_version  # PynamoDB's save checks it and writes the next one
         transaction.save(RETENTION, retention)
+    add_entry(transaction, actor=actor, action=ANSWERS_RETENTION_CHANGED, team=event.team, event_id=event_id,
+              after={"days": days})
     try:
         WRITE_POLICY.run(transaction.commit, busy=lambda _: busy_error("Please try again in a moment."))
     except TransactionCancelled as cancelled:

@@ -19,6 +19,7 @@ from registrations.privacy import selectors, services
 from registrations.privacy.forms import EraseForm, RetentionForm
 from registrations.views import event_or_404
 from tems import accounts
+from tems.audit import actor_of
 from tems.clock import utcnow
 from tems.identity import user_key
 
@@ -81,7 +82,7 @@ def event_retention(request: HttpRequest, event_id: str) -> HttpResponse:
             try:
                 services.retention_set(event_id=event_id, days=form.cleaned_data["days"],
                                        expected_version=form.cleaned_data["version"],
-                                       updated_by=request.user.get_username())
+                                       updated_by=request.user.get_username(), actor=actor_of(request))
             except RegistrationError as error:
                 messages.error(request, error.detail)
                 return redirect("privacy:event_retention", event_id=event_id)

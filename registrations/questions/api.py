@@ -7,6 +7,7 @@ from registrations.errors import RegistrationError
 from registrations.questions import question_sets
 from registrations.questions import services as question_services
 from tems.api import api_view, json_response, parse_json_object
+from tems.audit import actor_of
 
 
 @api_view("GET", "PUT")
@@ -29,7 +30,8 @@ def event_questions(request: HttpRequest, event_id: str) -> HttpResponse:
                                 errors={"questions": [f"A list of at most {question_sets.MAX_QUESTIONS}."]})
     try:
         saved = question_services.questions_update(event_id=event_id, expected_version=version, updated_by=
-                                          request.user.get_username(), questions=[_question(i) for i in items])
+                                          request.user.get_username(), questions=[_question(i) for i in items],
+                                          actor=actor_of(request))
     except RegistrationError as error:
         if error.code == "conflict" and "current" in error.extra:
             raise RegistrationError("conflict", error.detail, current=error.extra["current"].to_dict()) from None

@@ -29,6 +29,8 @@ from registrations.questions.question_sets import (
 )
 from registrations.seating.models import SeatGate, SeatShard
 from registrations.write_rules import WRITE_POLICY, busy_error
+from tems import audit
+from tems.audit.wording import QUESTIONS_CHANGED
 from tems.clock import utcnow
 from tems.merge import MERGE_ATTEMPTS, Merge, three_way_merge
 from tems.transactions import LabelledTransaction, TransactionCancelled
@@ -48,13 +50,14 @@ def _current(raw: dict[str, Any] | None) -> tuple[QuestionSet, str]:
 
 
 def questions_update(*, event_id: str, expected_version: int, questions: Iterable[Question], updated_by: str,
-                     now: datetime | None = None) -> QuestionSet:
+                     now: datetime | None = None, actor: audit.Actor | None = None) -> QuestionSet:
     """Replace the event's questions with ``questions`` if they are still at ``expected_version`` (0: none yet).
 
     One TransactWriteItems: the questions item, a check of the gate's shard count and every seat shard. Returns
     the saved list at its new version. Raises RegistrationError: 'invalid' (a question is not valid, named by
     ``errors``), 'not_found' (no such event), 'conflict' (saved by someone else since: ``extra`` ``current``, the
-    stored QuestionSet, and ``expected_version``; nothing written), 'busy'.
+    stored QuestionSet, and ``expected_version``; nothing written), 'busy'. ``actor`` (``tems.audit.actor_of``):
+    the audit entry, in the same transaction.
     """
     checked = checked_questions(list(questions))
     now = now or utcnow()
@@ -79,6 +82,10 @@ def questions_update(*, event_id: str, expected_version: int, questions: Iterabl
                 transaction.update(f"shard_{shard}", SeatShard(*SeatShard.key_for(event_id, shard)),
                                    actions=[SeatShard.questions.set(expected_version + 1)],
                                    condition=SeatShard.pk.exists())
+            if actor is not None:
+                audit.add_entry(transaction, actor=actor, action=QUESTIONS_CHANGED,
+                                team=actor.team_of("event_id", event_id), event_id=event_id,
+                                after={"questions": len(checked), "version": expected_version + 1}, now=now)
             transaction.commit()
 
         try:
@@ -126,7 +133,7 @@ def merged_list(merge: Merge, *, theirs: list[str], mine: list[str]) -> list[Que
 
 
 def questions_edit(*, event_id: str, expected_version: int, base: dict[str, str] | None, mine: list[Question],
-                   updated_by: str) -> QuestionsEditOutcome:
+                   updated_by: str, actor: audit.Actor | None = None) -> QuestionsEditOutcome:
     """Save ``mine`` (edited from ``base``, canonical, at ``expected_version``), merged with every save since.
 
     A question only I changed (or added, or removed) takes my version; one only others changed keeps theirs; one
@@ -140,7 +147,7 @@ def questions_edit(*, event_id: str, expected_version: int, base: dict[str, str]
     for _ in range(MERGE_ATTEMPTS):
         try:
             saved = questions_update(event_id=event_id, expected_version=version, questions=to_save,
-                                     updated_by=updated_by)
+                                     updated_by=updated_by, actor=actor)
         except RegistrationError as error:
             if error.code != "conflict" or "current" not in error.extra:
                 raise

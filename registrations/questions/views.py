@@ -21,6 +21,7 @@ from registrations.questions import question_sets
 from registrations.questions import services as question_services
 from registrations.questions.question_sets import MAX_QUESTIONS, QuestionSet
 from registrations.views import event_or_404
+from tems.audit import actor_of
 from tems.http import after_save
 from tems.merge import load_base, sign_base
 
@@ -84,7 +85,8 @@ def event_questions(request: HttpRequest, event_id: str) -> HttpResponse:
         return _page(request, event, version=max(version, 0), base=base or {}, editor=editor, preview=preview)
     try:
         outcome = question_services.questions_edit(event_id=event_id, expected_version=max(version, 0), base=base,
-                                                   mine=mine, updated_by=request.user.get_username())
+                                                   mine=mine, updated_by=request.user.get_username(),
+                                                   actor=actor_of(request))
     except RegistrationError as error:
         if error.code == "conflict" and "merge" in error.extra:
             current: QuestionSet = error.extra["current"]

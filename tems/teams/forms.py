@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from django import forms
+from django.conf import settings
 
 from tems import accounts
 from tems.ids import ID_HELP, id_validator
@@ -104,3 +105,11 @@ class TeamChoiceMixin:
         if team is None and not self.platform_admin:
             raise forms.ValidationError("Choose the organizing team.", code="required")
         return team
+
+
+class TeamRetentionForm(forms.Form):
+    days = forms.IntegerField(label="Keep the log for (days)", min_value=settings.TEMS_AUDIT_RETENTION_MIN_DAYS,
+                              max_value=settings.TEMS_AUDIT_RETENTION_MAX_DAYS,
+                              help_text=f"From {settings.TEMS_AUDIT_RETENTION_MIN_DAYS} to "
+                                        f"{settings.TEMS_AUDIT_RETENTION_MAX_DAYS} days; applies to entries written "
+                                        "from now on.")

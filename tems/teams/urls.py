@@ -11,4 +11,6 @@ urlpatterns = [
     path("teams/<id:team_id>/members/", views.member_add, name="member_add"),
     path("teams/<id:team_id>/members/<int:membership_id>/role/", views.member_role, name="member_role"),
     path("teams/<id:team_id>/members/<int:membership_id>/remove/", views.member_remove, name="member_remove"),
+    path("teams/<id:team_id>/log/", views.team_log, name="team_log"),
+    path("teams/<id:team_id>/retention/", views.team_retention, name="team_retention"),
 ]

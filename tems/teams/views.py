@@ -3,16 +3,23 @@ roles and removes them. Who may open each is in tems.permissions.ROUTES."""
 
 from __future__ import annotations
 
+from functools import partial
+
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from tems.audit import actor_of
+from tems.audit import selectors as audit_selectors
+from tems.audit.views import log_page
+from tems.audit.wording import ACTIONS
 from tems.errors import DomainError
 from tems.forms import add_error_to_form
 from tems.permissions import ROLES, TEAM_ADMIN, access_of
 from tems.teams import selectors, services
-from tems.teams.forms import MemberAddForm, MemberRoleForm, TeamApprovalForm, TeamCreateForm
+from tems.teams.forms import MemberAddForm, MemberRoleForm, TeamApprovalForm, TeamCreateForm, TeamRetentionForm
 
 
 def _list_page(request: HttpRequest, form: TeamCreateForm | None, *, status: int = 200) -> HttpResponse:
@@ -47,7 +54,8 @@ def team_create(request: HttpRequest) -> HttpResponse:
 
 
 def _detail_page(request: HttpRequest, team_id: str, *, add_form: MemberAddForm | None = None,
-                 approval_form: TeamApprovalForm | None = None, error: str | None = None,
+                 approval_form: TeamApprovalForm | None = None, retention_form: TeamRetentionForm | None = None,
+                 error: str | None = None,
                  status: int = 200) -> HttpResponse:
     members = [(member, MemberRoleForm(initial={"role": member.role}, prefix=f"m{member.pk}"))
                for member in selectors.team_members(team_id=team_id)]
@@ -58,6 +66,7 @@ def _detail_page(request: HttpRequest, team_id: str, *, add_form: MemberAddForm 
     return render(request, "teams/team_detail.html", {
         "team": team, "members": members, "roles": ROLES,
         "add_form": add_form or MemberAddForm(), "approval_form": approval_form, "error": error,
+        "retention_form": retention_form or TeamRetentionForm(initial={"days": team.audit_retention_days}),
     }, status=status)
 
 
@@ -71,7 +80,7 @@ def member_add(request: HttpRequest, team_id: str) -> HttpResponse:
     form = MemberAddForm(request.POST)
     if form.is_valid():
         try:
-            member = services.member_add(team_id=team_id, **form.cleaned_data)
+            member = services.member_add(team_id=team_id, actor=actor_of(request), **form.cleaned_data)
         except DomainError as error:
             add_error_to_form(form, error)
         else:
@@ -86,7 +95,8 @@ def member_role(request: HttpRequest, team_id: str, membership_id: int) -> HttpR
     if not form.is_valid():
         return _detail_page(request, team_id, error="Choose one of the roles listed.", status=400)
     try:
-        member = services.member_role_set(team_id=team_id, membership_id=membership_id, **form.cleaned_data)
+        member = services.member_role_set(team_id=team_id, membership_id=membership_id, actor=actor_of(request),
+                                          **form.cleaned_data)
     except DomainError as error:
         return _detail_page(request, team_id, error=error.detail, status=error.status)
     messages.success(request, f"{member.user.get_username()} is now {ROLES[member.role].lower()}.")
@@ -96,7 +106,7 @@ def member_role(request: HttpRequest, team_id: str, membership_id: int) -> HttpR
 @require_POST
 def member_remove(request: HttpRequest, team_id: str, membership_id: int) -> HttpResponse:
     try:
-        services.member_remove(team_id=team_id, membership_id=membership_id)
+        services.member_remove(team_id=team_id, membership_id=membership_id, actor=actor_of(request))
     except DomainError as error:
         return _detail_page(request, team_id, error=error.detail, status=error.status)
     messages.success(request, "Removed from the team.")
@@ -109,7 +119,7 @@ def team_approval(request: HttpRequest, team_id: str) -> HttpResponse:
     form = TeamApprovalForm(request.POST, team_id=team_id)
     if form.is_valid():
         try:
-            team = services.team_approval_set(team_id=team_id, **form.cleaned_data)
+            team = services.team_approval_set(team_id=team_id, actor=actor_of(request), **form.cleaned_data)
         except DomainError as error:
             add_error_to_form(form, error)
         else:
@@ -117,3 +127,46 @@ def team_approval(request: HttpRequest, team_id: str) -> HttpResponse:
                              if team.needs_approval else f"Events of “{team.name}” are published at once.")
             return redirect("teams:team_detail", team_id=team_id)
     return _detail_page(request, team_id, approval_form=form, status=400)
+def team_retention(request: HttpRequest, team_id: str) -> HttpResponse:
+    """How long the team's audit log keeps an entry."""
+    form = TeamRetentionForm(request.POST)
+    if form.is_valid():
+        try:
+            services.team_retention_set(team_id=team_id, days=form.cleaned_data["days"], actor=actor_of(request))
+        except DomainError as error:
+            add_error_to_form(form, error)
+        else:
+            messages.success(request, f"The log now keeps entries for {form.cleaned_data['days']} days.")
+            return redirect("teams:team_detail", team_id=team_id)
+    return _detail_page(request, team_id, retention_form=form, status=400)
+
+
+# The team's log in two parts: its events' and stock's (DynamoDB), and the team's own changes (Django's database).
+TEAM_SECTION = "team"
+
+
+@require_GET
+def team_log(request: HttpRequest, team_id: str) -> HttpResponse:
+    """Who changed the team's events and stock, and its members, roles and settings (tems.audit)."""
+    team = selectors.team_get(team_id=team_id)
+    own = request.GET.get("section") == TEAM_SECTION
+    url = reverse("teams:team_log", kwargs={"team_id": team_id})
+    if own:
+        read = partial(_team_changes, team_id=team_id, page=request.GET.get("page"))
+        actions = {name: label for name, label in ACTIONS.items() if name in audit_selectors.TEAM_ACTIONS}
+    else:
+        read = partial(audit_selectors.team_log, team_id=team_id)
+        actions = {name: label for name, label in ACTIONS.items() if name not in audit_selectors.TEAM_ACTIONS}
+    return log_page(
+        request, heading=f"Log of {team.name}", team=team_id, show_objects=not own,
+        intro="Who changed what in the team's events and stock, and in the team itself.",
+        crumbs=[("Teams", reverse("teams:team_list")), (team.name, reverse("teams:team_detail",
+                                                                           kwargs={"team_id": team_id}))],
+        read=read, retention_days=team.audit_retention_days, actions=actions,
+        sections=[("Events and stock", url, not own), ("Members and settings", f"{url}?section={TEAM_SECTION}", own)],
+        section=TEAM_SECTION if own else "")
+
+
+def _team_changes(*, team_id: str, page: str | None, actor: str, action: str, cursor: str | None, limit: int):
+    return audit_selectors.team_changes(team_id=team_id, actor=actor, action=action, page=page)
+

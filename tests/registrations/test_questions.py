@@ -223,7 +223,7 @@ def test_a_blind_overwrite_loses_an_edit_so_the_race_above_can_fail(ddb, monkeyp
     base = question_services.canonical(opened.questions)
     original = question_services.questions_update
 
-    def blind(*, event_id, expected_version, questions, updated_by, now=None):
+    def blind(*, event_id, expected_version, questions, updated_by, now=None, actor=None):
         while True:
             stored = questions_get_version(event_id)
             try:

@@ -30,7 +30,12 @@ from tems.idempotency import IdempotencyRecord
 # Minus the event's ``registered_count`` and ``waitlist_count``: seats are counted on their shards and lanes
 # (``seat_counts``), and the door's view reads ``capacity`` instead.
 # The cancellation's reason on the event; a person's copy of each message addressed to them (MessageCopy).
+# The audit log's entries (tems.audit).
 ITEM_SHAPES = {
+    "AuditEntry": {
+        "GSI1PK", "GSI1SK", "PK", "SK", "action", "actor", "after", "at", "before", "entity", "entry_id", "event_id",
+        "expires_at", "idempotency_key", "request_id", "role", "sku", "subject", "team",
+    },
     "CheckIn": {
         "PK", "SK", "checked_in_at", "checked_in_by", "door", "entity", "event_id", "registration_id", "scan_key",
         "user_id"
