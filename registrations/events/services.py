@@ -26,7 +26,7 @@ from registrations.events.creation import (
 from registrations.events.models import MAX_CANCEL_REASON_CHARS, Event, EventCancellation
 from registrations.messages.models import EventMessage
 from registrations.messages.services import MESSAGE, REGISTRANTS
-from registrations.seating import shards
+from registrations.seating import holds, marks, shards
 from registrations.seating.gate import GateBusy, gate_get
 from registrations.seating.models import SeatShard
 from registrations.seating.shards import add_reslice, planned_sizes
@@ -156,6 +156,13 @@ def event_update(
             # With nobody waiting the new slices are for newcomers: the waiting list's gate opens (under the
             # condition, on every shard, that nobody joined its lane since the read).
             target = capacity if not waiting else min(sliced, capacity)
+            floor = shards.seat_only_floor(shards_read)
+            if target < floor and sum(int(shard.taken) for shard in shards_read) <= capacity:
+                # A re-slice writes the lanes only (the shards past them keep their slices): a cut is bounded
+                # by the lanes' free seats.
+                problem = (f"Right now this event's capacity can go down to {floor} at the lowest: the other "
+                           "seats are spread over parts of the event that only fill as people register.")
+                raise RegistrationError("invalid", problem, errors={"capacity": [problem]})
             sizes = planned_sizes(target=target, count=count, shards_read=shards_read)
             add_reslice(transaction, event_id=event_id, shards_read=shards_read, sizes=sizes, starts_at=starts_at,
                         reopen=not waiting, raised=bool(waiting) and capacity > target, gate=gate,
@@ -173,46 +180,71 @@ def event_update(
                                                 payload={"event_id": event_id}))
         transaction.commit()
 
-    for _ in range(EDIT_MAX_ROUNDS):
-        try:
-            WRITE_POLICY.run(attempt, busy=lambda _: busy_error(
-                "This event is being changed right now; nothing was saved. Try again."))
-        except TransactionCancelled as cancelled:
-            if cancelled.failed(EVENT):
-                raw = cancelled.reasons[EVENT].raw_item
-                if not raw:
-                    raise RegistrationError("not_found", f"There is no event with id {event_id!r}.") from None
-                # The failed write's own ALL_OLD image says why; no read.
-                current = Event.from_raw_data(raw)
-                if current.is_cancelled:
-                    raise event_cancelled_error(current.cancelled_at) from None
-                if current.version != expected_version:
+    # The shards past the lanes copy the start and window: held while the edit's transaction decides, then given
+    # what is stored (seating.holds), so none admits anyone by copies that are no longer the event's.
+    token = _hold_copies(event_id=event_id, starts_at=starts_at, details=details)
+    try:
+        for _ in range(EDIT_MAX_ROUNDS):
+            try:
+                WRITE_POLICY.run(attempt, busy=lambda _: busy_error(
+                    "This event is being changed right now; nothing was saved. Try again."))
+            except TransactionCancelled as cancelled:
+                if cancelled.failed(EVENT):
+                    raw = cancelled.reasons[EVENT].raw_item
+                    if not raw:
+                        raise RegistrationError("not_found", f"There is no event with id {event_id!r}.") from None
+                    # The failed write's own ALL_OLD image says why; no read.
+                    current = Event.from_raw_data(raw)
+                    if current.is_cancelled:
+                        raise event_cancelled_error(current.cancelled_at) from None
+                    if current.version != expected_version:
+                        raise RegistrationError(
+                            "conflict",
+                            f"{current.updated_by or 'Someone'} changed this event after you opened it "
+                            f"(version {expected_version} → {current.version}). Nothing of yours was saved.",
+                            current=event_to_dict(current, seats=shards.event_seat_counts(event_id)),
+                            expected_version=expected_version,
+                        ) from None
+                # A slice below its shard's taken seats, or the counters moved since the read. The images say how
+                # many seats the refused shards hold; a read explains the rest: too few seats, or try again.
+                taken = shards.event_seat_counts(event_id).registered
+                if taken > capacity:
                     raise RegistrationError(
-                        "conflict",
-                        f"{current.updated_by or 'Someone'} changed this event after you opened it "
-                        f"(version {expected_version} → {current.version}). Nothing of yours was saved.",
-                        current=event_to_dict(current, seats=shards.event_seat_counts(event_id)),
-                        expected_version=expected_version,
+                        "invalid",
+                        f"Capacity cannot go below the {taken} seats already taken.",
+                        errors={"capacity": [_capacity_problem(taken)]},
                     ) from None
-            # A slice below its shard's taken seats, or the counters moved since the read. The images say how
-            # many seats the refused shards hold; a read explains the rest: too few seats, or try again.
-            taken = shards.event_seat_counts(event_id).registered
-            if taken > capacity:
-                raise RegistrationError(
-                    "invalid",
-                    f"Capacity cannot go below the {taken} seats already taken.",
-                    errors={"capacity": [_capacity_problem(taken)]},
-                ) from None
-            continue
-        break
-    else:
-        raise busy_error("This event's seats are changing fast; nothing was saved. Try again.")
+                continue
+            break
+        else:
+            raise busy_error("This event's seats are changing fast; nothing was saved. Try again.")
+    finally:
+        if token is not None:
+            _release_copies(event_id=event_id, token=token)
     try:
         promoted = waitlist_promote(event_id=event_id)
     except Exception:  # noqa: BLE001 - the edit is saved; the outbox message finishes the promotion
         logger.warning("promotion after editing event %s left to the outbox", event_id, exc_info=True)
         return EventUpdate(event_id, int(expected_version) + 1, promotion_pending=True)
     return EventUpdate(event_id, int(expected_version) + 1, promoted=promoted)
+
+
+def _hold_copies(*, event_id: str, starts_at: datetime, details: dict[str, Any]) -> str | None:
+    """Hold the event's shards past its lanes if it has some and the edit changes their copies; the token."""
+    stored = _stored(event_id)
+    if stored is None or not holds.needed(count=int(stored.seat_shards or 0)):
+        return None
+    if (stored.starts_at, stored.registration_opens_at, stored.registration_closes_at) == (
+            starts_at, details["registration_opens_at"], details["registration_closes_at"]):
+        return None
+    return holds.hold(event_id=event_id, count=int(stored.seat_shards))
+
+
+def _release_copies(*, event_id: str, token: str) -> None:
+    try:
+        holds.release(event_id=event_id, token=token)
+    except Exception:  # noqa: BLE001 - the edit stands; the hold's outbox message releases the shards
+        logger.warning("releasing the held shards of event %s left to the outbox", event_id, exc_info=True)
 
 
 def _stored(event_id: str) -> Event | None:
@@ -295,10 +327,15 @@ def event_cancel_once(*, event_id: str, user_id: str, cancelled_by: str, idempot
             raise RegistrationError("not_found", f"There is no event with id {event_id!r}.") from None
         response = StoredResponse.json(cancellation_to_dict(event_id=event_id, cancelled_at=now,
                                                             cancelled_by=cancelled_by, reason=reason), status=200)
+        # The shards past the lanes take the mark first (keeping one already there): they refuse a little early,
+        # never admit after the event's transaction, which marks the lanes with the event.
+        marks.write_seat_only(event_id=event_id, count=int(event.seat_shards or 0),
+                              actions=lambda: [SeatShard.cancelled_at.set(SeatShard.cancelled_at | now)])
         cancelled = commit_tap(_cancel_transaction(event, now=now, cancelled_by=cancelled_by, reason=reason),
                                user_id=user_id, key=idempotency_key, fingerprint=fingerprint, response=response,
                                now=now)
         if isinstance(cancelled, StoredOutcome):
+            _marks_follow(event_id)
             return cancelled
         if cancelled is UNKNOWN_OUTCOME:
             conflicts.pause()  # an applied round is found by the next one: the record replays it
@@ -309,6 +346,7 @@ def event_cancel_once(*, event_id: str, user_id: str, cancelled_by: str, idempot
                 if not image:
                     raise RegistrationError("not_found", f"There is no event with id {event_id!r}.") from None
                 if (when := cancelled_in_image(image)) is not None:
+                    _marks_follow(event_id)
                     return _already_cancelled(EventCancellation.from_raw_data(image), when, user_id=user_id,
                                               key=idempotency_key, fingerprint=fingerprint, now=now, sleep=sleep)
                 continue  # re-sliced since the read: read again
@@ -316,8 +354,20 @@ def event_cancel_once(*, event_id: str, user_id: str, cancelled_by: str, idempot
                 conflicts.pause()
                 continue
             raise
+        _marks_follow(event_id)
         return StoredOutcome(response)
     raise busy_error("This event is changing right now; nothing was cancelled. Try again.")
+
+
+def _marks_follow(event_id: str) -> None:
+    """The shards past the lanes carry the event's own ``cancelled_at`` (a concurrent cancellation's pre-mark
+    may have landed first): set from the event as read now, cancelled. Idempotent."""
+    event = EventCancellation.get(*EventCancellation.key_for(event_id), consistent_read=True)
+    count = int(event.seat_shards or 0)
+    if event.cancelled_at is None or not shards.seat_only(count):
+        return
+    marks.write_seat_only(event_id=event_id, count=count,
+                          actions=lambda: [SeatShard.cancelled_at.set(event.cancelled_at)])
 
 
 def _cancel_transaction(event: EventCancellation, *, now: datetime, cancelled_by: str,
@@ -356,9 +406,10 @@ def _cancel_transaction(event: EventCancellation, *, now: datetime, cancelled_by
 
 
 def _mark_shards(transaction: LabelledTransaction, *, event_id: str, count: int, now: datetime) -> None:
-    """The cancellation's mark on every seat shard (at most ``shards.MAX_SHARDS``, so the transaction stays
-    within DynamoDB's 100 items): where the seat's and the join's conditions look for it."""
-    for shard in range(count):
+    """The cancellation's mark on every lane (at most ``shards.MAX_LANES``, so the transaction stays within
+    DynamoDB's 100 items): where the seat's and the join's conditions look for it. The shards past the lanes are
+    marked before this transaction and set to its mark after it (``marks.write_seat_only``)."""
+    for shard in range(shards.lane_count(count)):
         transaction.update(f"{SEAT}_{shard}", SeatShard(*SeatShard.key_for(event_id, shard)),
                            actions=[SeatShard.cancelled_at.set(now)], condition=SeatShard.pk.exists())
 
