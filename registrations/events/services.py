@@ -335,7 +335,7 @@ def event_cancel_once(*, event_id: str, user_id: str, cancelled_by: str, idempot
                                user_id=user_id, key=idempotency_key, fingerprint=fingerprint, response=response,
                                now=now)
         if isinstance(cancelled, StoredOutcome):
-            _marks_follow(event_id)
+            _marks_follow(event_id, count=int(event.seat_shards or 0))
             return cancelled
         if cancelled is UNKNOWN_OUTCOME:
             conflicts.pause()  # an applied round is found by the next one: the record replays it
@@ -346,7 +346,7 @@ def event_cancel_once(*, event_id: str, user_id: str, cancelled_by: str, idempot
                 if not image:
                     raise RegistrationError("not_found", f"There is no event with id {event_id!r}.") from None
                 if (when := cancelled_in_image(image)) is not None:
-                    _marks_follow(event_id)
+                    _marks_follow(event_id, count=int(event.seat_shards or 0))
                     return _already_cancelled(EventCancellation.from_raw_data(image), when, user_id=user_id,
                                               key=idempotency_key, fingerprint=fingerprint, now=now, sleep=sleep)
                 continue  # re-sliced since the read: read again
@@ -354,14 +354,16 @@ def event_cancel_once(*, event_id: str, user_id: str, cancelled_by: str, idempot
                 conflicts.pause()
                 continue
             raise
-        _marks_follow(event_id)
+        _marks_follow(event_id, count=int(event.seat_shards or 0))
         return StoredOutcome(response)
     raise busy_error("This event is changing right now; nothing was cancelled. Try again.")
 
 
-def _marks_follow(event_id: str) -> None:
-    """The shards past the lanes carry the event's own ``cancelled_at`` (a concurrent cancellation's pre-mark
-    may have landed first): set from the event as read now, cancelled. Idempotent."""
+def _marks_follow(event_id: str, *, count: int) -> None:
+    """The shards past the lanes (of ``count`` shards, as read) carry the event's own ``cancelled_at`` (a
+    concurrent cancellation's pre-mark may have landed first): set from the event as read now. Idempotent."""
+    if not shards.seat_only(count):
+        return  # every shard is a lane: the event's transaction marked them all
     event = EventCancellation.get(*EventCancellation.key_for(event_id), consistent_read=True)
     count = int(event.seat_shards or 0)
     if event.cancelled_at is None or not shards.seat_only(count):
