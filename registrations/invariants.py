@@ -13,6 +13,7 @@ from registrations.events.models import Event
 from registrations.messages.models import EventMessage
 from registrations.models import CONFIRMED, OFFERED, WAITLISTED, Registration, RegistrationClaim, WaitlistEntry
 from registrations.offers.models import Offer
+from registrations.seating.shards import lane_count
 from tems.clock import utcnow
 from tems.invariants import Item, Multiset, StreamingCheck, invariant
 
@@ -265,7 +266,8 @@ class WaitlistInOrder(StreamingCheck):
 @invariant("the waiting list's lanes count their entries and its gate is closed only on a full event")
 class LanesAndGate(StreamingCheck):
     """Per lane (seat shard): ``waiting`` = its entries, and nobody waits in a lane whose gate is open. Per event,
-    with its gate item (``SeatGate``): it names as many shards as there are; every lane has its ``opened`` (so
+    with its gate item (``SeatGate``): it names as many shards as there are; every lane (the first
+    ``lane_count`` shards) has its ``opened`` (so
     each lane's copy is of the gate's current round); a lane is closed only while the gate is; and while the
     gate is closed every shard is full (so nobody joins beside a seat)."""
 
@@ -284,8 +286,9 @@ class LanesAndGate(StreamingCheck):
             event = _event_pk_of_shard(item)
             self.waiting[item["PK"]] = int(item.get("waiting", 0))
             self.lanes[event] += 1
-            self.lane_gates[event].add(bool(item.get("gate")))
-            self.lane_opened[event].add(int(item.get("opened", 0)))
+            if int(item["shard"]) < lane_count(int(item.get("shards", 0))):  # past the lanes: seats only
+                self.lane_gates[event].add(bool(item.get("gate")))
+                self.lane_opened[event].add(int(item.get("opened", 0)))
             self.free[event] += max(int(item["capacity"]) - int(item.get("taken", 0)), 0)
             if not item.get("gate"):
                 self.open_lanes_waiting[event] += int(item.get("waiting", 0))

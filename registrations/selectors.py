@@ -121,9 +121,10 @@ def event_registrations(*, event_id: str, consistent: bool = True) -> Iterator[R
         yield from Registration.query(pk, Registration.sk.startswith(Registration.SK_PREFIX),
                                       consistent_read=consistent)
     try:
-        lanes = int(EventSeats.get(*EventSeats.key_for(event_id), consistent_read=consistent).seat_shards or 0)
+        lanes = shards.lane_count(int(EventSeats.get(*EventSeats.key_for(event_id),
+                                                     consistent_read=consistent).seat_shards or 0))
     except EventSeats.DoesNotExist:
-        lanes = shards.max_shards()  # gone (a lab event's TTL): every lane it can have had
+        lanes = shards.max_lanes()  # gone (a lab event's TTL): every lane it can have had
     for lane in range(lanes):
         yield from Registration.query(WaitlistEntry.lane_pk_for(event_id, lane),
                                       Registration.sk.startswith(WaitlistEntry.SK_PREFIX),
@@ -205,7 +206,7 @@ def waitlist_entries(*, event_id: str) -> list[WaitlistEntry]:
     event, lanes_read = waitlist_lanes(event_id=event_id)
     if event is None:
         return []
-    lanes = [int(lane.shard) for lane in lanes_read]
+    lanes = [int(lane.shard) for lane in lanes_read[:shards.lane_count(len(lanes_read))]]
     entries = [entry for lane in lanes for entry in WaitlistEntry.query(
         WaitlistEntry.lane_pk_for(event_id, lane), WaitlistEntry.sk.startswith(WaitlistEntry.SK_PREFIX),
         consistent_read=True)]

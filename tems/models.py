@@ -88,6 +88,8 @@ class CalendarFeed(models.Model):
 
     def __str__(self) -> str:
         return f"calendar feed of user {self.user_id}: generation {self.generation}"
+
+
 # --- Organizer teams (Django's own database: read once per staff request, never on a student's path) -------
 class Team(models.Model):
     """An organizer (a department, a society, the stores): it owns events and inventory items, which carry its

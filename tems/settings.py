@@ -282,6 +282,7 @@ OUTBOX_HANDLERS = {
     "EventCancellationRequested": "registrations.messages.services.message_fan_out",
     "EventMessageMail": "registrations.notifications.event_message_mail",
     "SeatOffered": "registrations.notifications.seat_offered",
+    "SeatCopiesRequested": "registrations.seating.holds.seat_copies_requested",
 }
 # Jobs the relay runs besides delivering messages, each at most once per RELAY_JOB_INTERVAL_SECONDS per relay
 # process (tems.outbox.run_periodic_jobs): they write outbox messages under deterministic keys, so any number of

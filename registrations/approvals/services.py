@@ -14,6 +14,7 @@ which names who published it (the one read that explains, never decides).
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections.abc import Callable
@@ -22,12 +23,13 @@ from datetime import datetime
 from registrations.errors import RegistrationError, event_cancelled_error
 from registrations.events import index
 from registrations.events.models import Event, EventPublication
-from registrations.events.services import mark_every_shard
+from registrations.seating import holds, marks
 from registrations.seating.models import SeatShard
 from registrations.serializers import publication_to_dict
 from registrations.write_rules import (
     EVENT,
     MAX_CONFLICTS,
+    SEAT,
     StoredOutcome,
     busy_error,
     commit_tap,
@@ -42,6 +44,8 @@ from tems.transactions import UNKNOWN_OUTCOME, LabelledTransaction
 
 # Control characters a person cannot type into a note (tab and line breaks are kept).
 _UNTYPABLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufeff]")
+logger = logging.getLogger(__name__)
+
 # Rounds whose read went stale (the draft was edited in between) before "busy".
 PUBLISH_MAX_ROUNDS = 8
 ALREADY_PUBLISHED = "already_published"
@@ -73,6 +77,7 @@ def event_publish_once(*, event_id: str, user_id: str, published_by: str, idempo
             conflicts.pause()  # an applied round is found by the next one: the record replays it
             continue
         if refused is None:
+            _open_seat_only(event)
             return StoredOutcome(response)
         if refused.failed(EVENT):
             _explain(event_id, refused.reasons[EVENT].raw_item)
@@ -82,6 +87,16 @@ def event_publish_once(*, event_id: str, user_id: str, published_by: str, idempo
             continue
         raise refused
     raise busy_error("This event is changing right now; nothing was published. Try again.")
+
+
+def _open_seat_only(event: Event) -> None:
+    if not holds.needed(count=int(event.seat_shards or 0)):
+        return
+    try:
+        holds.release(event_id=event.event_id)
+    except Exception:  # noqa: BLE001 - published; the copy request in its transaction opens them
+        logger.warning("opening the shards of event %s past its lanes left to the outbox", event.event_id,
+                       exc_info=True)
 
 
 def _read(event_id: str) -> Event:
@@ -105,8 +120,13 @@ def _publish_transaction(event: Event, *, now: datetime, published_by: str) -> L
         EventPublication.published_by.set(published_by), EventPublication.collection.set(Event.COLLECTION),
         EventPublication.sent_back_note.remove(), EventPublication.sent_back_by.remove(),
     ], condition=EventPublication.pk.exists() & still_a_draft(event), return_old_on_failure=True)
-    mark_every_shard(transaction, event_id=event.event_id, count=int(event.seat_shards or 0),
-                     actions=[SeatShard.draft.remove()])
+    # The lanes lose the mark with the event; the shards past them right after the commit (``holds.release``),
+    # or by the outbox if this process is lost: lifting a mark only opens, so a shard refusing a moment longer is
+    # safe.
+    marks.add_to_lanes(transaction, event_id=event.event_id, count=int(event.seat_shards or 0),
+                       actions=lambda: [SeatShard.draft.remove()], label=SEAT)
+    if holds.needed(count=int(event.seat_shards or 0)):
+        holds.add_copy_request(transaction, event_id=event.event_id, now=now)
     index.add_facets(transaction, event)
     return transaction
 

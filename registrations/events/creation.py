@@ -23,7 +23,7 @@ from registrations.questions.question_sets import (
     questions_get,
     questions_to_json,
 )
-from registrations.seating import shards
+from registrations.seating import marks, shards
 from registrations.seating.gate import GATE, new_gate
 from registrations.seating.models import SeatGate, SeatShard, WaitlistQueue
 from registrations.seating.shards import SeatCounts
@@ -50,8 +50,12 @@ logger = logging.getLogger(__name__)
 QUESTIONS = "questions"
 
 
-def new_event_id() -> str:
-    return uuid.uuid4().hex[:12]
+def new_event_id(*, tap: str | None = None) -> str:
+    """A fresh event id; for a person's tap (``tap``: who and with which key), the same id on every retry of it, so
+    the shards a retry puts before the event's own transaction are the first attempt's (``marks.put_seat_only``)."""
+    if tap is None:
+        return uuid.uuid4().hex[:12]
+    return uuid.uuid5(uuid.NAMESPACE_URL, f"tems:event:{tap}").hex[:12]
 
 
 
@@ -98,17 +102,23 @@ def _commit_event_create(event: Event, *, add_record: Callable[[LabelledTransact
     the ``attribute_not_exists`` condition that the first attempt already satisfied (a false "already exists").
     ``questions`` (JSON, as EventQuestions holds them): the event is born with them at version 1, its shards too.
     """
+    new = shards.new_shards(event_id=event.event_id, capacity=int(event.capacity), starts_at=event.starts_at,
+                            opens_at=event.registration_opens_at, closes_at=event.registration_closes_at)
+    for shard in new:
+        if questions:  # a registration's answers are checked against this first version of them
+            shard.questions = 1
+        if event.is_draft:  # refused by every seat's and ticket's own condition until published
+            shard.draft = True
+    lanes = shards.lane_count(len(new))
+    # The shards past the lanes do not fit in the event's transaction: they are put first, where nobody can reach
+    # them until the event exists (a route learns the shard count from the event or from a shard of it).
+    marks.put_seat_only(new[lanes:])
+
     def attempt() -> None:
         transaction = LabelledTransaction()
         transaction.save(EVENT, event, condition=Event.pk.does_not_exist())
         # The seat shards are born with the event, so a registration never meets an event without them.
-        for shard in shards.new_shards(event_id=event.event_id, capacity=int(event.capacity),
-                                      starts_at=event.starts_at, opens_at=event.registration_opens_at,
-                                      closes_at=event.registration_closes_at):
-            if questions:  # a registration's answers are checked against this first version of them
-                shard.questions = 1
-            if event.is_draft:  # refused by every seat's and ticket's own condition until published
-                shard.draft = True
+        for shard in new[:lanes]:
             transaction.save(f"shard_{int(shard.shard)}", shard, condition=SeatShard.pk.does_not_exist())
         if questions:
             # Version 1 of the questions, as the questions page's first save writes it (attribute_not_exists).
@@ -217,7 +227,8 @@ def event_create_once(*, user_id: str, idempotency_key: str, fingerprint: str, t
     checked = checked_questions(list(questions))
     if team_name:  # one organizer: a team's event is found, shown and served under its team's name
         details["organizer"] = team_name
-    event = _new_event(event_id=None, title=title, description=description, location=location,
+    event = _new_event(event_id=new_event_id(tap=f"{user_id}\n{idempotency_key}"), title=title,
+                       description=description, location=location,
                        starts_at=starts_at, capacity=capacity, created_by=created_by, collection=Event.COLLECTION,
                        reminder_hours=reminder_hours, offer_hours=offer_hours, team=team,
                        draft=team is not None and needs_approval(team_id=team), **details)

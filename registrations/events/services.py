@@ -26,7 +26,7 @@ from registrations.events.creation import (
 from registrations.events.models import MAX_CANCEL_REASON_CHARS, Event, EventCancellation
 from registrations.messages.models import EventMessage
 from registrations.messages.services import MESSAGE, REGISTRANTS
-from registrations.seating import shards
+from registrations.seating import holds, marks, shards
 from registrations.seating.gate import GateBusy, gate_get
 from registrations.seating.models import SeatShard
 from registrations.seating.shards import add_reslice, planned_sizes
@@ -56,7 +56,7 @@ from tems.transactions import UNKNOWN_OUTCOME, LabelledTransaction, TransactionC
 logger = logging.getLogger(__name__)
 
 __all__ = ["DETAILS", "event_api_location", "event_cancel_once", "event_copy_once", "event_create",
-           "event_create_once", "event_update", "mark_every_shard", "new_event_id",
+           "event_create_once", "event_update", "new_event_id",
            "waitlist_promotion_requested"]
 
 # The outbox message an event edit writes in its own transaction: "fill free seats from the waiting list".
@@ -65,11 +65,9 @@ PROMOTION_REQUESTED = "WaitlistPromotionRequested"
 EDIT_MAX_ROUNDS = 8
 
 
-
 def waitlist_promotion_requested(message: OutboxMessage) -> None:
     """Outbox handler of ``WaitlistPromotionRequested``: finish filling the event's free seats (idempotent)."""
     waitlist_promote(event_id=message.data["event_id"])
-
 
 
 @dataclass(frozen=True)
@@ -161,6 +159,13 @@ def event_update(
             # With nobody waiting the new slices are for newcomers: the waiting list's gate opens (under the
             # condition, on every shard, that nobody joined its lane since the read).
             target = capacity if not waiting else min(sliced, capacity)
+            floor = shards.seat_only_floor(shards_read)
+            if target < floor and sum(int(shard.taken) for shard in shards_read) <= capacity:
+                # A re-slice writes the lanes only (the shards past them keep their slices): a cut is bounded
+                # by the lanes' free seats.
+                problem = (f"Right now this event's capacity can go down to {floor} at the lowest: the other "
+                           "seats are spread over parts of the event that only fill as people register.")
+                raise RegistrationError("invalid", problem, errors={"capacity": [problem]})
             sizes = planned_sizes(target=target, count=count, shards_read=shards_read)
             writes = _BornDraft(transaction) if stored.is_draft else transaction
             add_reslice(writes, event_id=event_id, shards_read=shards_read, sizes=sizes, starts_at=starts_at,
@@ -188,40 +193,47 @@ def event_update(
                                                 payload={"event_id": event_id}))
         transaction.commit()
 
-    for _ in range(EDIT_MAX_ROUNDS):
-        try:
-            WRITE_POLICY.run(attempt, busy=lambda _: busy_error(
-                "This event is being changed right now; nothing was saved. Try again."))
-        except TransactionCancelled as cancelled:
-            if cancelled.failed(EVENT):
-                raw = cancelled.reasons[EVENT].raw_item
-                if not raw:
-                    raise RegistrationError("not_found", f"There is no event with id {event_id!r}.") from None
-                # The failed write's own ALL_OLD image says why; no read.
-                current = Event.from_raw_data(raw)
-                if current.is_cancelled:
-                    raise event_cancelled_error(current.cancelled_at) from None
-                if current.version != expected_version:
+    # The shards past the lanes copy the start and window: held while the edit's transaction decides, then given
+    # what is stored (seating.holds), so none admits anyone by copies that are no longer the event's.
+    token = _hold_copies(event_id=event_id, starts_at=starts_at, details=details)
+    try:
+        for _ in range(EDIT_MAX_ROUNDS):
+            try:
+                WRITE_POLICY.run(attempt, busy=lambda _: busy_error(
+                    "This event is being changed right now; nothing was saved. Try again."))
+            except TransactionCancelled as cancelled:
+                if cancelled.failed(EVENT):
+                    raw = cancelled.reasons[EVENT].raw_item
+                    if not raw:
+                        raise RegistrationError("not_found", f"There is no event with id {event_id!r}.") from None
+                    # The failed write's own ALL_OLD image says why; no read.
+                    current = Event.from_raw_data(raw)
+                    if current.is_cancelled:
+                        raise event_cancelled_error(current.cancelled_at) from None
+                    if current.version != expected_version:
+                        raise RegistrationError(
+                            "conflict",
+                            f"{current.updated_by or 'Someone'} changed this event after you opened it "
+                            f"(version {expected_version} → {current.version}). Nothing of yours was saved.",
+                            current=event_to_dict(current, seats=shards.event_seat_counts(event_id)),
+                            expected_version=expected_version,
+                        ) from None
+                # A slice below its shard's taken seats, or the counters moved since the read. The images say how
+                # many seats the refused shards hold; a read explains the rest: too few seats, or try again.
+                taken = shards.event_seat_counts(event_id).registered
+                if taken > capacity:
                     raise RegistrationError(
-                        "conflict",
-                        f"{current.updated_by or 'Someone'} changed this event after you opened it "
-                        f"(version {expected_version} → {current.version}). Nothing of yours was saved.",
-                        current=event_to_dict(current, seats=shards.event_seat_counts(event_id)),
-                        expected_version=expected_version,
+                        "invalid",
+                        f"Capacity cannot go below the {taken} seats already taken.",
+                        errors={"capacity": [_capacity_problem(taken)]},
                     ) from None
-            # A slice below its shard's taken seats, or the counters moved since the read. The images say how
-            # many seats the refused shards hold; a read explains the rest: too few seats, or try again.
-            taken = shards.event_seat_counts(event_id).registered
-            if taken > capacity:
-                raise RegistrationError(
-                    "invalid",
-                    f"Capacity cannot go below the {taken} seats already taken.",
-                    errors={"capacity": [_capacity_problem(taken)]},
-                ) from None
-            continue
-        break
-    else:
-        raise busy_error("This event's seats are changing fast; nothing was saved. Try again.")
+                continue
+            break
+        else:
+            raise busy_error("This event's seats are changing fast; nothing was saved. Try again.")
+    finally:
+        if token is not None:
+            _release_copies(event_id=event_id, token=token)
     try:
         promoted = waitlist_promote(event_id=event_id)
     except Exception:  # noqa: BLE001 - the edit is saved; the outbox message finishes the promotion
@@ -244,6 +256,8 @@ class _BornDraft:
 
     def __getattr__(self, name: str):
         return getattr(self._transaction, name)
+
+
 def _edited_fields(event: Event, **edit: Any) -> dict[str, Any]:
     """The fields an edit sets, as ``event`` holds them, or as ``edit`` sets them (None: kept as it is)."""
     fields = {"title": event.title, "description": event.description, "location": event.location,
@@ -259,6 +273,24 @@ def _edited_fields(event: Event, **edit: Any) -> dict[str, Any]:
         else:
             fields[name] = value
     return fields
+
+
+def _hold_copies(*, event_id: str, starts_at: datetime, details: dict[str, Any]) -> str | None:
+    """Hold the event's shards past its lanes if it has some and the edit changes their copies; the token."""
+    stored = _stored(event_id)
+    if stored is None or not holds.needed(count=int(stored.seat_shards or 0)):
+        return None
+    if (stored.starts_at, stored.registration_opens_at, stored.registration_closes_at) == (
+            starts_at, details["registration_opens_at"], details["registration_closes_at"]):
+        return None
+    return holds.hold(event_id=event_id, count=int(stored.seat_shards))
+
+
+def _release_copies(*, event_id: str, token: str) -> None:
+    try:
+        holds.release(event_id=event_id, token=token)
+    except Exception:  # noqa: BLE001 - the edit stands; the hold's outbox message releases the shards
+        logger.warning("releasing the held shards of event %s left to the outbox", event_id, exc_info=True)
 
 
 def _stored(event_id: str) -> Event | None:
@@ -341,6 +373,10 @@ def event_cancel_once(*, event_id: str, user_id: str, cancelled_by: str, idempot
             raise RegistrationError("not_found", f"There is no event with id {event_id!r}.") from None
         response = StoredResponse.json(cancellation_to_dict(event_id=event_id, cancelled_at=now,
                                                             cancelled_by=cancelled_by, reason=reason), status=200)
+        # The shards past the lanes take the mark first (keeping one already there): they refuse a little early,
+        # never admit after the event's transaction, which marks the lanes with the event.
+        marks.write_seat_only(event_id=event_id, count=int(event.seat_shards or 0),
+                              actions=lambda: [SeatShard.cancelled_at.set(SeatShard.cancelled_at | now)])
         transaction = _cancel_transaction(event, now=now, cancelled_by=cancelled_by, reason=reason)
         audit.add_entry(transaction, actor=actor, action=EVENT_CANCELLED, team=event.team, event_id=event_id,
                         idempotency_key=idempotency_key, now=now)
@@ -348,6 +384,7 @@ def event_cancel_once(*, event_id: str, user_id: str, cancelled_by: str, idempot
                                user_id=user_id, key=idempotency_key, fingerprint=fingerprint, response=response,
                                now=now)
         if isinstance(cancelled, StoredOutcome):
+            _marks_follow(event_id, count=int(event.seat_shards or 0))
             return cancelled
         if cancelled is UNKNOWN_OUTCOME:
             conflicts.pause()  # an applied round is found by the next one: the record replays it
@@ -358,6 +395,7 @@ def event_cancel_once(*, event_id: str, user_id: str, cancelled_by: str, idempot
                 if not image:
                     raise RegistrationError("not_found", f"There is no event with id {event_id!r}.") from None
                 if (when := cancelled_in_image(image)) is not None:
+                    _marks_follow(event_id, count=int(event.seat_shards or 0))
                     return _already_cancelled(EventCancellation.from_raw_data(image), when, user_id=user_id,
                                               key=idempotency_key, fingerprint=fingerprint, now=now, sleep=sleep)
                 continue  # re-sliced since the read: read again
@@ -365,8 +403,22 @@ def event_cancel_once(*, event_id: str, user_id: str, cancelled_by: str, idempot
                 conflicts.pause()
                 continue
             raise
+        _marks_follow(event_id, count=int(event.seat_shards or 0))
         return StoredOutcome(response)
     raise busy_error("This event is changing right now; nothing was cancelled. Try again.")
+
+
+def _marks_follow(event_id: str, *, count: int) -> None:
+    """The shards past the lanes (of ``count`` shards, as read) carry the event's own ``cancelled_at`` (a
+    concurrent cancellation's pre-mark may have landed first): set from the event as read now. Idempotent."""
+    if not shards.seat_only(count):
+        return  # every shard is a lane: the event's transaction marked them all
+    event = EventCancellation.get(*EventCancellation.key_for(event_id), consistent_read=True)
+    count = int(event.seat_shards or 0)
+    if event.cancelled_at is None or not shards.seat_only(count):
+        return
+    marks.write_seat_only(event_id=event_id, count=count,
+                          actions=lambda: [SeatShard.cancelled_at.set(event.cancelled_at)])
 
 
 def _cancel_transaction(event: EventCancellation, *, now: datetime, cancelled_by: str,
@@ -392,7 +444,7 @@ def _cancel_transaction(event: EventCancellation, *, now: datetime, cancelled_by
     if listed:
         index.remove_facets(transaction, event_id=event_id, facets=index.facets_of(
             title=event.title or "", category=event.category, organizer=event.organizer, public=event.public))
-    mark_every_shard(transaction, event_id=event_id, count=count, actions=[SeatShard.cancelled_at.set(now)])
+    _mark_shards(transaction, event_id=event_id, count=count, now=now)
     message_id = EventMessage.cancellation_id_for(event_id)
     transaction.save(MESSAGE, EventMessage(
         *EventMessage.key_for(event_id, message_id), event_id=event_id, message_id=message_id,
@@ -407,13 +459,13 @@ def _cancel_transaction(event: EventCancellation, *, now: datetime, cancelled_by
     return transaction
 
 
-def mark_every_shard(transaction: LabelledTransaction, *, event_id: str, count: int, actions: list) -> None:
-    """A mark set or removed on every seat shard (at most ``shards.MAX_SHARDS``, so the transaction stays within
-    DynamoDB's 100 items), where the seat's and the join's conditions look for it (``shards.admitting``): the
-    cancellation's, and the publication's removal of the draft mark."""
-    for shard in range(count):
+def _mark_shards(transaction: LabelledTransaction, *, event_id: str, count: int, now: datetime) -> None:
+    """The cancellation's mark on every lane (at most ``shards.MAX_LANES``, so the transaction stays within
+    DynamoDB's 100 items): where the seat's and the join's conditions look for it. The shards past the lanes are
+    marked before this transaction and set to its mark after it (``marks.write_seat_only``)."""
+    for shard in range(shards.lane_count(count)):
         transaction.update(f"{SEAT}_{shard}", SeatShard(*SeatShard.key_for(event_id, shard)),
-                           actions=list(actions), condition=SeatShard.pk.exists())
+                           actions=[SeatShard.cancelled_at.set(now)], condition=SeatShard.pk.exists())
 
 
 def _already_cancelled(event: EventCancellation, when: datetime, *, user_id: str, key: str, fingerprint: str,

@@ -408,8 +408,6 @@ def _initial(event) -> dict:
     }
 
 
-
-
 @require_http_methods(["GET", "POST"])
 @login_required
 def event_doors(request: HttpRequest, event_id: str) -> HttpResponse:

@@ -12,6 +12,7 @@ rewritten, so no edit of the questions loses one.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -27,6 +28,7 @@ from registrations.questions.question_sets import (
     questions_from_json,
     questions_to_json,
 )
+from registrations.seating import holds, marks
 from registrations.seating.models import SeatGate, SeatShard
 from registrations.write_rules import WRITE_POLICY, busy_error
 from tems import audit
@@ -34,6 +36,8 @@ from tems.audit.wording import QUESTIONS_CHANGED
 from tems.clock import utcnow
 from tems.merge import MERGE_ATTEMPTS, Merge, three_way_merge
 from tems.transactions import LabelledTransaction, TransactionCancelled
+
+logger = logging.getLogger(__name__)
 
 QUESTIONS = "questions"
 GATE = "gate"
@@ -78,16 +82,16 @@ def questions_update(*, event_id: str, expected_version: int, questions: Iterabl
             transaction.save(QUESTIONS, item, return_old_on_failure=True)
             transaction.condition_check(GATE, SeatGate, *SeatGate.key_for(event_id),
                                         condition=SeatGate.shards == count)
-            for shard in range(count):
-                transaction.update(f"shard_{shard}", SeatShard(*SeatShard.key_for(event_id, shard)),
-                                   actions=[SeatShard.questions.set(expected_version + 1)],
-                                   condition=SeatShard.pk.exists())
+            # The lanes here; the shards past them are held meanwhile and take the stored version after it.
+            marks.add_to_lanes(transaction, event_id=event_id, count=count,
+                               actions=lambda: [SeatShard.questions.set(expected_version + 1)])
             if actor is not None:
                 audit.add_entry(transaction, actor=actor, action=QUESTIONS_CHANGED,
                                 team=actor.team_of("event_id", event_id), event_id=event_id,
                                 after={"questions": len(checked), "version": expected_version + 1}, now=now)
             transaction.commit()
 
+        token = holds.hold(event_id=event_id, count=count, now=now) if holds.needed(count=count) else None
         try:
             WRITE_POLICY.run(attempt, busy=lambda _: busy_error(
                 "These questions are being changed right now; nothing was saved. Try again."))
@@ -100,10 +104,20 @@ def questions_update(*, event_id: str, expected_version: int, questions: Iterabl
                     "yours was saved.",
                     current=current, expected_version=expected_version) from None
             continue  # the shards were re-sliced since the gate was read: read it again
+        finally:
+            if token is not None:
+                _release(event_id=event_id, token=token)
         saved = QuestionSet(expected_version + 1, checked)
         known.remember(event_id, saved)
         return saved
     raise busy_error("This event's seats kept changing while the questions were saved; nothing was saved. Try again.")
+
+
+def _release(*, event_id: str, token: str) -> None:
+    try:
+        holds.release(event_id=event_id, token=token)
+    except Exception:  # noqa: BLE001 - the save stands or not; the hold's outbox message releases the shards
+        logger.warning("releasing the held shards of event %s left to the outbox", event_id, exc_info=True)
 
 
 # --- merging (a save that met someone else's) ------------------------------------------------------------------

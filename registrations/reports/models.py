@@ -9,10 +9,11 @@ from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 from registrations.offers.models import Offer
 from tems.dynamo import TableModel
 
-# The report items of an event are spread over this many partitions, by the seat shard (or waiting-list lane) the
-# counted transaction already writes: transactions that already meet on a shard meet on its report item too,
-# and no counter becomes one item every registration of the event writes (docs/reports.md, "Where").
-REPORT_SLOTS = 16
+# The report items of an event are spread over one partition per seat shard (or waiting-list lane) the counted
+# transaction already writes: transactions that already meet on a shard meet on its report item too, and on no
+# other (docs/reports.md, "Where"). So there are as many slots as an event can have shards
+# (registrations.seating.shards.MAX_SHARDS): fewer, and the shards sharing a slot would queue on its item.
+REPORT_SLOTS = 200
 
 # How long an accepted offer took, in minutes: the upper bound of each bucket of the histogram the median is read
 # from. Finer where most answers fall (the first hours), coarser towards the longest window (two weeks); the

@@ -73,9 +73,10 @@ class EventReport:
         return [(day.day, day.registrations) for day in self.days]
 
 
-def report_days(event_id: str) -> list[EventReportDay]:
-    """Every day item of the event, over its slots (one Query each, as the attendee list reads its buckets)."""
-    return [item for slot in range(REPORT_SLOTS)
+def report_days(event_id: str, *, shards: int = REPORT_SLOTS) -> list[EventReportDay]:
+    """Every day item of the event of ``shards`` seat shards, over its slots (one Query each, as the attendee list
+    reads its buckets): a slot is a shard, and an event's shard count never shrinks."""
+    return [item for slot in range(min(int(shards), REPORT_SLOTS))
             for item in EventReportDay.query(EventReportDay.pk_for(event_id, slot),
                                              EventReportDay.sk.startswith(EventReportDay.SK_PREFIX))]
 
@@ -98,7 +99,7 @@ def event_report(*, event_id: str) -> EventReport:
     """The event's report. Raises RegistrationError 'not_found'."""
     event = selectors.event_get(event_id=event_id)
     seats = selectors.seats_for(event=event)
-    items = report_days(event_id)
+    items = report_days(event_id, shards=int(event.seat_shards or REPORT_SLOTS))
     totals: Counter = Counter()
     by_day: dict[str, Counter] = {}
     for item in items:

@@ -8,6 +8,7 @@ from pynamodb.attributes import (
     MapAttribute,
     NumberAttribute,
     UnicodeAttribute,
+    UnicodeSetAttribute,
     UTCDateTimeAttribute,
 )
 
@@ -48,6 +49,9 @@ class SeatShard(TableModel):
     # A registration is written only under ``questions`` = the version its answers were checked against, so an
     # answer checked against questions that changed meanwhile is refused by the seat's own condition.
     questions = NumberAttribute(null=True)
+    # Past the lanes only: the tokens of the edits changing this shard's copies right now
+    # (registrations.seating.holds); a seat is taken only while there is none.
+    held = UnicodeSetAttribute(null=True)
 
     # Each shard is also one lane of the event's waiting list (see registrations.seating.lanes, "Lanes"). ``gate`` is
     # the lane's copy of the event's gate (``SeatGate.state``): a join needs it closed. A lane copies a closed

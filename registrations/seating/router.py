@@ -231,20 +231,23 @@ class Router:
         hints.remember_lane(image)  # a position read may then skip this lane
         if image.cancelled_at is not None:
             raise event_cancelled_error(image.cancelled_at)
-        if image.draft:  # waiting for approval: to a student there is no such event yet
-            raise not_found(self.event_id)
-        if image.starts_at is not None and image.starts_at <= self.created_at:
-            raise closed_error(image.starts_at)
-        if image.opens_at is not None and image.opens_at > self.created_at:
-            raise not_open_error(image.opens_at)
-        if image.closes_at is not None and image.closes_at <= self.created_at:
-            raise window_closed_error(image.closes_at)
+        if image.draft and shard < shards.lane_count(int(image.shards)):
+            raise not_found(self.event_id)  # waiting for approval: to a student there is no such event yet
+        # A held shard's copies of the start and window are being replaced (``seating.holds``): they say nothing.
+        # Past the lanes a draft mark is the same for a moment after a publication lifted it from the lanes.
+        held = bool(image.held) or bool(image.draft)
+        if not held:
+            _raise_if_closed(image, self.created_at)
         if int(image.shards) != self.count:
             self.count = int(image.shards)
             hints.remember_shards(self.event_id, self.count)
             self.with_room = {k: room for k, room in self.with_room.items() if k < self.count}
             self.full = {k for k in self.full if k < self.count}
-        if int(image.taken) < int(image.capacity):
+        if held:
+            # No seat is taken there until the edit holding it is done: try the others meanwhile.
+            self.with_room.pop(shard, None)
+            self.full.discard(shard)
+        elif int(image.taken) < int(image.capacity):
             self.with_room[shard] = int(image.capacity) - int(image.taken)
             self.full.discard(shard)
             hints.remember_full(self.event_id, False)  # a seat is free: the event is not full
@@ -259,7 +262,8 @@ class Router:
             self.with_room.clear()
             self.closed_seen = True
         if self.lane is None:
-            self.lane = shard
+            # Past the lanes a shard holds seats only: its student joins the lane it maps to.
+            self.lane = shards.lane_of(shard, self.count)
         if shard == self.lane:
             # Only the lane's own copy of the gate counts: another lane may have copied a closed gate before it.
             self.lane_image = image
@@ -304,6 +308,9 @@ class Router:
             if len(read) < count:
                 self._explain_missing_shard()
             self.seen(read)
+            if any((image.held or image.draft) and int(image.taken) < int(image.capacity) for image in read):
+                # A held shard's free seats come back when its edit is done: the gate stays open, look again.
+                raise GateBusy()
             if self.with_room or self.gate or not gate_close(gate=gate):
                 return  # a seat to try, the lane closed meanwhile, or the gate moved: the next round says
         hints.remember_full(self.event_id, True)
@@ -312,7 +319,7 @@ class Router:
             return
         if self.lane is None:
             return
-        if lane_copy(gate=gate, lane=self.lane):
+        if lane_copy(gate=gate, lane=self.lane) and self.lane_image is not None:
             self.gate, self.lane_image.gate = True, int(gate.state)
         else:
             self.reread_lane()  # copied by someone else, or the gate reopened: the lane's image says
@@ -401,7 +408,7 @@ class Router:
         """Join in the lane, or one of LANE_LOOK others, whose gate is closed (one read of them all, which decides
         nothing: the join's own conditions do), preferring one whose block still has a ticket, so the join claims
         no block; keep the old image if none is closed. Any lane will do: tickets come from one sequence."""
-        others = [k for k in range(self.count) if k != self.lane]
+        others = [k for k in range(shards.lane_count(self.count)) if k != self.lane]
         images = self.sample(others, LANE_LOOK, also=self.lane)
         if images is None:
             return
@@ -419,6 +426,16 @@ class Router:
             image = self.lane_image
             image.lane_next, image.lane_end = join.block.end, join.block.end
             image.lane_at, image.lane_size, image.lane_left = join.now, join.block.end - join.block.first, join.left()
+
+
+def _raise_if_closed(image: SeatShard, created_at: datetime) -> None:
+    """The shard's copies say registration is not open at ``created_at``: the refusal, in the student's words."""
+    if image.starts_at is not None and image.starts_at <= created_at:
+        raise closed_error(image.starts_at)
+    if image.opens_at is not None and image.opens_at > created_at:
+        raise not_open_error(image.opens_at)
+    if image.closes_at is not None and image.closes_at <= created_at:
+        raise window_closed_error(image.closes_at)
 
 
 def not_found(event_id: str) -> RegistrationError:

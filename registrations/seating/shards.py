@@ -24,11 +24,19 @@ from tems.transactions import LabelledTransaction
 # plain one, and transactions on one item conflict: a shard takes one registration at a time. A slice small
 # enough to sell out quickly lets all shards sell in parallel.
 SEATS_PER_SHARD = 50
-# A cancel that reopens the waiting list's gate writes every shard in one transaction, and so does an edit's
-# re-slicing: the shards, the gate, the event and a registration's or an outbox message's items must fit in
-# DynamoDB's 100 items per TransactWriteItems. Below that, more shards mean fewer students meeting each other on
-# one shard at an opening (docs/registrations.md, "Seat shards").
-MAX_SHARDS = 80
+# A shard admits one transaction per hold: at a 25 ms hold 40 a second, so 2,000/s with each shard busy at most
+# half the time needs about 100-160 of them, and 10,000 seats at SEATS_PER_SHARD are 200 (docs/registrations.md,
+# "Seat shards"). Only the first MAX_LANES shards are lanes; the others are written by the transactions that
+# write every shard in groups of GROUP_SIZE (``seat_only``), so the count is bounded by the cost of those writes
+# (one transaction per group), not by DynamoDB's 100 items per TransactWriteItems.
+MAX_SHARDS = 200
+# The first shards are also the waiting list's lanes. A cancel that reopens the gate writes every lane in one
+# transaction, and so does an edit's re-slicing: the lanes, the gate, the event and a registration's or an outbox
+# message's items must fit in DynamoDB's 100 items per TransactWriteItems.
+MAX_LANES = 80
+# Shards past the lanes written in one transaction (the marks on every shard, a new event's shards): DynamoDB's
+# 100 items, less room for the check of the item that says the group's write still applies.
+GROUP_SIZE = 90
 
 # How many more seats this process must have put in a student's home shard than in the other one drawn before the
 # student is sent there instead: 1 is "the power of two choices", and a slack of 2 was measured to leave the last
@@ -48,6 +56,33 @@ def seats_per_shard() -> int:
 
 def max_shards() -> int:
     return int(getattr(settings, "MAX_SEAT_SHARDS", MAX_SHARDS))
+
+
+def max_lanes() -> int:
+    return int(getattr(settings, "MAX_SEAT_LANES", MAX_LANES))
+
+
+def lane_count(shards: int) -> int:
+    """How many of an event's ``shards`` are lanes of its waiting list: the first ones, at most MAX_LANES."""
+    return min(int(shards), max_lanes())
+
+
+def lane_of(shard: int, shards: int) -> int:
+    """The lane of a student whose first refusal came from ``shard``: the shard itself if it is a lane."""
+    return int(shard) % max(lane_count(shards), 1)
+
+
+def seat_only(shards: int) -> list[list[int]]:
+    """The shards past the lanes, in groups of at most GROUP_SIZE: each group is one transaction of a write that
+    touches every shard (empty for an event whose every shard is a lane)."""
+    rest = list(range(lane_count(shards), int(shards)))
+    return [rest[start:start + GROUP_SIZE] for start in range(0, len(rest), GROUP_SIZE)]
+
+
+def grown_count(count: int, capacity: int) -> int:
+    """The shard count after a re-slice to ``capacity``: never fewer than ``count`` (a stale hint still names a
+    shard that exists), more only up to the lanes (every new shard is written in the re-slice's transaction)."""
+    return max(int(count), min(shard_count(capacity), max_lanes()))
 
 
 def shard_count(capacity: int) -> int:
@@ -109,11 +144,11 @@ def first_shard(event_id: str, user_id: str, count: int) -> int:
 
 def admitting(created_at):
     """The condition of a write that admits someone through a shard (a seat, a ticket of its lane): the event has not
-    started by ``created_at``, its registration window (if any) is open then, it is not cancelled
-    (events/services.py marks every shard in its transaction) and not a draft waiting for approval (born marked,
-    unmarked by the publication's transaction)."""
+    started by ``created_at``, its registration window (if any) is open then, it is not cancelled (every shard
+    carries the mark: events/services.py), not a draft waiting for approval (born marked, unmarked by the
+    publication) and no edit holds the shard (``seating.holds``)."""
     return ((SeatShard.starts_at > created_at) & SeatShard.cancelled_at.does_not_exist()
-            & SeatShard.draft.does_not_exist()
+            & SeatShard.draft.does_not_exist() & SeatShard.held.does_not_exist()
             & (SeatShard.opens_at.does_not_exist() | (SeatShard.opens_at <= created_at))
             & (SeatShard.closes_at.does_not_exist() | (SeatShard.closes_at > created_at)))
 
@@ -197,7 +232,8 @@ def event_seat_counts(event_id: str) -> SeatCounts:
 def add_reslice(transaction: LabelledTransaction, *, event_id: str, shards_read: list[SeatShard], sizes: list[int],
                 starts_at, gate: SeatGate, reopen: bool = False, raised: bool = False,
                 window: tuple | None = None) -> None:
-    """Give the event's shards the slices ``sizes`` (adding shards past those read), in ``transaction``.
+    """Give the event's lanes the slices ``sizes`` (adding shards past those read), in ``transaction``; the
+    shards past the lanes keep theirs (``planned_sizes``).
 
     Each existing shard's new slice is conditioned on ``taken <= slice``, never on what was read: a seat taken
     meanwhile is fine as long as it still fits, so only a slice that no longer holds its seats fails. The
@@ -223,7 +259,12 @@ def add_reslice(transaction: LabelledTransaction, *, event_id: str, shards_read:
     # edit of the questions that lands in between (it writes every shard) makes this transaction fail instead
     # of leaving a new shard that would take answers checked against the old questions.
     questions = max((int(shard.questions or 0) for shard in shards_read), default=0) or None
+    lanes = lane_count(len(sizes))
     for shard, size in enumerate(sizes):
+        if shard >= lanes:
+            # Past the lanes a re-slice changes nothing (``planned_sizes`` keeps their slices, the count never
+            # grows past the lanes here); their copies of the start and window are the caller's (``hold``).
+            continue
         if shard in existing:
             actions = [SeatShard.capacity.set(size), SeatShard.shards.set(len(sizes)),
                        SeatShard.starts_at.set(starts_at)]
@@ -255,14 +296,30 @@ def _copied(shards_read: list[SeatShard], name: str):
 
 
 def planned_sizes(*, target: int, count: int, shards_read: list[SeatShard]) -> list[int]:
-    """Slices of ``target`` seats over at least ``count`` shards (more if the rule asks), each holding the seats
-    it had taken when read; when they cannot all fit, an even split whose failed conditions will say so."""
-    count = max(count, shard_count(target))
+    """Slices of ``target`` seats over at least ``count`` shards (more if the rule asks, up to the lanes), each
+    holding the seats it had taken when read; when they cannot all fit, an even split whose failed conditions will
+    say so. The shards past the lanes keep their slices (a re-slice writes the lanes only): the lanes take the
+    rest, so a cut is bounded by the lanes' free seats (``seat_only_floor``)."""
+    count = grown_count(count, target)
+    lanes = lane_count(count)
     taken = [0] * count
+    fixed = [0] * (count - lanes)
     for shard in shards_read:
-        if int(shard.shard) < count:
+        if int(shard.shard) < lanes:
             taken[int(shard.shard)] = int(shard.taken)
+        elif int(shard.shard) < count:
+            fixed[int(shard.shard) - lanes] = int(shard.capacity)
+    rest = target - sum(fixed)
     try:
-        return slices(target, count, floors=taken)
+        return slices(rest, lanes, floors=taken[:lanes]) + fixed
     except ValueError:
-        return slices(target, count)
+        return slices(max(rest, 0), lanes) + fixed
+
+
+def seat_only_floor(shards_read: list[SeatShard]) -> int:
+    """The lowest capacity a re-slice can give the event now: the slices of the shards past the lanes (which a
+    re-slice keeps) and the seats taken in the lanes."""
+    if not shards_read:
+        return 0
+    lanes = lane_count(int(shards_read[0].shards))
+    return sum(int(shard.taken) if int(shard.shard) < lanes else int(shard.capacity) for shard in shards_read)

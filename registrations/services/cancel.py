@@ -31,6 +31,7 @@ from registrations.seating.gate import (
     reopened_lane,
 )
 from registrations.seating.models import SeatGate, SeatShard
+from registrations.seating.shards import lane_count
 from registrations.services.promotion import SeatWrites, add_to_head, head_left
 from registrations.write_rules import (
     CLAIM,
@@ -281,7 +282,7 @@ def cancel_transaction(registration: Registration, freed: FreedSeat, *, now: dat
         # the gate did not reopen since the read (then the lanes read are all there are).
         gate_actions, gate_condition = reopened_gate(gate, shards=int(gate.shards))
         add_gate(transaction, event_id=event_id, actions=gate_actions, condition=gate_condition)
-        for lane in lanes:
+        for lane in lanes[:lane_count(len(lanes))]:
             writes.shard(int(lane.shard), actions=reopened_lane(gate), condition=nobody_in_lane())
         writes.shard(shard, actions=[SeatShard.taken.add(-1)], condition=SeatShard.taken > 0)
     else:

@@ -222,7 +222,7 @@ def waitlist_promote(*, event_id: str, now: datetime | None = None,
             # not copied the gate yet stays open (and must still be: a copy of RAISED landing now would be missed).
             transaction = LabelledTransaction()
             writes = SeatWrites(event_id)
-            for lane in lanes:
+            for lane in lanes[:shards.lane_count(len(lanes))]:
                 if lane.gate_closed:
                     writes.shard(int(lane.shard), actions=[SeatShard.gate.set(CLOSED)],
                                  condition=SeatShard.gate >= CLOSED)
@@ -235,7 +235,7 @@ def waitlist_promote(*, event_id: str, now: datetime | None = None,
             writes.add_to(transaction)
             rounds.commit(transaction)
             continue
-        if unsliced <= 0 and (waiting or count >= shards.shard_count(capacity)):
+        if unsliced <= 0 and (waiting or count >= shards.grown_count(count, capacity)):
             return promoted
         unchanged = ((EventSeats.capacity == capacity) & (EventSeats.sliced == sliced)
                      & (EventSeats.seat_shards == count) & EventSeats.cancelled_at.does_not_exist())
@@ -251,7 +251,7 @@ def waitlist_promote(*, event_id: str, now: datetime | None = None,
             heads = heads[:positions.fit_batch([int(h.ticket) for h in heads], fixed_items=4,
                                                items_per_ticket=6 if offer_ends_at is None else 7)]
             # The new seats go to one shard per round, turn by turn, so the slices stay about even.
-            shard = sliced % count
+            shard = sliced % shards.lane_count(count)
             for n, head in enumerate(heads):
                 add_to_head(transaction, head, now=now, shard=shard, offer_ends_at=offer_ends_at, suffix=f"_{n}")
             writes.depart(transaction, heads)

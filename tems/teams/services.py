@@ -183,6 +183,8 @@ def _team_for_update(team_id: str) -> Team:
         return Team.objects.select_for_update().get(pk=team_id)
     except Team.DoesNotExist:
         raise DomainError("not_found", "There is no such team.") from None
+
+
 def team_retention_set(*, team_id: str, days: int, actor: Actor | None = None) -> Team:
     """Set how long the team's audit log keeps an entry (entries written from now on). Raises DomainError('invalid')
     outside the allowed range, naming the field."""

@@ -127,6 +127,8 @@ def team_approval(request: HttpRequest, team_id: str) -> HttpResponse:
                              if team.needs_approval else f"Events of “{team.name}” are published at once.")
             return redirect("teams:team_detail", team_id=team_id)
     return _detail_page(request, team_id, approval_form=form, status=400)
+
+
 def team_retention(request: HttpRequest, team_id: str) -> HttpResponse:
     """How long the team's audit log keeps an entry."""
     form = TeamRetentionForm(request.POST)

@@ -14,6 +14,8 @@ from registrations.offers import services as offer_services
 from registrations.reports import output
 from registrations.reports.models import ACCEPT_BUCKET_MINUTES, EventReportDay, accept_attribute, accept_bucket
 from registrations.reports.selectors import event_report, median_bucket
+from registrations.seating import shards
+from tems.clock import utcnow
 from tests.helpers import assert_invariants_clean, broken_invariants
 from tests.registrations.helpers import make_event, new_key, register
 
@@ -97,7 +99,14 @@ def test_the_report_reads_without_a_scan(ddb, dynamodb_calls):
     register(event.event_id, "ann")
     dynamodb_calls.clear()
     event_report(event_id=event.event_id)
-    assert "Scan" not in dynamodb_calls and dynamodb_calls.count("Query") == 16
+    # One Query per slot, and a slot is a seat shard: this event has one.
+    assert "Scan" not in dynamodb_calls and dynamodb_calls.count("Query") == int(event.seat_shards) == 1
+
+
+def test_each_seat_shard_counts_on_its_own_report_item():
+    """Registrations on different shards never meet on a report item (they would queue on it as on one shard)."""
+    keys = {EventReportDay.key_for("e", shard=shard, when=utcnow()) for shard in range(shards.MAX_SHARDS)}
+    assert len(keys) == shards.MAX_SHARDS
 
 
 @pytest.mark.parametrize(("minutes", "bucket"), [(0, 0), (15, 0), (15.01, 1), (40, 2), (1440, 9), (20160, 14),

@@ -73,7 +73,19 @@ def edit_capacity(event_id: str, capacity: int) -> event_services.EventUpdate:
 def test_shard_count_follows_the_capacity_within_bounds():
     assert [shards.shard_count(c) for c in (0, 1, 3, 4, 12, 13, 119, 120, 121, 10_000)] == [
         1, 1, 1, 2, 4, 5, 40, 40, 40, 40]
-    assert shards.MAX_SHARDS == 80  # the item budget below is worked out for it
+    assert shards.MAX_LANES == 80  # the item budget below is worked out for it
+    assert shards.MAX_SHARDS == 200  # 10,000 seats at SEATS_PER_SHARD
+
+
+def test_only_the_first_shards_are_lanes_and_the_rest_go_in_groups(settings):
+    settings.MAX_SEAT_SHARDS, settings.MAX_SEAT_LANES = 200, 80
+    assert [shards.lane_count(n) for n in (1, 80, 81, 200)] == [1, 80, 80, 80]
+    assert shards.lane_of(150, 200) == 70 and shards.lane_of(7, 200) == 7 and shards.lane_of(3, 4) == 3
+    assert shards.seat_only(80) == []
+    groups = shards.seat_only(200)
+    assert [len(group) for group in groups] == [90, 30] and groups[0][0] == 80 and groups[-1][-1] == 199
+    # An edit grows an event's shards up to the lanes only: every new shard is written in its one transaction.
+    assert shards.grown_count(10, 10_000) == 80 and shards.grown_count(200, 100) == 200
 
 
 @pytest.mark.parametrize(("total", "count", "floors"), [
@@ -412,11 +424,13 @@ def test_a_second_tap_whose_position_read_is_throttled_is_a_503_then_the_same_an
 
 
 def test_the_largest_transaction_over_every_shard_fits_dynamodbs_item_limit():
-    """A cancel that reopens the gate writes every shard, the gate, the event's item and its own registration
-    items; an edit every shard, the gate, the event and its outbox message: with MAX_SHARDS shards both stay
-    within 100 items. (Closing the gate is a read and one write, not a transaction.)"""
+    """A cancel that reopens the gate writes every lane, the gate, the event's item and its own registration
+    items; an edit every lane, the gate, the event and its outbox message: with MAX_LANES lanes both stay
+    within 100 items. The shards past the lanes go in groups of GROUP_SIZE plus the two items a group checks
+    (the event and its questions). (Closing the gate is a read and one write, not a transaction.)"""
     cancel_items = 5  # record, claim, two copies, outbox
-    assert shards.MAX_SHARDS + 2 + cancel_items <= positions.MAX_TRANSACTION_ITEMS
+    assert shards.MAX_LANES + 2 + cancel_items <= positions.MAX_TRANSACTION_ITEMS
+    assert shards.GROUP_SIZE + 2 <= positions.MAX_TRANSACTION_ITEMS
 
 
 def test_a_full_event_at_the_most_shards_closes_its_gate_with_an_old_block_to_record(ddb, settings, monkeypatch):

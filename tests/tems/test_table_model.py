@@ -97,7 +97,7 @@ ITEM_SHAPES = {
     "SeatShard": {
         "PK", "SK", "capacity", "entity", "event_id", "shard", "shards", "starts_at", "taken", "gate",
         "opened", "lane_next", "lane_end", "lane_at", "lane_left", "lane_size", "waiting", "cancelled_at", "questions",
-        "opens_at", "closes_at",
+        "opens_at", "closes_at", "held",
     },
     "SeatGate": {"PK", "SK", "entity", "event_id", "state", "epoch", "opened", "shards"},
     "WaitlistEntry": {"PK", "SK", "entity", "event_id", "registration_id", "ticket", "user_id", "lane", "user_name",
