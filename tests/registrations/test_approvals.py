@@ -92,7 +92,7 @@ def test_a_draft_is_found_by_no_student_path_until_published(people, moto_ddb):
 
 
 def test_the_invariant_catches_a_publication_that_leaves_the_shards_marked(people, moto_ddb, monkeypatch):
-    monkeypatch.setattr(approval_services, "mark_every_shard", lambda transaction, **_: None)
+    monkeypatch.setattr(approval_services.marks, "add_to_lanes", lambda transaction, **_: None)
     event_id = create()["id"]
     publish(event_id)
     (found,) = broken_invariants().values()

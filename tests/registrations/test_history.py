@@ -434,7 +434,7 @@ def test_history_catches_a_cancellation_that_leaves_the_shards_open(ddb, monkeyp
     """Broken: the cancellation marks the event only. Registrations and joins go on after it, so the shards'
     invariant fails and (when someone got in after the fan-out read their partition) somebody is never told."""
 
-    monkeypatch.setattr(event_services, "mark_every_shard", lambda transaction, **_: None)
+    monkeypatch.setattr(event_services, "_mark_shards", lambda transaction, **_: None)
     _, problems = run_history(13, cancelled=True, extra_faults=CANCELLED_FAULTS)
     marked = "a cancelled event admits nobody: every seat shard carries its cancellation, and it has its notice"
     assert any("do not carry it" in found for found in problems.get(marked, [])), problems

@@ -47,6 +47,7 @@ ITEM_SHAPES = {
         "title", "updated_at", "updated_by", "version", "reminder_hours", "cancelled_at",
         "cancelled_by", "offer_hours", "ends_at", "time_zone", "map_url", "online_url", "category", "organizer",
         "public", "registration_opens_at", "registration_closes_at", "cancel_reason", "team",
+        "state", "published_at", "published_by", "sent_back_note", "sent_back_by",
     },
     "EventFacet": {
         "GSI1PK", "GSI1SK", "PK", "SK", "entity", "event_id", "facet", "starts_at", "category", "organizer", "public",
@@ -97,7 +98,7 @@ ITEM_SHAPES = {
     "SeatShard": {
         "PK", "SK", "capacity", "entity", "event_id", "shard", "shards", "starts_at", "taken", "gate",
         "opened", "lane_next", "lane_end", "lane_at", "lane_left", "lane_size", "waiting", "cancelled_at", "questions",
-        "opens_at", "closes_at", "held",
+        "opens_at", "closes_at", "held", "draft",
     },
     "SeatGate": {"PK", "SK", "entity", "event_id", "state", "epoch", "opened", "shards"},
     "WaitlistEntry": {"PK", "SK", "entity", "event_id", "registration_id", "ticket", "user_id", "lane", "user_name",
