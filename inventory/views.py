@@ -208,7 +208,8 @@ def stock_import(request: HttpRequest) -> HttpResponse:
         try:
             report = services.stock_import(csv_text=form.cleaned_data["csv_text"],
                                            teams=teams_within(request.user, INVENTORY),
-                                           reason=form.cleaned_data["reason"], actor=request.user.get_username())
+                                           reason=form.cleaned_data["reason"], actor=request.user.get_username(),
+                                           audit_actor=actor_of(request))
         except InventoryError as error:
             if not form.cleaned_data.get("csv_file"):
                 # Counts pasted into the textarea: their problems belong under it, not under the file field.

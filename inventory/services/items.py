@@ -103,7 +103,7 @@ def item_update(*, sku: str, expected_version: int, name: str, description: str,
 
 def item_modify(*, sku: str, change: Callable[[dict], dict], actor: str, reason: str = "",
                 kind: str = InventoryChange.EDIT, policy: RetryPolicy = DEFAULT_POLICY,
-                operation: str = "modify") -> InventoryItem:
+                operation: str = "modify", audit_actor: Actor | None = None) -> InventoryItem:
     """Compute new values from the stored ones and write them, retrying until no one else got in between.
 
     ``change(snapshot)`` gets the tracked fields as stored and returns the fields to change; it may be called
@@ -123,7 +123,8 @@ def item_modify(*, sku: str, change: Callable[[dict], dict], actor: str, reason:
             if after == before:
                 return current
             try:
-                return write_change(item=current, after=after, kind=kind, actor=actor, reason=reason)
+                return write_change(item=current, after=after, kind=kind, actor=actor, reason=reason,
+                                    audit_actor=audit_actor)
             except TransactionCancelled as cancelled:
                 stats.count_cancellation(cancelled)
                 if cancelled.failed(ITEM) and cancelled.reasons[ITEM].raw_item is None:

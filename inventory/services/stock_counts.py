@@ -12,6 +12,10 @@ from inventory.models import InventoryChange, InventoryItem
 from inventory.services.item_versions import CHANGE, ITEM, MAX_QUANTITY, RetryPolicy, add_change
 from inventory.services.items import item_modify
 from inventory.services.metrics import measured
+from tems import audit
+from tems.audit import Actor
+from tems.audit.services import AUDIT
+from tems.audit.wording import ITEM_COUNTED
 from tems.ids import ID_HELP, is_valid_id
 from tems.transactions import LabelledTransaction, TransactionCancelled
 
@@ -31,24 +35,25 @@ class ImportRow:
 MAX_IMPORT_ROWS = 2_000
 # 2,000 rows of a 64-character SKU, a 10-digit count and a line end are under 160 kB.
 MAX_IMPORT_BYTES = 256 * 1024
-# A row is two items (the item and its history entry) and a transaction holds at most 100.
-IMPORT_ROWS_PER_TRANSACTION = 50
+# A row is three items (the item, its history entry and its audit entry) and a transaction holds at most 100.
+IMPORT_ROWS_PER_TRANSACTION = 33
 # A row whose item changed between the check and its transaction is retried alone; it gives up (reported as
 # failed, the person can import it again) after a few attempts instead of the default policy's 30.
 IMPORT_POLICY = RetryPolicy(attempts=5, max_delay=0.2)
 
 
 def stock_import(*, csv_text: str, actor: str, reason: str = "stock count", teams: Collection[str] | None = None,
-                 policy: RetryPolicy = IMPORT_POLICY) -> list[ImportRow]:
+                 policy: RetryPolicy = IMPORT_POLICY, audit_actor: Actor | None = None) -> list[ImportRow]:
     """Set each listed item's quantity to a counted value (CSV columns ``sku,quantity``, header optional).
     With ``teams``, only items those teams keep count: another team's item is refused as if it did not exist.
 
     The whole file is validated before anything is written: its size, every row's shape and quantity, no SKU
     twice, and every SKU an existing item (read with BatchGetItem, 100 keys a request). Any problem raises
-    InventoryError('invalid') listing all of them, and nothing is written.
+    InventoryError('invalid') listing all of them, and nothing is written. ``audit_actor`` (the person,
+    ``tems.audit.actor_of``): each counted item's audit entry, in the transaction that writes it.
 
     The counted rows are then written ``IMPORT_ROWS_PER_TRANSACTION`` to a transaction, each item conditioned on
-    the version just read and with its history entry, so 1,000 rows are 10 reads and 20 writes. A count of one
+    the version just read and with its history entry, so 1,000 rows are 10 reads and 31 writes. A count of one
     item says nothing about another, so the file is not one all-or-nothing change (it cannot be: a transaction
     holds 100 items): if someone changed an item in between, that transaction is cancelled whole and its rows
     go one by one through ``item_modify``; a row that still loses, or whose item was deleted, is reported as
@@ -68,23 +73,27 @@ def stock_import(*, csv_text: str, actor: str, reason: str = "stock count", team
             to_write.append((line, sku, counted))
     for start in range(0, len(to_write), IMPORT_ROWS_PER_TRANSACTION):
         chunk = to_write[start:start + IMPORT_ROWS_PER_TRANSACTION]
-        applied = _import_chunk(chunk, stored, actor=actor, reason=reason)
+        applied = _import_chunk(chunk, stored, actor=actor, reason=reason, audit_actor=audit_actor)
         for line, sku, counted in chunk:
             report[line] = (ImportRow(line, sku, counted, "updated", int(stored[sku].quantity)) if applied
-                            else _import_row(line, sku, counted, actor=actor, reason=reason, policy=policy))
+                            else _import_row(line, sku, counted, actor=actor, reason=reason, policy=policy,
+                                             audit_actor=audit_actor))
     return [report[line] for line, _, _ in rows]
 
 
 def _import_chunk(chunk: list[tuple[int, str, int]], stored: dict[str, InventoryItem], *, actor: str,
-                  reason: str) -> bool:
+                  reason: str, audit_actor: Actor | None) -> bool:
     """Write the chunk's rows in one transaction; False (nothing written) when any item moved since the read."""
     with measured("import") as stats:
         transaction = LabelledTransaction()
         for line, sku, counted in chunk:
             item = stored[sku]
-            add_change(transaction, item=item, after={**item.snapshot(), "quantity": counted},
-                       kind=InventoryChange.IMPORT, actor=actor, reason=reason,
-                       labels=(f"{ITEM}:{line}", f"{CHANGE}:{line}"))
+            now = add_change(transaction, item=item, after={**item.snapshot(), "quantity": counted},
+                             kind=InventoryChange.IMPORT, actor=actor, reason=reason,
+                             labels=(f"{ITEM}:{line}", f"{CHANGE}:{line}"))
+            audit.add_entry(transaction, actor=audit_actor, action=ITEM_COUNTED, team=item.team, sku=sku,
+                            before={"quantity": int(item.quantity)}, after={"quantity": counted}, now=now,
+                            label=f"{AUDIT}:{line}")
         try:
             transaction.commit()
         except TransactionCancelled as cancelled:
@@ -93,7 +102,8 @@ def _import_chunk(chunk: list[tuple[int, str, int]], stored: dict[str, Inventory
     return True
 
 
-def _import_row(line: int, sku: str, counted: int, *, actor: str, reason: str, policy: RetryPolicy) -> ImportRow:
+def _import_row(line: int, sku: str, counted: int, *, actor: str, reason: str, policy: RetryPolicy,
+                audit_actor: Actor | None) -> ImportRow:
     seen: dict[str, int] = {}
 
     def set_count(snapshot: dict) -> dict:
@@ -102,7 +112,7 @@ def _import_row(line: int, sku: str, counted: int, *, actor: str, reason: str, p
 
     try:
         item_modify(sku=sku, change=set_count, actor=actor, reason=reason, kind=InventoryChange.IMPORT,
-                    policy=policy, operation="import")
+                    policy=policy, operation="import", audit_actor=audit_actor)
     except InventoryError as error:
         return ImportRow(line, sku, counted, "failed", seen.get("before"), error.detail)
     return ImportRow(line, sku, counted, "unchanged" if seen.get("before") == counted else "updated",

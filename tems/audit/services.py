@@ -63,9 +63,10 @@ def new_entry(*, actor: Actor, action: str, team: str | None, event_id: str | No
 def add_entry(transaction: LabelledTransaction, *, actor: Actor | None, action: str, team: str | None,
               event_id: str | None = None, sku: str | None = None, subject: str | None = None,
               before: Mapping[str, Any] | None = None, after: Mapping[str, Any] | None = None,
-              idempotency_key: str | None = None, now: datetime | None = None) -> None:
-    """Add the change's one audit entry to ``transaction`` (labelled ``AUDIT``): written if and only if the change
-    is. ``actor`` None is a change nobody made by hand (the demo's seeding, the lab): no entry.
+              idempotency_key: str | None = None, now: datetime | None = None, label: str = AUDIT) -> None:
+    """Add the change's one audit entry to ``transaction`` (labelled ``label``): written if and only if the change
+    is. ``actor`` None is a change nobody made by hand (the demo's seeding, the lab): no entry. A transaction
+    that changes several objects at once (a stock count's rows) adds one entry per object, each labelled apart.
 
     ``before``/``after``: the fields the change altered (``changed_fields``), never a person's name: who is
     recorded by key (``actor``, ``subject``) and named when the log is read.
@@ -74,7 +75,7 @@ def add_entry(transaction: LabelledTransaction, *, actor: Actor | None, action: 
         return
     entry = new_entry(actor=actor, action=action, team=team, event_id=event_id, sku=sku, subject=subject,
                       before=before, after=after, idempotency_key=idempotency_key, now=now)
-    transaction.save(AUDIT, entry, condition=AuditEntry.pk.does_not_exist())
+    transaction.save(label, entry, condition=AuditEntry.pk.does_not_exist())
 
 
 def record_read(*, actor: Actor, action: str, team: str | None, event_id: str | None = None,
