@@ -39,6 +39,9 @@ run: install
 # Test processes (pytest-xdist), each with its own DynamoDB Local, SQLite database, live server and Chromium;
 # README.md "Tests" says how the count was chosen. PYTEST_WORKERS=0 runs everything in one process.
 PYTEST_WORKERS ?= 2
+# worksteal: a worker that runs out of tests takes some of the other's queue, so the run does not end with one
+# worker idle while the other still holds a long queue of slow tests (xdist's default hands each its share up front).
+PYTEST_DIST ?= worksteal
 
 # ruff, cfn-lint and hadolint first, so the code, the deployment template and the image are checked even when
 # PYTEST_ARGS picks a subset of the tests. They run here only: no test runs them again. The slowest tests are
@@ -47,7 +50,7 @@ test: install browser
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/cfn-lint deploy/tems.yaml
 	$(VENV)/bin/hadolint Dockerfile
-	$(PY) -m pytest -n $(PYTEST_WORKERS) --durations=25 $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist $(PYTEST_DIST) --durations=25 $(PYTEST_ARGS)
 
 # Screenshots of the main pages (desktop and phone) into docs/screenshots/, from a running `make run`.
 screenshots: install browser

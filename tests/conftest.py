@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import uuid
@@ -111,20 +112,36 @@ def ddb(request, dynamodb_local_endpoint, table_client):
             table["config"] = None
 
 
-@pytest.fixture
-def moto_ddb(monkeypatch):
-    """moto's in-process DynamoDB: single-threaded unit tests only (it is not linearizable)."""
+MOTO_ENVIRONMENT = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                    "AWS_SESSION_TOKEN": "testing", "AWS_DEFAULT_REGION": REGION}
+
+
+@contextlib.contextmanager
+def _moto_table(patch: pytest.MonkeyPatch):
     from moto import mock_aws
 
-    for name, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-                        "AWS_SESSION_TOKEN": "testing", "AWS_DEFAULT_REGION": REGION}.items():
-        monkeypatch.setenv(name, value)
+    for name, value in MOTO_ENVIRONMENT.items():
+        patch.setenv(name, value)
     with mock_aws():
         config = TableConfig("tems_moto", None, REGION)
         configure_models(config)
         ensure_table()
         yield config
     configure_models(TableConfig.from_settings())
+
+
+@pytest.fixture
+def moto_ddb(monkeypatch):
+    """moto's in-process DynamoDB: single-threaded unit tests only (it is not linearizable)."""
+    with _moto_table(monkeypatch) as config:
+        yield config
+
+
+@pytest.fixture(scope="module")
+def module_moto_ddb():
+    """moto's DynamoDB for a whole module, for a world its tests only read (see ``moto_ddb``)."""
+    with pytest.MonkeyPatch.context() as patch, _moto_table(patch) as config:
+        yield config
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -149,7 +166,7 @@ def pytest_collection_modifyitems(items):
         fixtures = getattr(item, "fixturenames", ())
         if "ddb" in fixtures:
             item.add_marker(pytest.mark.dynamodb_local)
-        if "moto_ddb" in fixtures:
+        if "moto_ddb" in fixtures or "module_moto_ddb" in fixtures:
             item.add_marker(pytest.mark.moto)
         if "browser" in fixtures:
             item.add_marker(pytest.mark.browser)
