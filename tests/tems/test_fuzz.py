@@ -129,7 +129,7 @@ def test_no_input_makes_an_api_endpoint_fail_or_bends_the_data(world):
     reached: Counter[int] = Counter()
     allowed = {route: allowed_methods(world["clients"]["staff"], route, "FUZZ-1") for route in ROUTES}
 
-    @settings(max_examples=500, derandomize=True, deadline=None, database=None,
+    @settings(max_examples=700, derandomize=True, deadline=None, database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
     @given(data=st.data())
     def one_request(data):
