@@ -31,9 +31,10 @@ SEATS_PER_SHARD = 50
 # (one transaction per group), not by DynamoDB's 100 items per TransactWriteItems.
 MAX_SHARDS = 200
 # The first shards are also the waiting list's lanes. A cancel that reopens the gate writes every lane in one
-# transaction, and so does an edit's re-slicing: the lanes, the gate, the event and a registration's or an outbox
-# message's items must fit in DynamoDB's 100 items per TransactWriteItems.
-MAX_LANES = 80
+# transaction, and so does an edit's re-slicing: the lanes, the gate, the event, its outbox message, its audit
+# entry and the facets it replaces (up to twice ``index.MAX_FACETS``: the dropped ones deleted, the new ones put)
+# must fit in DynamoDB's 100 items per TransactWriteItems.
+MAX_LANES = 78
 # Shards past the lanes written in one transaction (the marks on every shard, a new event's shards): DynamoDB's
 # 100 items, less room for the check of the item that says the group's write still applies.
 GROUP_SIZE = 90

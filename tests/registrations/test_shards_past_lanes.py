@@ -1,6 +1,6 @@
 """Events with more seat shards than lanes: the shards past the lanes hold seats only, and every write that
 touches every shard reaches them in groups (registrations.seating.marks, .holds). Small numbers here (4 lanes,
-10 shards, groups of 4) walk the same paths as 80 lanes, 200 shards and groups of 90; one test runs the real
+10 shards, groups of 4) walk the same paths as 78 lanes, 200 shards and groups of 90; one test runs the real
 ones on DynamoDB Local, which enforces the 100 items per transaction."""
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from registrations.seating import holds, marks, shards
 from registrations.seating.gate import CLOSED
 from registrations.seating.models import SeatGate, SeatShard
 from registrations.services import registration_cancel
+from tems.audit import Actor
 from tems.clock import utcnow
 from tems.metering import metered
 from tems.outbox import outbox_relay
@@ -292,7 +293,7 @@ def _seat_right_after_the_cancellation(monkeypatch, *, broken: bool) -> list[str
 
 
 def test_the_real_numbers_fit_dynamodbs_limits(ddb, settings, monkeypatch):
-    """200 shards, 80 lanes, groups of 90: creation, a window edit, a cancel reopening the gate and the event's
+    """200 shards, 78 lanes, groups of 90: creation, a window edit, a cancel reopening the gate and the event's
     cancellation, on DynamoDB Local (which refuses a transaction of more than 100 items)."""
     settings.SEATS_PER_SHARD, settings.MAX_SEAT_SHARDS = 1, shards.MAX_SHARDS
     settings.MAX_SEAT_LANES = shards.MAX_LANES
@@ -304,6 +305,25 @@ def test_the_real_numbers_fit_dynamodbs_limits(ddb, settings, monkeypatch):
     assert not any(s.held for s in shards.shards_get(event_id=event.event_id, count=count))
     cancel_event(event.event_id)
     assert {s.cancelled_at is not None for s in shards.shards_get(event_id=event.event_id, count=count)} == {True}
+    assert_invariants_clean()
+
+
+def test_the_largest_edit_fits_dynamodbs_limit_with_every_lane_and_every_facet(ddb, settings, monkeypatch):
+    """An edit that re-slices an event with every lane and changes every facet (a new title, category, organizer
+    and listing) writes the lanes, the gate, the event, its outbox message, its audit entry and the facets dropped
+    and put, in one transaction: DynamoDB Local refuses one of more than 100 items."""
+    settings.SEATS_PER_SHARD, settings.MAX_SEAT_SHARDS = 1, shards.MAX_SHARDS
+    settings.MAX_SEAT_LANES = shards.MAX_LANES
+    monkeypatch.setattr(shards, "GROUP_SIZE", 90)
+    event = make_event(capacity=shards.MAX_SHARDS, title="alpha beta gamma delta epsilon zeta", category="talk",
+                       organizer="Old Org", public=True)
+    current = selectors.event_get(event_id=event.event_id)
+    event_services.event_update(event_id=event.event_id, expected_version=int(current.version),
+                                title="one two three four five six", description="", location="", starts_at=STARTS,
+                                capacity=shards.MAX_SHARDS - 7, updated_by="staff", category="social",
+                                organizer="New Org", public=False,
+                                actor=Actor(user_id="staff-key", roles={}, platform_admin=True))
+    assert int(selectors.event_get(event_id=event.event_id).capacity) == shards.MAX_SHARDS - 7
     assert_invariants_clean()
 
 
