@@ -5,6 +5,7 @@ organizer. Hostile input on every new field is a 400 with a readable message, ne
 from __future__ import annotations
 
 import json
+import re
 import uuid
 
 import pytest
@@ -61,6 +62,8 @@ def test_a_team_admin_adds_members_changes_roles_and_removes_them(people, team, 
     assert Membership.objects.get(pk=bea.pk).role == VIEWER
     page = client.get("/teams/chem/").content.decode()
     assert "bea" in page and "Viewer" in page
+    # The tab's title is the team's name, and the log's settings are said once, in the page's body.
+    assert re.search(r"<title>[^<]*</title>", page) and page.count('id="retention-title"') == 1
     assert client.post(f"/teams/chem/members/{bea.pk}/remove/").status_code == 302
     assert not Membership.objects.filter(pk=bea.pk).exists()
     # Adding someone twice, or an account that does not exist, is a message, not an error page.
