@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Iterable
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -119,6 +120,16 @@ def user_full_names_for_keys(keys: list[str]) -> dict[str, tuple[str, str]]:
         return {}
     rows = UserIdentity.objects.filter(key__in=parsed).values_list("key", "user__first_name", "user__last_name")
     return {str(key): (first, last) for key, first, last in rows if first or last}
+
+
+def display_names_for_keys(keys: Iterable[str]) -> dict[str, str]:
+    """The name to show by key (full name, else username) for the keys that still have an account: one query."""
+    parsed = _parsed_keys(list(keys))
+    if not parsed:
+        return {}
+    rows = UserIdentity.objects.filter(key__in=parsed).values_list(
+        "key", "user__first_name", "user__last_name", "user__username")
+    return {str(key): f"{first} {last}".strip() or username for key, first, last, username in rows}
 
 
 def _identity_for(user) -> UserIdentity:

@@ -24,7 +24,7 @@ from tems.audit.wording import (
     describe,
 )
 from tems.errors import DomainError
-from tems.identity import UserIdentity
+from tems.identity import UserIdentity, display_names_for_keys
 from tems.pagination import Page, query_filtered_page, query_page
 
 # An erased person's pseudonym (registrations.privacy: "erased-" and eight hex digits).
@@ -100,17 +100,7 @@ def team_changes(*, team_id: str, actor: str | None = None, action: str | None =
 
 def display_names(keys: Iterable[str]) -> dict[str, str]:
     """The name to show for each user key that still has an account (full name, else username): one query."""
-    parsed = set()
-    for key in keys:
-        try:
-            parsed.add(uuid.UUID(str(key)))
-        except ValueError:
-            continue
-    if not parsed:
-        return {}
-    rows = UserIdentity.objects.filter(key__in=parsed).values_list(
-        "key", "user__first_name", "user__last_name", "user__username")
-    return {str(key): f"{first} {last}".strip() or username for key, first, last, username in rows}
+    return display_names_for_keys(keys)
 
 
 @dataclass(frozen=True)
