@@ -4,11 +4,23 @@ from collections.abc import Callable
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth import REDIRECT_FIELD_NAME
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, resolve_url
 from django.utils.http import url_has_allowed_host_and_scheme
 from django_htmx.http import HttpResponseClientRedirect
+
+
+def said_once(request: HttpRequest, text: str) -> None:
+    """Say ``text`` after a tap, on its first answer and on a replay alike, unless it is already waiting to be
+    shown. A double click sends the tap twice: the browser shows the second answer (a replay) and may drop the
+    first one's, and with it the first answer's message; the replay then says it, once."""
+    pending = messages.get_messages(request)
+    already = any(message.message == text for message in pending)
+    pending.used = False  # looked at, not shown: the next page shows them
+    if not already:
+        messages.success(request, text)
 
 
 def after_save(request: HttpRequest, url: str) -> HttpResponse:

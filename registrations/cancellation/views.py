@@ -8,7 +8,6 @@ service makes a second cancellation of the same event a no-op anyway. Works with
 
 import uuid
 
-from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -21,7 +20,7 @@ from registrations.events import services as event_services
 from registrations.views import event_or_404
 from tems.audit import actor_of
 from tems.errors import DomainError
-from tems.http import after_save
+from tems.http import after_save, said_once
 from tems.idempotency import key_from_request, request_fingerprint
 from tems.identity import user_key
 
@@ -36,7 +35,7 @@ def event_cancel_page(request: HttpRequest, event_id: str) -> HttpResponse:
     form = EventCancelForm(request.POST if request.method == "POST" else None)
     if request.method == "POST" and form.is_valid():
         try:
-            outcome = event_services.event_cancel_once(
+            event_services.event_cancel_once(
                 event_id=event_id, user_id=user_key(request.user), cancelled_by=request.user.get_username(),
                 idempotency_key=key_from_request(request), fingerprint=request_fingerprint(request),
                 reason=form.cleaned_data["reason"], actor=actor_of(request))
@@ -45,9 +44,8 @@ def event_cancel_page(request: HttpRequest, event_id: str) -> HttpResponse:
                 raise Http404(error.detail) from None
             problem = error.detail
         else:
-            if not outcome.replayed:
-                messages.success(request, f"“{event.title}” is cancelled. Everyone registered or waiting is being "
-                                          "told by e-mail, once each.")
+            said_once(request, f"“{event.title}” is cancelled. Everyone registered or waiting is being told by "
+                               "e-mail, once each.")
             return after_save(request, reverse("registrations:event_detail", kwargs={"event_id": event_id}))
     seats = selectors.seats_for(event=event)
     confirmed, waiting = seats.registered, seats.waiting
