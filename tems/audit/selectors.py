@@ -98,11 +98,6 @@ def team_changes(*, team_id: str, actor: str | None = None, action: str | None =
     return Paginator(rows, TEAM_CHANGES_PER_PAGE).get_page(page)
 
 
-def display_names(keys: Iterable[str]) -> dict[str, str]:
-    """The name to show for each user key that still has an account (full name, else username): one query."""
-    return display_names_for_keys(keys)
-
-
 @dataclass(frozen=True)
 class LogRow:
     at: datetime
@@ -116,7 +111,7 @@ class LogRow:
 def log_rows(entries: Iterable) -> list[LogRow]:
     """Entries (DynamoDB's or Django's) as the log's pages show them: who by name, what in words."""
     entries = list(entries)
-    names = display_names(key for entry in entries for key in (entry.actor, entry.subject) if key)
+    names = display_names_for_keys(key for entry in entries for key in (entry.actor, entry.subject) if key)
 
     def name(key: str) -> str:
         if key in names:
@@ -133,7 +128,7 @@ def people_of_team(team: str | None) -> list[tuple[str, str]]:
     if not team:
         return []
     keys = UserIdentity.objects.filter(user__team_memberships__team_id=team).values_list("key", flat=True)
-    names = display_names(str(key) for key in keys)
+    names = display_names_for_keys(str(key) for key in keys)
     return sorted(names.items(), key=lambda pair: pair[1].lower())
 
 
@@ -142,9 +137,9 @@ def filter_people(entries: Iterable, *, team: str | None) -> list[tuple[str, str
     a former member) while their account lasts."""
     people = dict(people_of_team(team))
     others = {entry.actor for entry in entries} - set(people)
-    people.update(display_names(others))
+    people.update(display_names_for_keys(others))
     return sorted(people.items(), key=lambda pair: pair[1].lower())
 
 
-__all__ = ["TEAM_ACTIONS", "LogRow", "checked_filters", "display_names", "event_log", "filter_people",
+__all__ = ["TEAM_ACTIONS", "LogRow", "checked_filters", "event_log", "filter_people",
            "log_rows", "people_of_team", "team_changes", "team_log"]

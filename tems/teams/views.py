@@ -129,6 +129,7 @@ def team_approval(request: HttpRequest, team_id: str) -> HttpResponse:
     return _detail_page(request, team_id, approval_form=form, status=400)
 
 
+@require_POST
 def team_retention(request: HttpRequest, team_id: str) -> HttpResponse:
     """How long the team's audit log keeps an entry."""
     form = TeamRetentionForm(request.POST)

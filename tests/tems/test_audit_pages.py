@@ -125,6 +125,10 @@ def test_hostile_retention_is_refused_readably(moto_ddb, team, value):
     assert Team.objects.get(pk="chem").audit_retention_days == 365 and not TeamAuditEntry.objects.exists()
 
 
+def test_the_retention_is_only_posted(moto_ddb, team):
+    assert logged_in(team["ada"]).get("/teams/chem/retention/").status_code == 405
+
+
 def test_a_retention_applies_to_the_entries_written_from_then_on(moto_ddb, team):
     assert logged_in(team["ada"]).post("/teams/chem/retention/", {"days": "90"}).status_code == 302
     (row,) = TeamAuditEntry.objects.all()
