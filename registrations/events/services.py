@@ -167,8 +167,7 @@ def event_update(
                            "seats are spread over parts of the event that only fill as people register.")
                 raise RegistrationError("invalid", problem, errors={"capacity": [problem]})
             sizes = planned_sizes(target=target, count=count, shards_read=shards_read)
-            writes = _BornDraft(transaction) if stored.is_draft else transaction
-            add_reslice(writes, event_id=event_id, shards_read=shards_read, sizes=sizes, starts_at=starts_at,
+            add_reslice(transaction, event_id=event_id, shards_read=shards_read, sizes=sizes, starts_at=starts_at,
                         reopen=not waiting, raised=bool(waiting) and capacity > target, gate=gate,
                         window=(details["registration_opens_at"], details["registration_closes_at"]))
             actions += [Event.sliced.set(target), Event.seat_shards.set(len(sizes))]
@@ -240,22 +239,6 @@ def event_update(
         logger.warning("promotion after editing event %s left to the outbox", event_id, exc_info=True)
         return EventUpdate(event_id, int(expected_version) + 1, promotion_pending=True)
     return EventUpdate(event_id, int(expected_version) + 1, promoted=promoted)
-
-
-class _BornDraft:
-    """The edit's transaction, handing every seat shard a re-slice adds the draft mark: a draft's capacity raised
-    past its shards must not add one shard that admits people before the publication."""
-
-    def __init__(self, transaction: LabelledTransaction) -> None:
-        self._transaction = transaction
-
-    def save(self, label: str, model, *args, **kwargs) -> None:
-        if isinstance(model, SeatShard):
-            model.draft = True
-        self._transaction.save(label, model, *args, **kwargs)
-
-    def __getattr__(self, name: str):
-        return getattr(self._transaction, name)
 
 
 def _edited_fields(event: Event, **edit: Any) -> dict[str, Any]:

@@ -287,12 +287,13 @@ def add_reslice(transaction: LabelledTransaction, *, event_id: str, shards_read:
                 capacity=size, taken=0, starts_at=starts_at, gate=RAISED if raised else None,
                 opens_at=window[0] if window else _copied(shards_read, "opens_at"),
                 closes_at=window[1] if window else _copied(shards_read, "closes_at"),
-                questions=questions,
+                questions=questions, draft=_copied(shards_read, "draft"),
                 opened=opened + 1 if reopen else opened), condition=SeatShard.pk.does_not_exist())
 
 
 def _copied(shards_read: list[SeatShard], name: str):
-    """A new shard takes the window the shards read show (a re-slice that does not change it)."""
+    """A new shard takes what the shards read show of the window (a re-slice that does not change it) and of a
+    draft's mark (a draft's new shard admits nobody before the publication either)."""
     return next((getattr(shard, name) for shard in shards_read), None)
 
 
