@@ -23,6 +23,7 @@ from registrations.events import services as event_services
 from registrations.events.models import Event, EventSeats
 from registrations.models import CONFIRMED, REGISTRATION_BUCKETS, WAITLISTED, Registration, RegistrationClaim
 from registrations.reports.models import REPORT_SLOTS, EventReportDay
+from registrations.seating.gate import gate_get
 from registrations.seating.models import SeatGate, SeatShard, WaitlistQueue
 from registrations.seating.shards import event_seat_counts, max_shards
 from tems.clock import utcnow
@@ -122,8 +123,9 @@ def _delete_run(*, event_id: str, keys: dict[str, set[str]], since) -> None:
     try:
         shards = int(EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True).seat_shards or 0)
     except EventSeats.DoesNotExist:
-        shards = 0
-    scratch_delete(partitions=[*_event_partitions(event_id), *(Registration.user_pk_for(user) for user in keys),
+        shards = max_shards()  # not known: every partition an event can have
+    scratch_delete(partitions=[*_event_partitions(event_id, shards=shards),
+                               *(Registration.user_pk_for(user) for user in keys),
                                *(SeatShard.pk_for(event_id, shard) for shard in range(shards))], keys=extra)
 
 
@@ -164,12 +166,12 @@ def _last_seat_run(technique, *, taps: int) -> dict[str, int]:
     return result
 
 
-def _event_partitions(event_id: str) -> list[str]:
+def _event_partitions(event_id: str, *, shards: int) -> list[str]:
     """The partitions that hold only this event's items: its own, its waiting list's queue item's and gate's,
-    its registrations' buckets and its report's slots."""
+    its registrations' buckets and its report's slots (one a shard, for its ``shards``)."""
     return [Event.pk_for(event_id), WaitlistQueue.pk_for(event_id), SeatGate.pk_for(event_id),
             *(Registration.event_pk_for(event_id, bucket) for bucket in range(REGISTRATION_BUCKETS)),
-            *(EventReportDay.pk_for(event_id, slot) for slot in range(REPORT_SLOTS))]
+            *(EventReportDay.pk_for(event_id, slot) for slot in range(min(shards, REPORT_SLOTS)))]
 
 
 # --- the try-it panel: one scratch event per person ----------------------------------------------------------
@@ -211,10 +213,13 @@ def scratch_event_delete(*, event_id: str) -> int:
                     for registration in registrations
                     for key in (Registration.user_key_for(registration.user_id, registration.registration_id),
                                 RegistrationClaim.key_for(event_id, registration.user_id))]
-    # Its seat shards' partitions too (each shard and its lane of the waiting list), whether or not the event
-    # item is still there to say how many (a TTL may have removed it): every one an event can have.
-    shards = [SeatShard.pk_for(event_id, shard) for shard in range(max_shards())]
-    return scratch_delete(partitions=[*_event_partitions(event_id), *shards], keys=student_side)
+    # Its seat shards' partitions too (each shard and its lane of the waiting list): as many as its gate names
+    # (an event's shard count never shrinks), or every one an event can have when the gate is gone (a TTL may
+    # have removed it), which is a Query each.
+    gate = gate_get(event_id=event_id)
+    count = int(gate.shards) if gate is not None else max_shards()
+    shards = [SeatShard.pk_for(event_id, shard) for shard in range(count)]
+    return scratch_delete(partitions=[*_event_partitions(event_id, shards=count), *shards], keys=student_side)
 
 
 def technique_costs() -> dict[str, dict[str, float]]:
