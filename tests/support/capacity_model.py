@@ -336,7 +336,9 @@ class CapacityModel:
             capacity_model = model
 
         self._server = _Server(("127.0.0.1", self.port), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, name="capacity-model", daemon=True)
+        # serve_forever looks for a shutdown every poll_interval: its default (0.5 s) is what each stop waited.
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
+                                        name="capacity-model", daemon=True)
         self._thread.start()
         return self
 
