@@ -760,3 +760,22 @@ def test_a_reslice_without_the_taken_condition_is_caught(ddb, monkeypatch):
     monkeypatch.setattr(events_module, "add_reslice", unconditional)
     lower_while_seats_are_taken(monkeypatch)
     assert any("over its slice" in p for p in broken_invariants().get("events never exceed capacity", []))
+
+
+def test_an_event_whose_shards_are_sliced_past_its_capacity_is_caught(ddb):
+    """The check of an edit that lowers the capacity without re-slicing: the slices still add up to the old one."""
+    event = make_event(capacity=4)
+    EventSeats(*EventSeats.key_for(event.event_id)).update(actions=[EventSeats.capacity.set(3)])
+    found = broken_invariants().get("events never exceed capacity", [])
+    assert any("4 seats sliced over capacity 3" in p for p in found), found
+
+
+def test_a_join_that_met_a_conflict_stays_in_its_lane_when_no_lane_read_is_closed(ddb):
+    """``move_lane`` only moves to a lane whose copy of the gate is closed: with every lane it reads open (the gate
+    just reopened), the join keeps its lane and its image, and its next round says what to do."""
+    event = make_event(capacity=6)  # two shards of three, both lanes, both open
+    route = route_of(event.event_id, "moving")
+    images = shards_of(event.event_id)
+    route.count, route.lane, route.lane_image = len(images), 0, images[0]
+    route.move_lane()
+    assert (route.lane, route.lane_image) == (0, images[0])

@@ -472,3 +472,32 @@ def test_a_seat_freed_before_the_waitlist_join_lands_is_taken_instead(ddb, cance
     assert (bob.data["status"], bob.data["position"]) == ("confirmed", None)
     assert selectors.waitlist_entries(event_id=event.event_id) == []
     assert_invariants_clean()
+
+
+def test_a_cancel_that_loses_to_another_tab_cancelling_the_same_seat_answers_done(ddb, monkeypatch):
+    """The student's two tabs cancel the same registration at once. The one whose transaction finds it gone
+    (its conditions fail, and the next read finds no registration) answers that it is cancelled, and its key
+    replays that answer; the seat is freed once."""
+    from registrations.services import cancel as cancel_service
+
+    event = make_event(capacity=1)
+    mine = register(event.event_id, "ann").data["registration_id"]
+    commit = cancel_service.FreeingCommit.commit
+    other_tab: list[dict] = []
+
+    def the_other_tab_commits_first(self):
+        if not other_tab:
+            other_tab.append({})  # its own commit goes straight through
+            other_tab[0] = services.registration_cancel(user_id="ann", registration_id=mine)
+        return commit(self)
+
+    monkeypatch.setattr(cancel_service.FreeingCommit, "commit", the_other_tab_commits_first)
+    key = new_key()
+    answer = services.registration_cancel_once(user_id="ann", registration_id=mine, idempotency_key=key,
+                                               fingerprint="tap")
+    assert other_tab[0]["status"] == "cancelled" and answer.response.status == 200 and not answer.replayed
+    again = services.registration_cancel_once(user_id="ann", registration_id=mine, idempotency_key=key,
+                                              fingerprint="tap")
+    assert again.replayed and again.response.body == answer.response.body
+    assert int(event_seat_counts(event.event_id).registered) == 0
+    assert_invariants_clean()
