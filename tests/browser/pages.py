@@ -22,6 +22,16 @@ def serious_axe_violations(page: Page) -> list[str]:
     return axe_violations(page, impacts=("serious", "critical"))
 
 
+def serious_axe_violations_at_both_widths(page: Page) -> list[str]:
+    """``serious_axe_violations`` on a phone, then on a desktop, of the page loaded once: a resize lays the page
+    out again as a load at that width would (its CSS decides the layout; no script reads the width)."""
+    found = []
+    for name, viewport in (("phone", PHONE), ("desktop", DESKTOP)):
+        page.set_viewport_size(viewport)
+        found += [f"{name}: {violation}" for violation in serious_axe_violations(page)]
+    return found
+
+
 @functools.cache
 def _axe_source() -> str:
     return AXE.read_text()
