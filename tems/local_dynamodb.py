@@ -15,6 +15,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
@@ -63,10 +64,12 @@ def _answers(endpoint: str) -> bool:
 class DynamoDBLocal:
     """One DynamoDB Local process. Use as a context manager, or call ``start()`` and ``stop()``."""
 
-    def __init__(self, *, port: int | None = None, db_path: Path | str | None = None, log_path: Path | None = None):
+    def __init__(self, *, port: int | None = None, db_path: Path | str | None = None, log_path: Path | None = None,
+                 jvm_options: Sequence[str] = ()):
         self.port = port or free_port()
         self.db_path = Path(db_path) if db_path else None
         self.log_path = log_path
+        self.jvm_options = list(jvm_options)
         self._process: subprocess.Popen | None = None
         self._log = None
 
@@ -79,7 +82,7 @@ class DynamoDBLocal:
         jar = find_jar()
         if _answers(self.endpoint):
             raise LauncherError(f"Port {self.port} is already in use: choose another with --dynamodb-port.")
-        command = [java, f"-Djava.library.path={jar.parent / 'DynamoDBLocal_lib'}", "-jar", str(jar),
+        command = [java, *self.jvm_options, f"-Djava.library.path={jar.parent / 'DynamoDBLocal_lib'}", "-jar", str(jar),
                    "-port", str(self.port), "-sharedDb", "-disableTelemetry"]
         if self.db_path:
             self.db_path.mkdir(parents=True, exist_ok=True)

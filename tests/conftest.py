@@ -19,7 +19,7 @@ from tems.dynamo import LOCAL_CREDENTIALS, TableConfig, configure_models, ensure
 from tems.local_dynamodb import DynamoDBLocal
 from tems.metering import ready_clients
 from tems.ratelimit import forget_refusals
-from tests.helpers import REGION
+from tests.helpers import REGION, TEST_JVM_OPTIONS
 
 
 @pytest.fixture(scope="session")
@@ -29,7 +29,7 @@ def dynamodb_local_endpoint():
     if external:
         yield external
         return
-    with DynamoDBLocal() as server:
+    with DynamoDBLocal(jvm_options=TEST_JVM_OPTIONS) as server:
         yield server.endpoint
 
 

@@ -4,6 +4,10 @@ from tems.invariants import check_all
 
 # The region every test table lives in, on DynamoDB Local and moto alike.
 REGION = "eu-west-1"
+# A test's DynamoDB Local answers for minutes, not days: the JVM's optimising compiler (C2) spends much of its CPU
+# compiling code that the run ends before it pays off, on the same two cores the tests need. The quick compiler
+# alone, and one garbage collector thread for a small heap (docs/journal/2026-12-06-suite-minutes.md).
+TEST_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 
 
 def assert_problem(response, status: int) -> dict:

@@ -11,7 +11,7 @@ from django.db import OperationalError
 from tems import health
 from tems.dynamo import TableConfig, configure_models, ensure_table
 from tems.local_dynamodb import DynamoDBLocal
-from tests.helpers import REGION
+from tests.helpers import REGION, TEST_JVM_OPTIONS
 
 BALANCER = {"HTTP_HOST": "10.0.3.17"}  # a private address, as a load balancer probes by: not in ALLOWED_HOSTS
 
@@ -71,7 +71,7 @@ def test_readiness_is_503_with_the_database_down(client, ddb, monkeypatch):
 def test_with_dynamodb_stopped_readiness_is_503_and_liveness_200(client):
     """A DynamoDB Local of its own, stopped under the running app: the balancer takes the instance out of
     rotation (/readyz 503 naming DynamoDB), and the runtime does not restart it (/livez 200)."""
-    server = DynamoDBLocal().start()
+    server = DynamoDBLocal(jvm_options=TEST_JVM_OPTIONS).start()
     try:
         configure_models(TableConfig("tems_readyz", server.endpoint, REGION))
         ensure_table()
