@@ -26,6 +26,17 @@ def unsafe_text_problem(value: str) -> str | None:
     return None
 
 
+# Control characters a person cannot type into a free-text field (tab and line breaks are kept: a note or a reason
+# may have lines).
+_UNTYPABLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufeff]")
+
+
+def untypable(value: str) -> bool:
+    """Whether ``value`` holds a character nobody types: what ``unsafe_text_problem`` refuses, or a control
+    character other than tab and line breaks."""
+    return unsafe_text_problem(value) is not None or _UNTYPABLE.search(value) is not None
+
+
 def displayable(value: str) -> str:
     return _SURROGATE.sub(REPLACEMENT, value)
 

@@ -15,7 +15,6 @@ which names who published it (the one read that explains, never decides).
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -39,11 +38,9 @@ from tems import audit
 from tems.audit.wording import EVENT_PUBLISHED, EVENT_SENT_BACK
 from tems.clock import utcnow
 from tems.idempotency import StoredResponse
-from tems.text import unsafe_text_problem
+from tems.text import untypable
 from tems.transactions import UNKNOWN_OUTCOME, LabelledTransaction
 
-# Control characters a person cannot type into a note (tab and line breaks are kept).
-_UNTYPABLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufeff]")
 logger = logging.getLogger(__name__)
 
 # Rounds whose read went stale (the draft was edited in between) before "busy".
@@ -156,7 +153,7 @@ def send_back_note_checked(note: str | None) -> str:
     problem = None
     if not text:
         problem = "Say what the team should change before it can be published."
-    elif unsafe_text_problem(text) or _UNTYPABLE.search(text):
+    elif untypable(text):
         problem = "The note contains characters nobody types (control characters); remove them."
     elif len(text) > MAX_NOTE_CHARS:
         problem = f"The note is {len(text):,} characters long; at most {MAX_NOTE_CHARS} fit. Shorten it."

@@ -5,7 +5,6 @@ callers keep one module of event writes."""
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -50,7 +49,7 @@ from tems.audit.wording import EVENT_CANCELLED, EVENT_EDITED
 from tems.clock import utcnow
 from tems.idempotency import StoredResponse
 from tems.outbox import OutboxMessage, outbox_message
-from tems.text import unsafe_text_problem
+from tems.text import untypable
 from tems.transactions import UNKNOWN_OUTCOME, LabelledTransaction, TransactionCancelled
 
 logger = logging.getLogger(__name__)
@@ -314,8 +313,6 @@ def _capacity_problem(registered: int) -> str:
 CANCELLATION_REQUESTED = "EventCancellationRequested"
 # Rounds whose read went stale (an edit re-sliced the shards) before "busy".
 CANCEL_EVENT_MAX_ROUNDS = 8
-# Control characters a person cannot type into a reason (tab and line breaks are kept: a reason may have lines).
-_UNTYPABLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufeff]")
 
 
 def cancel_reason_checked(reason: str | None) -> str:
@@ -323,7 +320,7 @@ def cancel_reason_checked(reason: str | None) -> str:
     message for the person who typed it."""
     text = (reason or "").replace("\r\n", "\n").replace("\r", "\n").strip()
     problem = None
-    if unsafe_text_problem(text) or _UNTYPABLE.search(text):
+    if untypable(text):
         problem = "The reason contains characters that cannot be sent (control characters); remove them."
     elif len(text) > MAX_CANCEL_REASON_CHARS:
         problem = (f"The reason is {len(text):,} characters long; at most {MAX_CANCEL_REASON_CHARS} fit in the "

@@ -8,7 +8,7 @@ import pytest
 
 from inventory import services as inventory_services
 from registrations.events import services as event_services
-from tems.text import unsafe_text_problem
+from tems.text import unsafe_text_problem, untypable
 
 BAD_TITLE = "Open\ud800day"
 
@@ -73,3 +73,17 @@ def test_nul_in_an_adjustment_reason_on_the_page_is_a_form_error(moto_ddb, staff
                                                               "idempotency_key": str(uuid.uuid4())})
     assert response.status_code == 400
     assert inventory_services.item_get(sku="CLEAN").quantity == 5
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("Room change:\n\tbring a pen.\r\n", False),  # tabs and line breaks are typed
+    ("café ☕", False),
+    ("a\x00b", True),
+    ("bell\x07", True),
+    ("\u2028", True),
+    ("\ufeffbom", True),
+    ("\x9f", True),
+    ("\ud800", True),
+])
+def test_untypable_finds_what_nobody_types(value, expected):
+    assert untypable(value) is expected
