@@ -25,7 +25,7 @@ from registrations.models import CONFIRMED, REGISTRATION_BUCKETS, WAITLISTED, Re
 from registrations.reports.models import REPORT_SLOTS, EventReportDay
 from registrations.seating.gate import gate_get
 from registrations.seating.models import SeatGate, SeatShard, WaitlistQueue
-from registrations.seating.shards import event_seat_counts, max_shards
+from registrations.seating.shards import event_seat_counts, max_shards, shard_count
 from tems.clock import utcnow
 from tems.idempotency import IdempotencyRecord
 from tems.metering import metered
@@ -38,6 +38,7 @@ SCRATCH_TTL = timedelta(hours=1)
 # The try-it event is replaced on "start over"; a day covers a lab session, and the owner's next visit after
 # the TTL removed it clears what was left of it (scratch_event_delete) and makes a new one.
 TRYIT_TTL = timedelta(days=1)
+TRYIT_CAPACITY = 20
 
 
 def _scratch_event(run_id: str, *, title: str, capacity: int) -> Event:
@@ -189,11 +190,11 @@ def tryit_event(*, user_id: str, fresh: bool = False) -> Event:
             return selectors.event_get(event_id=event_id)
         except RegistrationError:
             pass  # never made, or removed by its TTL: clear whatever registrations it left behind
-    scratch_event_delete(event_id=event_id)
+    scratch_event_delete(event_id=event_id, capacity=TRYIT_CAPACITY)
     try:
         return event_services.event_create(
             event_id=event_id, title="Lab: try the real Register button", location="The double-click lab",
-            starts_at=utcnow() + timedelta(days=7), capacity=20, created_by="lab",
+            starts_at=utcnow() + timedelta(days=7), capacity=TRYIT_CAPACITY, created_by="lab",
             collection=LAB_EVENT_COLLECTION, expires_at=utcnow() + TRYIT_TTL,
         )
     except RegistrationError as error:
@@ -202,10 +203,10 @@ def tryit_event(*, user_id: str, fresh: bool = False) -> Event:
         return selectors.event_get(event_id=event_id)  # a reset in another tab made it a moment ago
 
 
-def scratch_event_delete(*, event_id: str) -> int:
+def scratch_event_delete(*, event_id: str, capacity: int) -> int:
     """Delete a lab event's partitions (event, waiting list, event-side registrations) and, in each student's
     partition, the claim and the student-side copy of each registration, so nobody's list keeps a registration
-    for an event that is gone."""
+    for an event that is gone. ``capacity``: the seats the event is made with."""
     if not event_id.startswith(Event.SCRATCH_PREFIX):
         raise ValueError(f"{event_id!r} is not a lab scratch event")
     registrations = selectors.event_registrations(event_id=event_id)
@@ -213,11 +214,12 @@ def scratch_event_delete(*, event_id: str) -> int:
                     for registration in registrations
                     for key in (Registration.user_key_for(registration.user_id, registration.registration_id),
                                 RegistrationClaim.key_for(event_id, registration.user_id))]
-    # Its seat shards' partitions too (each shard and its lane of the waiting list): as many as its gate names
-    # (an event's shard count never shrinks), or every one an event can have when the gate is gone (a TTL may
-    # have removed it), which is a Query each.
+    # Its seat shards' partitions too (each shard and its lane of the waiting list), a Query each: as many as its
+    # gate names (an event's shard count never shrinks; the TTL removes the event item, never its gate). Without a
+    # gate the event was never made, or its making died before the transaction that writes the gate: then only
+    # the shards an event of ``capacity`` seats is born with can exist, not every shard an event can have.
     gate = gate_get(event_id=event_id)
-    count = int(gate.shards) if gate is not None else max_shards()
+    count = int(gate.shards) if gate is not None else shard_count(capacity)
     shards = [SeatShard.pk_for(event_id, shard) for shard in range(count)]
     return scratch_delete(partitions=[*_event_partitions(event_id, shards=count), *shards], keys=student_side)
 

@@ -21,6 +21,7 @@ from registrations.models import (
 )
 from registrations.offers.models import Offer
 from registrations.seating import positions, shards
+from registrations.seating.gate import gate_get
 from registrations.seating.hints import hints
 from registrations.seating.models import SeatGate, SeatShard
 from registrations.seating.shards import SeatCounts
@@ -124,7 +125,10 @@ def event_registrations(*, event_id: str, consistent: bool = True) -> Iterator[R
         lanes = shards.lane_count(int(EventSeats.get(*EventSeats.key_for(event_id),
                                                      consistent_read=consistent).seat_shards or 0))
     except EventSeats.DoesNotExist:
-        lanes = shards.max_lanes()  # gone (a lab event's TTL): every lane it can have had
+        # A lab event's TTL removes the event item alone; its gate, born in the same transaction as its lanes,
+        # stays and names them. No gate: the event was never made, so it has no lanes either.
+        gate = gate_get(event_id=event_id)
+        lanes = shards.lane_count(int(gate.shards)) if gate is not None else 0
     for lane in range(lanes):
         yield from Registration.query(WaitlistEntry.lane_pk_for(event_id, lane),
                                       Registration.sk.startswith(WaitlistEntry.SK_PREFIX),

@@ -10,10 +10,11 @@ from lab.registration_race import LAB_EVENT_COLLECTION, registration_race, tryit
 from registrations import selectors
 from registrations.events import services as event_services
 from registrations.events.models import Event
-from registrations.models import Registration
+from registrations.models import REGISTRATION_BUCKETS, Registration
 from tems.clock import utcnow
 from tems.dynamo import boto3_client, current_config
 from tems.identity import user_key
+from tems.metering import metered
 from tests.helpers import assert_invariants_clean
 
 
@@ -90,3 +91,14 @@ def test_the_try_it_registration_never_shows_in_my_registrations(lab_client, stu
     lab_client.get("/me/registrations/")  # shows, and so ends, the two "You are registered" notices
     page = lab_client.get("/me/registrations/").content.decode()
     assert "Open day" in page and "Lab: try the real Register button" not in page
+
+
+def test_a_first_visit_makes_the_try_it_event_without_a_query_per_lane_an_event_can_have(lab_client):
+    with metered() as first:
+        assert lab_client.get("/lab/").status_code == 200
+    with metered() as again:
+        assert lab_client.get("/lab/").status_code == 200
+    # Before making the event, a first visit clears whatever a never-made event could have left: its
+    # registrations' buckets, and no lane of a waiting list, since there is no gate to name any.
+    assert first.requests["Query"] - again.requests["Query"] <= REGISTRATION_BUCKETS, (first.requests,
+                                                                                       again.requests)
