@@ -65,11 +65,11 @@ def test_waitlist_positions_come_with_the_page(moto_ddb, student, student_client
 def test_requests_do_not_grow_with_what_the_student_holds(moto_ddb, student):
     def requests_for_first_page(user_id: str) -> int:
         with metered() as meter:
-            selectors.registration_page(user_id=user_id, limit=20)
+            selectors.registration_page(user_id=user_id, limit=3)
         return meter.total_requests
 
     hold("few", 2, waitlisted=True)
-    hold("many", 21, waitlisted=True)  # more than the page of 20
+    hold("many", 5, waitlisted=True)  # more than a page
     few, many = requests_for_first_page("few"), requests_for_first_page("many")
     # Query, events BatchGetItem, positions: the counter nodes with the queue items, and the events' lanes (one
     # BatchGetItem each).
