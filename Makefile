@@ -43,14 +43,17 @@ PYTEST_WORKERS ?= 2
 # worker idle while the other still holds a long queue of slow tests (xdist's default hands each its share up front).
 PYTEST_DIST ?= worksteal
 
-# ruff, cfn-lint and hadolint first, so the code, the deployment template and the image are checked even when
-# PYTEST_ARGS picks a subset of the tests. They run here only: no test runs them again. The slowest tests are
-# listed at the end of every run, to be looked at before more are added.
+# ruff, cfn-lint and hadolint always, so the code, the deployment template and the image are checked even when
+# PYTEST_ARGS picks a subset of the tests. They run here only: no test runs them again. cfn-lint spends seconds
+# loading its rule set, so it runs beside the tests, and the target fails if it or the tests do. The slowest
+# tests are listed at the end of every run, to be looked at before more are added.
 test: install browser
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/cfn-lint deploy/tems.yaml
 	$(VENV)/bin/hadolint Dockerfile
-	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist $(PYTEST_DIST) --durations=25 $(PYTEST_ARGS)
+	@out=$$(mktemp); $(VENV)/bin/cfn-lint deploy/tems.yaml > $$out 2>&1 & lint=$$!; \
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist $(PYTEST_DIST) --durations=25 $(PYTEST_ARGS); tests=$$?; \
+	wait $$lint; linted=$$?; echo "cfn-lint deploy/tems.yaml: exit $$linted"; cat $$out; rm -f $$out; \
+	exit $$(( tests || linted ))
 
 # Screenshots of the main pages (desktop and phone) into docs/screenshots/, from a running `make run`.
 screenshots: install browser
