@@ -27,10 +27,9 @@ def _student_on_event_page(browser, contexts, app_server, event, viewport=DESKTO
     return page
 
 
-@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
 def test_expired_session_sends_the_whole_page_to_log_in_and_back_to_the_event(app_server, browser, contexts, event,
-                                                                              student, viewport):
-    page = _student_on_event_page(browser, contexts, app_server, event, viewport)
+                                                                              student):
+    page = _student_on_event_page(browser, contexts, app_server, event, PHONE)
     page.context.clear_cookies(name="sessionid")  # the session expired while the page stayed open
     page.get_by_role("button", name="Register").click()
     page.wait_for_url(f"{app_server}/accounts/login/?next=%2Fevents%2F{event.event_id}%2F")
@@ -101,10 +100,9 @@ def test_stale_csrf_token_is_refreshed_and_the_tap_retried_with_the_same_key(app
     assert len(selectors.registration_list(user_id=user_key(student))) == 1
 
 
-@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
 def test_register_button_says_registering_and_announces_it_while_in_flight(app_server, browser, contexts, event,
-                                                                           student, viewport):
-    page = _student_on_event_page(browser, contexts, app_server, event, viewport)
+                                                                           student):
+    page = _student_on_event_page(browser, contexts, app_server, event, PHONE)
     held: list = []
     page.route(f"**/events/{event.event_id}/register/", lambda route: held.append(route))
     page.get_by_role("button", name="Register").click()

@@ -1,7 +1,8 @@
 """Custom questions in Chromium (DynamoDB Local): staff write several questions in the editor (choices only for
 the kinds that have them, reordered, previewed as a student sees them), a student is told what is missing without
 losing what they typed, registers with answers, and staff see them; questions are also asked on the New event
-form. Every page is axe-clean (no violation at all on the editor's pages) and fits a phone."""
+form. The flows run on a phone; every page is axe-clean (no violation at all on the editor's pages) and the editor's
+fit the screen, each checked at a phone's width and a desktop's."""
 
 from datetime import UTC, datetime
 
@@ -13,13 +14,19 @@ from registrations.questions import question_sets
 from registrations.questions import services as question_services
 from registrations.questions.question_sets import Question
 from tests.browser.helpers import log_in
-from tests.browser.pages import DESKTOP, PHONE, axe_violations, fits_the_width, new_sized_page, serious_axe_violations
+from tests.browser.pages import (
+    PHONE,
+    at_both_widths,
+    axe_violations_at_both_widths,
+    new_sized_page,
+    serious_axe_violations_at_both_widths,
+    sideways_scroll,
+)
 
 pytestmark = pytest.mark.browser
 
 
-@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
-def test_staff_ask_a_question_and_a_student_answers_it(app_server, browser, contexts, viewport, student, staff_user):
+def test_staff_ask_a_question_and_a_student_answers_it(app_server, browser, contexts, student, staff_user):
     question_sets.known.reset()
     event = event_services.event_create(title="Question night", starts_at=datetime(2030, 6, 1, 18, tzinfo=UTC),
                                   capacity=5, created_by="staff")
@@ -27,11 +34,10 @@ def test_staff_ask_a_question_and_a_student_answers_it(app_server, browser, cont
         Question(id="0a0b0c0d", label="Anything we should know?", kind="text")])
     checked: dict[str, list[str]] = {}
 
-    staff = new_sized_page(browser, viewport, contexts)
+    staff = new_sized_page(browser, PHONE, contexts)
     log_in(staff, app_server, "staffer", "pw-staff-1")
     staff.goto(f"{app_server}/events/{event.event_id}/questions/")
-    checked["questions page"] = axe_violations(staff)
-    assert fits_the_width(staff)
+    checked["questions page"] = axe_violations_at_both_widths(staff) + at_both_widths(staff, sideways_scroll)
     expect(staff.locator("#id_questions-0-choices")).to_be_hidden()  # a text question has no choices
     staff.locator("#id_questions-1-label").fill("Diet")
     staff.locator("#id_questions-1-kind").select_option("single")
@@ -47,24 +53,23 @@ def test_staff_ask_a_question_and_a_student_answers_it(app_server, browser, cont
     preview = staff.locator(".questions-preview")
     expect(preview.get_by_role("heading", name="What a student sees")).to_be_visible()
     expect(preview.get_by_label("vegan")).to_be_disabled()
-    checked["questions preview"] = axe_violations(staff)
-    assert fits_the_width(staff)
+    checked["questions preview"] = axe_violations_at_both_widths(staff) + at_both_widths(staff, sideways_scroll)
     staff.get_by_role("button", name="Save questions").click()
     expect(staff.get_by_text("Saved the questions.")).to_be_visible()
     assert [q.label for q in question_sets.questions_get(event_id=event.event_id).questions] == [
         "Diet", "Anything we should know?", "T-shirt size"]
 
-    page = new_sized_page(browser, viewport, contexts)
+    page = new_sized_page(browser, PHONE, contexts)
     log_in(page, app_server, "student1", "pw-student-1")
     page.goto(f"{app_server}/events/{event.event_id}/")
-    checked["event page with questions"] = serious_axe_violations(page)
+    checked["event page with questions"] = serious_axe_violations_at_both_widths(page)
     page.get_by_label("Anything we should know?").fill("I use a wheelchair")
     # The browser's own check would stop the post first: a server refusal is what is tested here.
     page.evaluate("document.querySelector('form.register-form').noValidate = true")
     page.get_by_role("button", name="Register").click()
     expect(page.locator(".panel-notice")).to_contain_text("“Diet” is required.")
     expect(page.get_by_label("Anything we should know?")).to_have_value("I use a wheelchair")
-    checked["event page, an answer missing"] = serious_axe_violations(page)
+    checked["event page, an answer missing"] = serious_axe_violations_at_both_widths(page)
     page.get_by_label("vegan").check()
     page.get_by_role("button", name="Register").click()
     expect(page.locator(".panel-notice")).to_contain_text("You are registered for “Question night”.")
@@ -72,19 +77,17 @@ def test_staff_ask_a_question_and_a_student_answers_it(app_server, browser, cont
     staff.goto(f"{app_server}/events/{event.event_id}/attendees/")
     expect(staff.locator("td.answers")).to_contain_text("Diet: vegan")
     expect(staff.locator("td.answers")).to_contain_text("I use a wheelchair")
-    checked["attendee list with answers"] = serious_axe_violations(staff)
+    checked["attendee list with answers"] = serious_axe_violations_at_both_widths(staff)
     failures = {name: found for name, found in checked.items() if found}
     assert failures == {}, failures
 
 
-@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
-def test_the_new_event_form_creates_the_event_with_its_questions(app_server, browser, contexts, viewport,
-                                                                  staff_user):
+def test_the_new_event_form_creates_the_event_with_its_questions(app_server, browser, contexts, staff_user):
     question_sets.known.reset()
-    page = new_sized_page(browser, viewport, contexts)
+    page = new_sized_page(browser, PHONE, contexts)
     log_in(page, app_server, "staffer", "pw-staff-1")
     page.goto(f"{app_server}/events/new/")
-    assert axe_violations(page) == [] and fits_the_width(page)
+    assert axe_violations_at_both_widths(page) + at_both_widths(page, sideways_scroll) == []
     page.get_by_label("Title").fill("Robot workshop")
     page.get_by_label("Starts").fill("2030-07-01T14:00")
     page.get_by_label("Capacity").fill("12")
@@ -94,7 +97,7 @@ def test_the_new_event_form_creates_the_event_with_its_questions(app_server, bro
     page.get_by_role("button", name="Preview as a student").click()
     expect(page.locator(".questions-preview").get_by_label("Windows")).to_be_visible()
     expect(page.get_by_label("Title")).to_have_value("Robot workshop")
-    assert axe_violations(page) == [] and fits_the_width(page)
+    assert axe_violations_at_both_widths(page) + at_both_widths(page, sideways_scroll) == []
     page.get_by_role("button", name="Create event").click()
     expect(page.get_by_role("heading", name="Robot workshop")).to_be_visible()
     event_id = page.url.rstrip("/").split("/")[-1]

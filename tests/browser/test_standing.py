@@ -1,7 +1,8 @@
 """What a student is told of a registration, in Chromium: after staff call an event off no page shows a ticket or
 "confirmed" and the calendar file and feed say CANCELLED one SEQUENCE on; in offer mode the waiting page names
 the window, an offer its end with date, time and zone, and Decline asks first; a bad feed link is a readable 404.
-Every page axe-clean (no violation at all)."""
+Every page axe-clean (no violation at all); the calling-off and offer-mode flows run on a phone and check each of
+their pages at a phone's width and a desktop's."""
 
 import re
 import uuid
@@ -17,7 +18,7 @@ from registrations.events import services as event_services
 from tems.accounts import calendar_feed_token
 from tems.identity import user_key
 from tests.browser.helpers import log_in
-from tests.browser.pages import DESKTOP, PHONE, axe_violations, new_sized_page
+from tests.browser.pages import DESKTOP, PHONE, axe_violations, axe_violations_at_both_widths, new_sized_page
 from tests.registrations.helpers import register
 
 
@@ -26,12 +27,11 @@ def vevent(body: bytes):
     return entry
 
 
-@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
-def test_after_staff_call_the_event_off_no_page_shows_a_ticket(app_server, browser, contexts, viewport, student):
+def test_after_staff_call_the_event_off_no_page_shows_a_ticket(app_server, browser, contexts, student):
     event = event_services.event_create(title="Rooftop astronomy", starts_at=datetime(2030, 6, 1, 21, tzinfo=UTC),
                                         capacity=5, created_by="staff")
     seat = register(event.event_id, user_key(student), user_name="student1").data["registration_id"]
-    page = new_sized_page(browser, viewport, contexts)
+    page = new_sized_page(browser, PHONE, contexts)
     log_in(page, app_server, "student1", "pw-student-1")
     ics_url = f"{app_server}/registrations/{seat}/calendar.ics"
     feed_url = f"{app_server}/me/calendar.ics?token={calendar_feed_token(user=student)}"
@@ -45,19 +45,19 @@ def test_after_staff_call_the_event_off_no_page_shows_a_ticket(app_server, brows
     card = page.locator(".event-card", has_text="Rooftop astronomy")
     expect(card.locator(".card-status")).to_have_text("Event cancelled")
     expect(card).not_to_contain_text("Confirmed")
-    assert axe_violations(page) == []
+    assert axe_violations_at_both_widths(page) == []
     page.goto(f"{app_server}/events/{event.event_id}/")
     expect(page.locator(".registration-card")).to_contain_text("Event cancelled")
     for gone in ("Confirmed", "Show this code at the door"):
         expect(page.locator("main")).not_to_contain_text(gone)
     expect(page.locator("img.qr-code")).to_have_count(0)
-    assert axe_violations(page) == []
+    assert axe_violations_at_both_widths(page) == []
     page.goto(f"{app_server}/me/registrations/")
     expect(page.locator(".registration-row")).to_contain_text("Event cancelled")
     expect(page.locator(".registration-row")).not_to_contain_text("Confirmed")
     expect(page.get_by_text("Show QR code")).to_have_count(0)
     expect(page.locator("img.qr-code")).to_have_count(0)
-    assert axe_violations(page) == []
+    assert axe_violations_at_both_widths(page) == []
 
     for url in (ics_url, feed_url):
         after = vevent(page.request.get(url).body())
@@ -65,20 +65,18 @@ def test_after_staff_call_the_event_off_no_page_shows_a_ticket(app_server, brows
         assert int(after["sequence"]) == int(before["sequence"]) + 1
 
 
-@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
-def test_offer_mode_names_the_window_the_deadline_and_asks_before_declining(app_server, browser, contexts, viewport,
-                                                                          student):
+def test_offer_mode_names_the_window_the_deadline_and_asks_before_declining(app_server, browser, contexts, student):
     event = event_services.event_create(title="Offer club", starts_at=datetime(2030, 7, 1, 18, tzinfo=UTC),
                                         capacity=1, created_by="staff", offer_hours=24)
     holder = register(event.event_id, "holder").data["registration_id"]
-    page = new_sized_page(browser, viewport, contexts)
+    page = new_sized_page(browser, PHONE, contexts)
     log_in(page, app_server, "student1", "pw-student-1")
     page.goto(f"{app_server}/events/{event.event_id}/")
     expect(page.locator("#registration-panel")).to_contain_text("has 24 hours to accept it")
     page.get_by_role("button", name="Join the waiting list").click()
     expect(page.locator(".waiting-note")).to_contain_text("you have 24 hours to accept the seat")
     expect(page.locator("#registration-panel")).not_to_contain_text("need do nothing")
-    assert axe_violations(page) == []
+    assert axe_violations_at_both_widths(page) == []
 
     services.registration_cancel(user_id="holder", registration_id=holder)  # the seat is offered to the student
     page.goto(f"{app_server}/events/{event.event_id}/")
@@ -86,14 +84,14 @@ def test_offer_mode_names_the_window_the_deadline_and_asks_before_declining(app_
     expect(deadline).to_have_text(re.compile(r"^\w{3} \d{1,2} \w{3} \d{4}, \d\d:\d\d [A-Z]{3,5}$"))
     expect(page.locator(".offer-left")).to_contain_text("left")
     expect(page.get_by_role("link", name="Add to calendar")).to_have_count(0)
-    assert axe_violations(page) == []
+    assert axe_violations_at_both_widths(page) == []
 
     page.get_by_text("Decline…").click()
     question = page.locator(".decline-question")
     expect(question).to_be_visible()
     expect(question).to_contain_text("Decline this seat?")
     assert selectors.registration_list(user_id=user_key(student))[0]["status"] == "offered"  # asking changed nothing
-    assert axe_violations(page) == []
+    assert axe_violations_at_both_widths(page) == []
     page.get_by_role("button", name="Yes, decline the seat").click()
     expect(page.locator(".panel-notice")).to_contain_text("You declined the seat")
     assert selectors.registration_list(user_id=user_key(student)) == []
