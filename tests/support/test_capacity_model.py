@@ -195,25 +195,30 @@ def test_a_hot_key_is_throttled_at_the_partition_limit_and_a_cool_key_never(tabl
     cool_thread.start()
     client = _client(model.endpoint)
     accepted: list[float] = []
-    throttled = 0
+    refusals: list[tuple[float, float]] = []  # (sent, answered)
     started = time.monotonic()
     n = 0
     while time.monotonic() - started < 2.5:
         n += 1
+        sent = time.monotonic()
         try:
             client.put_item(TableName=table, Item=_item(hot, str(n)))
             accepted.append(time.monotonic())
         except ClientError as error:
             assert error.response["Error"]["Code"] == "ProvisionedThroughputExceededException"
-            throttled += 1
-    elapsed = time.monotonic() - started
+            refusals.append((sent, time.monotonic()))
+    throttled = len(refusals)
     cool_thread.join()
 
     assert throttled > 0 and not cool_refusals
     # In any 1 s window no more than the limit was accepted (one unit of slack for client/server clock offsets).
     assert max(sum(1 for t in accepted if start <= t < start + 1) for start in accepted) <= limit + 1
-    # ...and the hot key did get about the limit per second: it is throttled, not starved.
-    assert abs(len(accepted) / elapsed - limit) <= 0.3 * limit
+    # ...and it is throttled, not starved: each refusal came when the last second already held the limit's worth
+    # of accepted writes. (The model saw the refusal somewhere between its sending and its answer, so its second
+    # reaches back a second from the sending.) No clock decides this, so a slow machine cannot fail it.
+    short = [(sent, len([t for t in accepted if sent - 1 <= t <= answered]))
+             for sent, answered in refusals if len([t for t in accepted if sent - 1 <= t <= answered]) < limit - 1]
+    assert short == [], short
     report = model.report()
     hot_row = _row(report, f"{table}|PK={hot}")
     assert hot_row["peak_wcu_1s"] == limit and hot_row["peak_wcu_per_s_at_scale"] == limit
