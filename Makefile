@@ -14,12 +14,10 @@ DYNAMODB_PORT ?= 8765
 check-python:
 	@if [ -z "$(PYTHON)" ]; then echo "TEMS needs Python 3.12 or newer (Django 6): install python3.12 and run again." >&2; exit 1; fi
 
-# --no-compile: pip would compile every module of every package, most of which no run imports; Python compiles
-# the modules a run imports, once, when it first imports them.
 $(VENV)/.installed: pyproject.toml requirements.lock | check-python
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet --no-compile -c requirements.lock -e ".[test]"
+	$(PY) -m pip install --quiet -c requirements.lock -e ".[test]"
 	@touch $@
 
 node_modules/.installed: package.json package-lock.json
