@@ -1,7 +1,9 @@
 """Every page fits a phone: at 320 and 390 px wide no page scrolls sideways, the closed menu is one row of at
 most 64 px, and every link, button and field of the main content is a target of at least 24 by 24 px
-(WCAG 2.2, 2.5.8), save links inside a sentence, which that criterion exempts."""
+(WCAG 2.2, 2.5.8), save links inside a sentence, which that criterion exempts. The same walk scans each kind of
+page with axe-core at a phone's width and a desktop's: no serious or critical WCAG 2.2 AA violation."""
 
+from collections.abc import Collection
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -19,7 +21,7 @@ from tems.identity import user_key
 from tems.models import Membership, Team
 from tems.permissions import DOOR_VOLUNTEER
 from tests.browser.helpers import log_in
-from tests.browser.pages import new_sized_page
+from tests.browser.pages import new_sized_page, serious_axe_violations_at_both_widths
 from tests.registrations.helpers import register
 
 pytestmark = pytest.mark.browser
@@ -54,8 +56,10 @@ MEASURE = """(minimum) => {
 }"""
 
 
-def _problems(page: Page, base_url: str, paths: list[str]) -> dict[str, list[str]]:
-    """Each path at each width: what does not fit (nothing, for a page that fits)."""
+def _problems(page: Page, base_url: str, paths: list[str], *, scanned: Collection[str] = ()) -> dict[str, list[str]]:
+    """Each path at each width: what does not fit (nothing, for a page that fits); and for the ``scanned`` paths,
+    axe-core's serious and critical violations on a phone and on a desktop."""
+    assert set(scanned) <= set(paths), set(scanned) - set(paths)  # a scan never skipped for a mistyped path
     found: dict[str, list[str]] = {}
     for path in paths:
         # Loaded once and measured at each width: the layout follows a resize as it follows a load at that width
@@ -74,6 +78,8 @@ def _problems(page: Page, base_url: str, paths: list[str]) -> dict[str, list[str
             problems += [f"small target {target}" for target in seen["small"]]
             if problems:
                 found[f"{width} px {path}"] = problems
+        if path in scanned and (violations := serious_axe_violations_at_both_widths(page)):
+            found[f"axe {path}"] = violations
     return found
 
 
@@ -82,7 +88,8 @@ def demo_mode(settings):
     settings.TEMS_DEMO = True  # the lab is in the menu and open to students only in demo mode
 
 
-def test_every_page_fits_a_phone(app_server, browser, contexts, demo_mode, student, staff_user):
+def test_every_page_fits_a_phone_and_has_no_serious_axe_violation(app_server, browser, contexts, demo_mode,
+                                                                    student, staff_user):
     question_sets.known.reset()
     soon = utcnow() + timedelta(days=30)
     seated = event_services.event_create(title="A very long event title that keeps going for the whole of the line",
@@ -128,16 +135,21 @@ def test_every_page_fits_a_phone(app_server, browser, contexts, demo_mode, stude
     expect(staff.locator(".event-cancelled")).to_be_visible()
 
     anonymous = new_sized_page(browser, {"width": 390, "height": 800}, contexts)
-    found = _problems(anonymous, app_server, ["/accounts/login/", "/accounts/signup/", "/no/such/page/"])
+    anonymous_paths = ["/accounts/login/", "/accounts/signup/", "/no/such/page/"]
+    found = _problems(anonymous, app_server, anonymous_paths, scanned=anonymous_paths)
 
     student_page = new_sized_page(browser, {"width": 390, "height": 800}, contexts)
     log_in(student_page, app_server, "student1", "pw-student-1")
+    # Scanned with axe-core: one page of each kind (an event with a seat, one with a place in line, ...).
+    student_scanned = ["/events/", f"/events/{seated.event_id}/", f"/events/{full.event_id}/", "/me/registrations/",
+                       f"/registrations/{mine}/cancel/?from=list", "/accounts/", "/accounts/verify-email/",
+                       "/me/data/", "/inventory/"]
     found |= _problems(student_page, app_server, [
         "/events/", "/events/past/", f"/events/{seated.event_id}/", f"/events/{full.event_id}/",
         f"/events/{offered.event_id}/", f"/events/{asked.event_id}/", f"/events/{doomed.event_id}/",
         f"/events/{left.event_id}/", f"/events/{past.event_id}/", "/me/registrations/",
         f"/registrations/{mine}/cancel/?from=list", "/accounts/", "/accounts/verify-email/", "/me/data/",
-        "/tickets/not-a-ticket/", "/lab/", "/inventory/"])
+        "/tickets/not-a-ticket/", "/lab/", "/inventory/"], scanned=student_scanned)
 
     team = Team.objects.create(id="chem", name="Chemistry Society")
     Membership.objects.create(user=User.objects.create_user("door1", first_name="Dee"), team=team, role=DOOR_VOLUNTEER)
@@ -150,7 +162,12 @@ def test_every_page_fits_a_phone(app_server, browser, contexts, demo_mode, stude
                         ("", "edit/", "attendees/", "messages/", "questions/", "cancel/", "door/", "retention/",
                          "report/", "copy/", "doors/")]
     staff_paths.append(f"/events/{asked.event_id}/questions/")
-    found |= _problems(staff, app_server, staff_paths)
+    staff_scanned = [f"/events/{seated.event_id}/{page}" for page in
+                     ("", "edit/", "door/", "attendees/", "messages/", "questions/", "cancel/", "retention/",
+                      "report/", "copy/")]
+    staff_scanned += ["/events/new/", "/inventory/", "/inventory/new/", "/inventory/MUG-1/", "/inventory/MUG-1/edit/",
+                      "/inventory/MUG-1/history/", "/inventory/import/", "/diagnostics/write-metrics/", "/lab/"]
+    found |= _problems(staff, app_server, staff_paths, scanned=staff_scanned)
 
     assert found == {}, "\n".join(f"{where}: {'; '.join(problems)}" for where, problems in found.items())
 
