@@ -9,7 +9,7 @@ and each test leaves the table whole, so the invariants checked over all of it h
 """
 
 import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -23,8 +23,13 @@ from tests.registrations.helpers import make_event, new_key, register
 from tests.support.faults import CONFLICT, LOST, Fault, inject
 
 LIMIT = 60
-# A moment 5 s into a minute, so a test's taps all fall in one window whatever the real clock says.
-T0 = datetime(2026, 12, 6, 12, 0, 5, tzinfo=UTC)
+
+
+def five_seconds_into_this_minute() -> datetime:
+    """A moment 5 s into a minute, so a test's taps all fall in one window whatever second the real clock shows;
+    and in the real clock's minute, since the invariants checked after a test hold its outbox messages to the
+    real clock (a fixed date turned them into undelivered messages a quarter of an hour after it)."""
+    return utcnow().replace(second=5, microsecond=0)
 
 
 
@@ -158,24 +163,25 @@ def test_the_count_follows_the_minute_and_a_replay_is_never_refused(ddb):
     is refused with nothing written, and the next minute takes it."""
     first_event, second_event, third_event = make_event(), make_event(), make_event()
     ann = someone()
+    t0 = five_seconds_into_this_minute()
     key = new_key()
-    first = register(first_event.event_id, ann, key, now=T0, write_limit=3)
-    assert register(first_event.event_id, ann, now=T0, write_limit=3).kind == "already_registered"
-    assert register(second_event.event_id, ann, now=T0, write_limit=3).kind == "created"
+    first = register(first_event.event_id, ann, key, now=t0, write_limit=3)
+    assert register(first_event.event_id, ann, now=t0, write_limit=3).kind == "already_registered"
+    assert register(second_event.event_id, ann, now=t0, write_limit=3).kind == "created"
     assert counted(ann) == 3
 
-    replay = register(first_event.event_id, ann, key, now=T0 + timedelta(seconds=1), write_limit=3)
+    replay = register(first_event.event_id, ann, key, now=t0 + timedelta(seconds=1), write_limit=3)
     assert replay.kind == "replayed" and replay.response.body == first.response.body
     with pytest.raises(WriteRateExceeded) as refused:
-        register(third_event.event_id, ann, now=T0 + timedelta(seconds=10), write_limit=3)
+        register(third_event.event_id, ann, now=t0 + timedelta(seconds=10), write_limit=3)
     assert refused.value.refusal.retry_after == 45
     with pytest.raises(WriteRateExceeded):  # "already registered" is an answer stored, so it is counted too
-        register(first_event.event_id, ann, now=T0 + timedelta(seconds=10), write_limit=3)
+        register(first_event.event_id, ann, now=t0 + timedelta(seconds=10), write_limit=3)
     assert selectors.claim_get(event_id=third_event.event_id, user_id=ann) is None
     assert event_seat_counts(third_event.event_id).registered == 0
     assert counted(ann) == 3
 
-    assert register(third_event.event_id, ann, now=T0 + timedelta(minutes=1), write_limit=3).kind == "created"
+    assert register(third_event.event_id, ann, now=t0 + timedelta(minutes=1), write_limit=3).kind == "created"
     assert counted(ann) == 4
     assert_invariants_clean()
 
@@ -185,7 +191,7 @@ def test_a_round_sent_again_counts_once(ddb, fault):
     """A lost answer (the SDK repeats the transaction's token) and a conflict (the app sends the round again)."""
     event, bob = make_event(), someone()
     with inject(Fault(fault, operations={"TransactWriteItems"}, times=1)) as faults:
-        outcome = register(event.event_id, bob, now=T0, write_limit=LIMIT)
+        outcome = register(event.event_id, bob, now=five_seconds_into_this_minute(), write_limit=LIMIT)
     assert faults.fired(fault) and outcome.kind == "created"
     assert counted(bob) == 1
     assert event_seat_counts(event.event_id).registered == 1
