@@ -45,7 +45,9 @@
   var feedback = document.getElementById("feedback");
   var scansList = document.getElementById("scans");
   var doorInput = document.getElementById("door-name");
-  var sending = {};
+  var sending = {};  // key -> the send in flight
+  // Keys whose tap came while a flush was already sending them: that send's answer is the tap's to show.
+  var showWhenSent = {};
   var flushing = false;
   var feedbackTimer = null;
 
@@ -231,9 +233,14 @@
   // --- sending: the same key for every attempt of one scan ------------------------------------------------
 
   function send(scan, show) {
-    if (sending[scan.key]) return Promise.resolve();
-    sending[scan.key] = true;
-    return fetch(CHECKIN_URL, {
+    if (sending[scan.key]) {
+      // A flush picked the scan up between its save and this send: one request, and its answer (or its failure,
+      // shown as provisional) goes on the screen when it comes, instead of no feedback for the tap at all.
+      if (show) showWhenSent[scan.key] = true;
+      return sending[scan.key];
+    }
+    var shown = function () { return show || showWhenSent[scan.key]; };
+    sending[scan.key] = fetch(CHECKIN_URL, {
       method: "POST",
       credentials: "same-origin",
       headers: { "Content-Type": "application/json", "Idempotency-Key": scan.key, "X-CSRFToken": CSRF },
@@ -246,7 +253,7 @@
         scan.status = response.status;
         scan.body = body;
         return saveScan(scan).then(function () { return rememberCheckIn(body); }).then(function () {
-          if (show) showFeedback(scan);
+          if (shown()) showFeedback(scan);
           refreshStats();
         });
       });
@@ -254,11 +261,13 @@
       setConnection(false);
       throw networkError;
     }).catch(function () {
-      if (show) showFeedback(scan); // shown as pending: provisional until the server answers
+      if (shown()) showFeedback(scan); // shown as pending: provisional until the server answers
     }).then(function () {
       delete sending[scan.key];
+      delete showWhenSent[scan.key];
       return render();
     });
+    return sending[scan.key];
   }
 
   // A flush asked for while one runs (the network returns while the last offline attempt is still failing) runs
