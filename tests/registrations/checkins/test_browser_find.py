@@ -169,6 +169,24 @@ def test_offline_the_door_searches_its_kept_list_and_a_queued_tap_is_synced_once
     assert [entry.action for entry in selectors.checkin_history(event_id=event.event_id)] == ["checked_in"]
 
 
+def test_a_tap_the_queue_is_already_sending_still_shows_its_feedback(doors):
+    """Offline, the network's return is announced in the same moment as a tap: the flush it starts picks the new
+    scan up before the tap's own send. One of the two sends it; the tap's feedback must show either way."""
+    event = make_event(capacity=5, title="Flush fair")
+    register(event.event_id, person("asmith", "Ann", "Smith"), user_name="asmith")
+    page, context = doors(event, "A")
+    expect(page.locator("#list-note")).to_contain_text("1 person kept on this phone")
+    context.set_offline(True)
+    search(page, "smith")
+    expect(page.locator("#find-results li")).to_have_count(1)
+    page.evaluate("""() => {
+        document.querySelector('[aria-label="Check in Ann Smith"]').click();
+        window.dispatchEvent(new Event("online"));  // still offline: the flush's send fails too
+    }""")
+    expect(screen(page, timeout=15_000)).to_contain_text("provisional")
+    expect(page.locator("#scans li[data-state=pending]")).to_have_count(1)
+
+
 def test_the_door_with_search_results_fits_a_phone_and_has_no_axe_violation(doors):
     event = make_event(capacity=1, title="Axe door")
     register(event.event_id, person("asmith", "Ann", "Smith"), user_name="asmith")
