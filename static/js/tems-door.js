@@ -367,7 +367,8 @@
     }).then(function () {
       var at = new Date();
       localStorage.setItem("tems-door-list-" + EVENT_ID, at.toISOString());
-      listNote.textContent = rows.length + " people kept on this phone for searching offline (as of " + hhmm(at.toISOString()) + ").";
+      listNote.textContent = rows.length + (rows.length === 1 ? " person" : " people") +
+        " kept on this phone for searching offline (as of " + hhmm(at.toISOString()) + ").";
       listNote.dataset.state = "cached";
     }).catch(function () { showListAge(); });
   }
