@@ -20,7 +20,7 @@ from lab.techniques.registration import RACE_TECHNIQUES, TECHNIQUES, Attempt, ch
 from registrations import selectors
 from registrations.errors import RegistrationError
 from registrations.events import services as event_services
-from registrations.events.models import Event, EventSeats
+from registrations.events.models import Event
 from registrations.models import CONFIRMED, REGISTRATION_BUCKETS, WAITLISTED, Registration, RegistrationClaim
 from registrations.reports.models import REPORT_SLOTS, EventReportDay
 from registrations.seating.gate import gate_get
@@ -121,10 +121,7 @@ def _delete_run(*, event_id: str, keys: dict[str, set[str]], since) -> None:
             filter_condition=OutboxMessage.payload.contains(event_id),
         ):
             extra.append({"PK": {"S": message.pk}, "SK": {"S": message.sk}})
-    try:
-        shards = int(EventSeats.get(*EventSeats.key_for(event_id), consistent_read=True).seat_shards or 0)
-    except EventSeats.DoesNotExist:
-        shards = max_shards()  # not known: every partition an event can have
+    shards = _shard_count(event_id)
     scratch_delete(partitions=[*_event_partitions(event_id, shards=shards),
                                *(Registration.user_pk_for(user) for user in keys),
                                *(SeatShard.pk_for(event_id, shard) for shard in range(shards))], keys=extra)
@@ -165,6 +162,17 @@ def _last_seat_run(technique, *, taps: int) -> dict[str, int]:
               "errors": sum(outcome.error is not None for outcome in fired.outcomes)}
     _delete_run(event_id=event.event_id, keys={user: {key} for user, key in keys.items()}, since=started)
     return result
+
+
+def _shard_count(event_id: str, *, capacity: int | None = None) -> int:
+    """How many seat shards a scratch event has: as many as its gate names (an event's shard count never shrinks;
+    the TTL removes the event item, never its gate). Without a gate the event was never made, or its making died
+    before the transaction that writes the gate: then only the shards an event of ``capacity`` seats is born with
+    can exist, or, when that is not known, every shard an event can have."""
+    gate = gate_get(event_id=event_id)
+    if gate is not None:
+        return int(gate.shards)
+    return shard_count(capacity) if capacity is not None else max_shards()
 
 
 def _event_partitions(event_id: str, *, shards: int) -> list[str]:
@@ -214,12 +222,8 @@ def scratch_event_delete(*, event_id: str, capacity: int) -> int:
                     for registration in registrations
                     for key in (Registration.user_key_for(registration.user_id, registration.registration_id),
                                 RegistrationClaim.key_for(event_id, registration.user_id))]
-    # Its seat shards' partitions too (each shard and its lane of the waiting list), a Query each: as many as its
-    # gate names (an event's shard count never shrinks; the TTL removes the event item, never its gate). Without a
-    # gate the event was never made, or its making died before the transaction that writes the gate: then only
-    # the shards an event of ``capacity`` seats is born with can exist, not every shard an event can have.
-    gate = gate_get(event_id=event_id)
-    count = int(gate.shards) if gate is not None else shard_count(capacity)
+    # Its seat shards' partitions too (each shard and its lane of the waiting list), a Query each.
+    count = _shard_count(event_id, capacity=capacity)
     shards = [SeatShard.pk_for(event_id, shard) for shard in range(count)]
     return scratch_delete(partitions=[*_event_partitions(event_id, shards=count), *shards], keys=student_side)
 
