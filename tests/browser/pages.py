@@ -42,14 +42,10 @@ def at_both_widths(page: Page, look: Callable[[Page], list[str]]) -> list[str]:
     page is left at the size it had, so a flow goes on where it was. A resize lays the page out again as a load at
     that width would (the pages' CSS decides the layout; no script reads the width), so one flow on a phone checks
     both layouts without being run twice."""
-    size = page.viewport_size
     found = []
-    try:
-        for name, viewport in (("phone", PHONE), ("desktop", DESKTOP)):
-            page.set_viewport_size(viewport)
+    for name, viewport in (("phone", PHONE), ("desktop", DESKTOP)):
+        with resized(page, viewport):
             found += [f"{name}: {problem}" for problem in look(page)]
-    finally:
-        page.set_viewport_size(size)
     return found
 
 
