@@ -201,8 +201,7 @@ GAVE_UP = frozenset({"InternalServerError", "ServiceUnavailable", "ProvisionedTh
 # (throttled past its retries), or the item was held by a transaction (TransactionConflictException). None, a
 # transport failure, leaves the outcome unknown: the retry's own condition then finds out whether it was applied.
 # A cancelled transaction's reasons are TRANSIENT_REASONS instead.
-TRANSACTION_CONFLICT_EXCEPTION = "TransactionConflictException"
-TRANSIENT = GAVE_UP | {TRANSACTION_CONFLICT_EXCEPTION}
+TRANSIENT = GAVE_UP | {"TransactionConflictException"}
 
 
 def response_code(error: PynamoDBException) -> str | None:
@@ -244,11 +243,6 @@ def commit_round(transaction: Committable) -> TransactionCancelled | Literal["un
 def is_conditional_check_failed(error: PynamoDBException) -> bool:
     """A single-item write (PutItem, UpdateItem, DeleteItem) was refused by its condition."""
     return response_code(error) == CONDITIONAL_CHECK_FAILED_EXCEPTION
-
-
-def is_transaction_conflict(error: PynamoDBException) -> bool:
-    """A single-item write met a transaction holding its item (not a throttle, not a refused condition)."""
-    return response_code(error) == TRANSACTION_CONFLICT_EXCEPTION
 
 
 # --- retrying -----------------------------------------------------------------------------------------------

@@ -16,13 +16,7 @@ from collections.abc import Iterable
 from pynamodb.exceptions import PynamoDBException, UpdateError
 
 from registrations.seating.models import SeatGate, SeatShard
-from tems.transactions import (
-    TRANSIENT,
-    LabelledTransaction,
-    is_conditional_check_failed,
-    is_transaction_conflict,
-    response_code,
-)
+from tems.transactions import TRANSIENT, LabelledTransaction, is_conditional_check_failed, response_code
 
 # SeatGate.state (and each lane's copy, SeatShard.gate): absent or 0 open; CLOSED while the event is full;
 # RAISED while it is full and a raise of its capacity waits to be handed to the people waiting.
@@ -35,12 +29,6 @@ GATE = "gate"  # the gate item's label in a transaction
 
 class GateBusy(Exception):
     """The gate or a lane could not be read or written just now (``tems.transactions.TRANSIENT``)."""
-
-
-class LaneHeld(GateBusy):
-    """A lane's copy of the gate met a transaction holding the lane. Joins are what hold a lane at the end of a
-    burst, and a join needs the lane closed already: the copy is most likely done, and a read of the lane (which
-    no transaction blocks) says so at once, where waiting out a conflict's pause buys nothing."""
 
 
 def gate_get(*, event_id: str) -> SeatGate | None:
@@ -82,20 +70,17 @@ def lane_copy(*, gate: SeatGate, lane: int) -> bool:
     """Copy the closed ``gate`` (as read) into lane ``lane``: ONE UpdateItem of the lane, under the condition that
     the lane's ``opened`` is the gate's as read (the gate did not reopen since: a reopening writes every lane's
     ``opened``) and that the lane is still open. So a lane is closed only while the event's gate is, and a lane
-    join still touches its lane only. True if copied; False if the condition failed (read the lane again).
-    Raises LaneHeld when a transaction held the lane, GateBusy when DynamoDB did not take the write just then."""
+    join still touches its lane only. True if copied; False if the condition failed (read the lane again)."""
     return _updated(SeatShard(*SeatShard.key_for(gate.event_id, lane)), actions=[SeatShard.gate.set(int(gate.state))],
-                    condition=SeatShard.pk.exists() & lane_open() & same_opened(int(gate.opened)), held=LaneHeld)
+                    condition=SeatShard.pk.exists() & lane_open() & same_opened(int(gate.opened)))
 
 
-def _updated(item, *, actions: list, condition, held: type[GateBusy] = GateBusy) -> bool:
-    """One conditional UpdateItem: True if applied, False if its condition failed; ``held`` if a transaction held
-    the item, GateBusy if DynamoDB did not take it just then."""
+def _updated(item, *, actions: list, condition) -> bool:
+    """One conditional UpdateItem: True if applied, False if its condition failed; GateBusy if DynamoDB did not
+    take it just then."""
     try:
         item.update(actions=actions, condition=condition)
     except UpdateError as error:
-        if is_transaction_conflict(error):
-            raise held() from error
         if response_code(error) in TRANSIENT:
             raise GateBusy() from error
         if not is_conditional_check_failed(error):

@@ -288,8 +288,7 @@ class Router:
         the gate (one strongly consistent BatchGetItem: a read that holds nothing, so seat attempts do not stop
         it, and decides nothing); a shard with room is the next round's try, and with none the gate closes by
         one write under the epoch read (``gate_close``), which fails if any seat was freed since that read.
-        Raises GateBusy when DynamoDB did not take a read or a write just then (pause, and look again); LaneHeld
-        (a GateBusy) when the lane's copy met a transaction on the lane (a short pause, then ``reread_lane``).
+        Raises GateBusy when DynamoDB did not take a read or a write just then (pause, and look again).
         """
         gate = gate_get(event_id=self.event_id)
         if gate is None:

@@ -26,7 +26,7 @@ from registrations.models import CONFIRMED, WAITLISTED, Registration, Registrati
 from registrations.questions import question_sets
 from registrations.reports.counting import count_registered
 from registrations.seating import lanes, positions, shards
-from registrations.seating.gate import CLOSED, GateBusy, LaneHeld
+from registrations.seating.gate import CLOSED, GateBusy
 from registrations.seating.models import SeatShard, WaitlistQueue
 from registrations.seating.router import Join, Router
 from registrations.serializers import registration_to_dict
@@ -115,11 +115,6 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
             # Every seat tried was full, the lane's gate open: close the event's gate, or find a free seat.
             try:
                 route.close_gate()
-            except LaneHeld:
-                # Most likely joiners hold the lane, so it is closed already: a short pause off the conflicts'
-                # count, then the lane's own image (a read no transaction blocks) says whether to join.
-                ticket_pause(sleep)
-                route.reread_lane()
             except GateBusy:
                 conflicts.pause()
             continue

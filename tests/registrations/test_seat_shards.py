@@ -10,10 +10,8 @@ from collections import Counter
 from datetime import timedelta
 
 import pytest
-from botocore.exceptions import ClientError
-from pynamodb.exceptions import UpdateError
 
-from registrations import selectors, services, write_rules
+from registrations import selectors, services
 from registrations.errors import RegistrationError
 from registrations.events import index
 from registrations.events import services as event_services
@@ -609,47 +607,6 @@ def test_a_lane_never_copies_a_gate_that_reopened_after_it_was_read(ddb, monkeyp
     found = broken_invariants()
     assert any("a lane's gate is closed while the event's gate is open" in p for p in found[LANES_AND_GATE]), found
     assert "nobody waits while a seat is free" in found
-
-
-def test_a_lane_copy_that_meets_a_transaction_reads_the_lane_after_a_short_pause(ddb, monkeypatch):
-    """A newcomer's copy of the closed gate meets a transaction holding its lane, 13 times in a row (one more than
-    the conflicts a request may meet before it is answered 'busy'). Each time it pauses no longer than after a
-    lost ticket and reads the lane, instead of a conflict's growing pause: at the end of a burst what holds a lane
-    is its joiners, so the lane is closed already and the read says so at once. Here it stays open until the
-    copy lands, and the newcomer joins all the same."""
-    event = make_event(capacity=3)  # one shard, one lane
-    for n in range(3):
-        register(event.event_id, f"seated{n}")
-    original = router.lane_copy
-    held = list(range(write_rules.MAX_CONFLICTS + 1))
-
-    def held_by_another_transaction(*, gate, lane):
-        if held:
-            held.pop()
-            raise gate_service.LaneHeld()
-        return original(gate=gate, lane=lane)
-
-    monkeypatch.setattr(router, "lane_copy", held_by_another_transaction)
-    pauses: list[float] = []
-    assert register(event.event_id, "newcomer", sleep=pauses.append).data["status"] == WAITLISTED
-    assert not held and len(pauses) == write_rules.MAX_CONFLICTS + 1
-    assert max(pauses) <= write_rules.TICKET_MAX_DELAY
-    assert_invariants_clean()
-
-
-@pytest.mark.parametrize(("code", "raised"), [("TransactionConflictException", gate_service.LaneHeld),
-                                              ("ProvisionedThroughputExceededException", gate_service.GateBusy)])
-def test_a_lane_copy_tells_a_held_lane_from_a_throttled_one(ddb, monkeypatch, code, raised):
-    event = make_event(capacity=3)
-    gate = gate_service.gate_get(event_id=event.event_id)
-
-    def refused(self, *args, **kwargs):
-        raise UpdateError("refused", cause=ClientError({"Error": {"Code": code, "Message": "x"}}, "UpdateItem"))
-
-    monkeypatch.setattr(SeatShard, "update", refused)
-    with pytest.raises(gate_service.GateBusy) as caught:
-        gate_service.lane_copy(gate=gate, lane=0)
-    assert type(caught.value) is raised
 
 
 def test_a_raise_promotes_everyone_it_can_in_order(ddb):
