@@ -216,8 +216,8 @@ def test_a_hot_key_is_throttled_at_the_partition_limit_and_a_cool_key_never(tabl
     # ...and it is throttled, not starved: each refusal came when the last second already held the limit's worth
     # of accepted writes. (The model saw the refusal somewhere between its sending and its answer, so its second
     # reaches back a second from the sending.) No clock decides this, so a slow machine cannot fail it.
-    short = [(sent, len([t for t in accepted if sent - 1 <= t <= answered]))
-             for sent, answered in refusals if len([t for t in accepted if sent - 1 <= t <= answered]) < limit - 1]
+    before = [(sent, sum(1 for t in accepted if sent - 1 <= t <= answered)) for sent, answered in refusals]
+    short = [(sent, count) for sent, count in before if count < limit - 1]
     assert short == [], short
     report = model.report()
     hot_row = _row(report, f"{table}|PK={hot}")
