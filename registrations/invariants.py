@@ -276,6 +276,7 @@ class LanesAndGate(StreamingCheck):
         self.entries: defaultdict[str, int] = defaultdict(int)
         self.lane_gates: defaultdict[str, set[bool]] = defaultdict(set)
         self.lane_opened: defaultdict[str, set[int]] = defaultdict(set)
+        self.outer_opened: defaultdict[str, set[int]] = defaultdict(set)
         self.open_lanes_waiting: defaultdict[str, int] = defaultdict(int)
         self.free: defaultdict[str, int] = defaultdict(int)
         self.lanes: defaultdict[str, int] = defaultdict(int)
@@ -286,9 +287,15 @@ class LanesAndGate(StreamingCheck):
             event = _event_pk_of_shard(item)
             self.waiting[item["PK"]] = int(item.get("waiting", 0))
             self.lanes[event] += 1
-            if int(item["shard"]) < lane_count(int(item.get("shards", 0))):  # past the lanes: seats only
-                self.lane_gates[event].add(bool(item.get("gate")))
+            self.lane_gates[event].add(bool(item.get("gate")))
+            if int(item["shard"]) < lane_count(int(item.get("shards", 0))):
                 self.lane_opened[event].add(int(item.get("opened", 0)))
+            elif item.get("gate"):
+                self.lane_opened[event].add(int(item.get("opened", 0)))
+            else:
+                # An outer lane opened by a reopening whose own transaction did not commit is one ahead until
+                # the next (marks.reopen_outer_lanes).
+                self.outer_opened[event].add(int(item.get("opened", 0)))
             self.free[event] += max(int(item["capacity"]) - int(item.get("taken", 0)), 0)
             if not item.get("gate"):
                 self.open_lanes_waiting[event] += int(item.get("waiting", 0))
@@ -314,6 +321,9 @@ class LanesAndGate(StreamingCheck):
             if self.lane_opened[event] - {opened}:
                 yield (f"{event}: lanes of the gate's reopenings {sorted(self.lane_opened[event])}, the gate "
                        f"is at {opened}")
+            if self.outer_opened[event] - {opened, opened + 1}:
+                yield (f"{event}: open outer lanes of the gate's reopenings {sorted(self.outer_opened[event])}, "
+                       f"the gate is at {opened}")
             if True in self.lane_gates[event] and not closed:
                 yield f"{event}: a lane's gate is closed while the event's gate is open"
             if closed and self.free[event]:

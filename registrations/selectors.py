@@ -122,13 +122,13 @@ def event_registrations(*, event_id: str, consistent: bool = True) -> Iterator[R
         yield from Registration.query(pk, Registration.sk.startswith(Registration.SK_PREFIX),
                                       consistent_read=consistent)
     try:
-        lanes = shards.lane_count(int(EventSeats.get(*EventSeats.key_for(event_id),
+        lanes = shards.ticket_lanes(int(EventSeats.get(*EventSeats.key_for(event_id),
                                                      consistent_read=consistent).seat_shards or 0))
     except EventSeats.DoesNotExist:
         # A lab event's TTL removes the event item alone; its gate, born in the same transaction as its lanes,
         # stays and names them. No gate: the event was never made, so it has no lanes either.
         gate = gate_get(event_id=event_id)
-        lanes = shards.lane_count(int(gate.shards)) if gate is not None else 0
+        lanes = shards.ticket_lanes(int(gate.shards)) if gate is not None else 0
     for lane in range(lanes):
         yield from Registration.query(WaitlistEntry.lane_pk_for(event_id, lane),
                                       Registration.sk.startswith(WaitlistEntry.SK_PREFIX),
@@ -210,7 +210,7 @@ def waitlist_entries(*, event_id: str) -> list[WaitlistEntry]:
     event, lanes_read = waitlist_lanes(event_id=event_id)
     if event is None:
         return []
-    lanes = [int(lane.shard) for lane in lanes_read[:shards.lane_count(len(lanes_read))]]
+    lanes = [int(lane.shard) for lane in lanes_read]
     entries = [entry for lane in lanes for entry in WaitlistEntry.query(
         WaitlistEntry.lane_pk_for(event_id, lane), WaitlistEntry.sk.startswith(WaitlistEntry.SK_PREFIX),
         consistent_read=True)]

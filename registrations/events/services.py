@@ -154,6 +154,10 @@ def event_update(
                 raise RegistrationError("not_found", f"There is no event with id {event_id!r}.")
             shards_read = shards.shards_get(event_id=event_id, count=count)
             waiting = sum(int(shard.waiting or 0) for shard in shards_read)
+            if not waiting and not marks.reopen_outer_lanes(event_id=event_id, count=count, gate=gate):
+                # Someone joined a lane past the inner ones since the read, or the gate moved: read them again.
+                shards_read = shards.shards_get(event_id=event_id, count=count)
+                waiting = sum(int(shard.waiting or 0) for shard in shards_read)
             # A raise while people wait stays unsliced: waitlist_promote hands it to them before any newcomer.
             # With nobody waiting the new slices are for newcomers: the waiting list's gate opens (under the
             # condition, on every shard, that nobody joined its lane since the read).

@@ -39,7 +39,7 @@ from registrations.models import (
 from registrations.privacy import selectors
 from registrations.privacy.models import ANSWERS_ATTRIBUTE, MAX_RETENTION_DAYS, Erasure, EventRetention
 from registrations.seating.models import SeatShard
-from registrations.seating.shards import lane_count
+from registrations.seating.shards import ticket_lanes
 from registrations.services.cancel import registration_cancel_once
 from registrations.write_rules import WRITE_POLICY, busy_error
 from tems import accounts
@@ -385,7 +385,7 @@ def _answer_partitions(event: Event) -> list[tuple[str, str]]:
     return ([(Registration.event_pk_for(event_id, bucket), Registration.SK_PREFIX)
              for bucket in range(REGISTRATION_BUCKETS)]
             + [(SeatShard.pk_for(event_id, lane), WaitlistEntry.SK_PREFIX)
-               for lane in range(lane_count(int(event.seat_shards or 0)))])
+               for lane in range(ticket_lanes(int(event.seat_shards or 0)))])
 
 
 def _remove_answers(pk: str, sk: str) -> None:

@@ -66,13 +66,17 @@ def unchanged_since(gate: SeatGate):
     return (SeatGate.state == OPEN) & (SeatGate.epoch == int(gate.epoch)) & (SeatGate.shards == int(gate.shards))
 
 
-def lane_copy(*, gate: SeatGate, lane: int) -> bool:
+def lane_copy(*, gate: SeatGate, lane: int, inner: bool = True) -> int | None:
     """Copy the closed ``gate`` (as read) into lane ``lane``: ONE UpdateItem of the lane, under the condition that
     the lane's ``opened`` is the gate's as read (the gate did not reopen since: a reopening writes every lane's
     ``opened``) and that the lane is still open. So a lane is closed only while the event's gate is, and a lane
-    join still touches its lane only. True if copied; False if the condition failed (read the lane again)."""
-    return _updated(SeatShard(*SeatShard.key_for(gate.event_id, lane)), actions=[SeatShard.gate.set(int(gate.state))],
-                    condition=SeatShard.pk.exists() & lane_open() & same_opened(int(gate.opened)))
+    join still touches its lane only. A lane past the ``inner`` ones copies RAISED as CLOSED: only the inner
+    lanes are written when the raise is handed out, and a newcomer joining behind it there overtakes nobody.
+    Returns the state copied; None if the condition failed (read the lane again)."""
+    state = int(gate.state) if inner else CLOSED
+    copied = _updated(SeatShard(*SeatShard.key_for(gate.event_id, lane)), actions=[SeatShard.gate.set(state)],
+                      condition=SeatShard.pk.exists() & lane_open() & same_opened(int(gate.opened)))
+    return state if copied else None
 
 
 def _updated(item, *, actions: list, condition) -> bool:

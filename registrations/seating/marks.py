@@ -21,7 +21,8 @@ from collections.abc import Callable, Iterable
 from pynamodb.expressions.update import Action
 
 from registrations.seating import shards
-from registrations.seating.models import SeatShard
+from registrations.seating.gate import add_gate, nobody_in_lane, reopened_lane
+from registrations.seating.models import SeatGate, SeatShard
 from registrations.write_rules import WRITE_POLICY, busy_error
 from tems.transactions import LabelledTransaction, TransactionCancelled
 
@@ -79,3 +80,30 @@ def put_seat_only(new: Iterable[SeatShard]) -> None:
             # A group is put whole or not at all: a refused "not there yet" means an earlier attempt of this
             # creation put it (a tap's event id follows from its key), and the event's own transaction decides.
             continue
+
+
+def reopen_outer_lanes(*, event_id: str, count: int, gate: SeatGate) -> bool:
+    """Open the gate's copy on the lanes past the inner ones (every shard is a lane; only the inner ones fit in the
+    transaction that reopens the gate), one group per transaction, each lane under the condition that nobody
+    waits in it and the group under the condition that the gate has not reopened since ``gate`` was read. Run
+    before that transaction, which reopens the gate and the inner lanes under "nobody waits in them":
+
+    - a lane opened here takes no join (a join needs its lane closed) and cannot close again by a copy of the
+      gate before the gate's reopening lands: the copy is conditioned on the gate's reopening count, which this
+      write moved ahead on the lane; its newcomers join an inner lane meanwhile (``router.close_gate``);
+    - so when the gate's transaction commits, nobody waits anywhere, and if someone joined an inner lane in
+      between it is refused and the seat goes to the head instead.
+
+    Returns False when someone waits in an outer lane or the gate moved (read again: the head is found there).
+    A reopening refused after this leaves the outer lanes open until the next one, their newcomers on the inner
+    lanes: slower to join, never wrong. Idempotent (SETs of the reopening's values)."""
+
+    def still(transaction: LabelledTransaction) -> None:
+        add_gate(transaction, event_id=event_id, condition=SeatGate.opened == int(gate.opened))
+
+    try:
+        write_seat_only(event_id=event_id, count=count, actions=lambda: reopened_lane(gate),
+                        condition=nobody_in_lane(), check=still)
+    except TransactionCancelled:
+        return False
+    return True

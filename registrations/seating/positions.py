@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from registrations.events.models import Event, EventSeats
 from registrations.seating.hints import hints
 from registrations.seating.models import SeatShard, WaitlistDepartures, WaitlistQueue
-from registrations.seating.shards import lane_count
+from registrations.seating.shards import ticket_lanes
 from tems.dynamo import batch_get_models
 from tems.transactions import LabelledTransaction
 
@@ -147,7 +147,7 @@ def lane_blocks(event_ids: Iterable[str], *, shard_counts: dict[str, int] | None
     keys = []
     ends: dict[tuple[str, int], int | None] = {}
     for event_id in event_ids:
-        for shard in range(lane_count(counts.get(event_id, 0))):  # past the lanes no shard hands out tickets
+        for shard in range(ticket_lanes(counts.get(event_id, 0))):
             settled = None if below is None or event_id not in below or queues_asked_at is None else _settled_below(
                 event_id, shard, queues.get(event_id), below[event_id], queues_asked_at)
             if settled is None:

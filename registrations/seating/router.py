@@ -319,10 +319,17 @@ class Router:
             return
         if self.lane is None:
             return
-        if lane_copy(gate=gate, lane=self.lane) and self.lane_image is not None:
-            self.gate, self.lane_image.gate = True, int(gate.state)
-        else:
-            self.reread_lane()  # copied by someone else, or the gate reopened: the lane's image says
+        copied = lane_copy(gate=gate, lane=self.lane, inner=self.lane < shards.lane_count(self.count))
+        if copied is not None and self.lane_image is not None:
+            self.gate, self.lane_image.gate = True, copied
+            return
+        self.reread_lane()  # copied by someone else, or the gate reopened: the lane's image says
+        image = self.lane_image
+        if not self.gate and image is not None and int(image.opened or 0) > int(gate.opened):
+            # A lane past the inner ones that a reopening opened before the gate's own transaction (which then
+            # did not commit, or has not yet): it closes again only at the next reopening. Join an inner lane.
+            self.lane, self.lane_image = _random.randrange(shards.lane_count(self.count)), None
+            self.reread_lane()
 
     def heal_once(self) -> bool:
         """A raise not handed out yet (its promotion did not finish, the gate says so): finish it before this
@@ -408,7 +415,7 @@ class Router:
         """Join in the lane, or one of LANE_LOOK others, whose gate is closed (one read of them all, which decides
         nothing: the join's own conditions do), preferring one whose block still has a ticket, so the join claims
         no block; keep the old image if none is closed. Any lane will do: tickets come from one sequence."""
-        others = [k for k in range(shards.lane_count(self.count)) if k != self.lane]
+        others = [k for k in range(shards.ticket_lanes(self.count)) if k != self.lane]
         images = self.sample(others, LANE_LOOK, also=self.lane)
         if images is None:
             return

@@ -64,13 +64,21 @@ def max_lanes() -> int:
 
 
 def lane_count(shards: int) -> int:
-    """How many of an event's ``shards`` are lanes of its waiting list: the first ones, at most MAX_LANES."""
+    """How many of an event's ``shards`` are written with the event in one transaction (its *inner* lanes): the
+    first ones, at most MAX_LANES."""
     return min(int(shards), max_lanes())
 
 
+def ticket_lanes(shards: int) -> int:
+    """How many of an event's ``shards`` hand out waiting-list tickets: every one. The inner lanes
+    (``lane_count``) reopen in the gate's own transaction; the outer ones, past them, in groups before it
+    (``marks.reopen_outer_lanes``)."""
+    return int(shards)
+
+
 def lane_of(shard: int, shards: int) -> int:
-    """The lane of a student whose first refusal came from ``shard``: the shard itself if it is a lane."""
-    return int(shard) % max(lane_count(shards), 1)
+    """The lane of a student whose first refusal came from ``shard``: the shard itself."""
+    return int(shard) % max(ticket_lanes(shards), 1)
 
 
 def seat_only(shards: int) -> list[list[int]]:

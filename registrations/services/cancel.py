@@ -23,6 +23,7 @@ from registrations.models import (
 from registrations.offers.models import Offer
 from registrations.offers.offer_writes import add_offer_end, offer_end_for
 from registrations.reports.counting import count_gone
+from registrations.seating import marks
 from registrations.seating.gate import (
     add_freed,
     add_gate,
@@ -220,7 +221,10 @@ class FreeingCommit:
 
 def freed_seat(registration: Registration, *, now: datetime) -> FreedSeat | None:
     """Read where the seat of ``registration`` (confirmed, or offered) goes; None: read again (an edit added
-    shards between the reads)."""
+    shards between the reads, or someone waits in a lane past the inner ones).
+
+    When the seat reopens the gate (nobody waits, the event is full), the lanes past the inner ones are opened
+    first (``marks.reopen_outer_lanes``): the cancel's own transaction reopens the gate and the inner ones."""
     if registration.status not in (CONFIRMED, OFFERED):
         return FreedSeat()
     shard = int(registration.shard)
@@ -230,6 +234,9 @@ def freed_seat(registration: Registration, *, now: datetime) -> FreedSeat | None
     if len(lanes) != int(gate.shards):
         return None  # an edit added shards between the event's read and the lanes': read again
     heads = selectors.waitlist_heads(event_id=registration.event_id, limit=HEADS_READ, lanes=(event, lanes))
+    if not heads and gate.closed and not marks.reopen_outer_lanes(event_id=registration.event_id,
+                                                                  count=len(lanes), gate=gate):
+        return None
     return FreedSeat(head=heads[0] if heads else None, shard=shard, lanes=lanes, gate=gate,
                      offer_ends_at=offer_end_for(event, now=now), behind=tuple(heads[1:]))
 

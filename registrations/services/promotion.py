@@ -14,7 +14,7 @@ from registrations.events.models import EventSeats
 from registrations.models import CONFIRMED, WAITLISTED, Registration, WaitlistEntry
 from registrations.offers.offer_writes import HEAD_OFFER, add_head_leaves_queue, add_offer, offer_end_for
 from registrations.reports.counting import count_head_left
-from registrations.seating import positions, shards
+from registrations.seating import marks, positions, shards
 from registrations.seating.gate import CLOSED, RAISED, add_gate, lane_open
 from registrations.seating.models import SeatGate, SeatShard, WaitlistQueue
 from registrations.seating.shards import add_reslice, planned_sizes
@@ -260,7 +260,11 @@ def waitlist_promote(*, event_id: str, now: datetime | None = None,
             writes.add_to(transaction)
         else:
             # Nobody waits: the rest of the raise goes to the shards (more of them if the capacity asks for it),
-            # under the condition that nobody joined the waiting list since; the gate opens again with them.
+            # under the condition that nobody joined the waiting list since; the gate opens again with them, the
+            # lanes past the inner ones first.
+            if not marks.reopen_outer_lanes(event_id=event_id, count=count, gate=gate):
+                rounds.stale()
+                continue
             sizes = planned_sizes(target=capacity, count=count, shards_read=lanes)
             add_reslice(transaction, event_id=event_id, shards_read=lanes, sizes=sizes, starts_at=seats.starts_at,
                         reopen=True, gate=gate)

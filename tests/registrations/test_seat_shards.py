@@ -78,10 +78,11 @@ def test_shard_count_follows_the_capacity_within_bounds():
     assert shards.MAX_SHARDS == 200  # 10,000 seats at SEATS_PER_SHARD
 
 
-def test_only_the_first_shards_are_lanes_and_the_rest_go_in_groups(settings):
+def test_every_shard_is_a_lane_the_first_are_inner_and_the_rest_go_in_groups(settings):
     settings.MAX_SEAT_SHARDS, settings.MAX_SEAT_LANES = 200, 80
     assert [shards.lane_count(n) for n in (1, 80, 81, 200)] == [1, 80, 80, 80]
-    assert shards.lane_of(150, 200) == 70 and shards.lane_of(7, 200) == 7 and shards.lane_of(3, 4) == 3
+    assert [shards.ticket_lanes(n) for n in (1, 80, 81, 200)] == [1, 80, 81, 200]
+    assert shards.lane_of(150, 200) == 150 and shards.lane_of(7, 200) == 7 and shards.lane_of(3, 4) == 3
     assert shards.seat_only(80) == []
     groups = shards.seat_only(200)
     assert [len(group) for group in groups] == [90, 30] and groups[0][0] == 80 and groups[-1][-1] == 199
@@ -582,10 +583,10 @@ def test_a_lane_never_copies_a_gate_that_reopened_after_it_was_read(ddb, monkeyp
     original = router.lane_copy
     leaving: list[str] = []
 
-    def copy_after_a_reopening(*, gate, lane):
+    def copy_after_a_reopening(*, gate, lane, inner):
         while leaving:
             cancel_of(event.event_id, leaving.pop(0))()
-        return original(gate=gate, lane=lane)
+        return original(gate=gate, lane=lane, inner=inner)
 
     def newcomer_of_an_open_lane(start: int) -> str:
         closed = {int(s.shard) for s in shards_of(event.event_id) if s.gate_closed}

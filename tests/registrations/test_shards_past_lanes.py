@@ -20,7 +20,7 @@ from registrations.questions import question_sets
 from registrations.questions import services as question_services
 from registrations.questions.question_sets import Question
 from registrations.seating import holds, marks, shards
-from registrations.seating.gate import CLOSED
+from registrations.seating.gate import CLOSED, reopened_lane
 from registrations.seating.models import SeatGate, SeatShard
 from registrations.services import registration_cancel
 from tems.audit import Actor
@@ -101,21 +101,21 @@ def test_a_creation_tap_retried_finds_its_own_shards_and_makes_one_event(ddb):
     assert_invariants_clean()
 
 
-def test_students_homed_past_the_lanes_sell_out_and_join_a_lane(ddb):
+def test_students_homed_past_the_inner_lanes_sell_out_and_join_their_own_lane(ddb):
     event = make_event(capacity=CAPACITY)
     page(event.event_id)
     fill(event.event_id, CAPACITY)
     late = student_on(7, prefix="late")
     waiting = register(event.event_id, late).data
     assert waiting["status"] == WAITLISTED
-    assert int(selectors.claim_get(event_id=event.event_id, user_id=late).lane) == shards.lane_of(7, SHARDS) == 3
+    assert int(selectors.claim_get(event_id=event.event_id, user_id=late).lane) == shards.lane_of(7, SHARDS) == 7
     assert sum(int(s.taken) for s in shards_of(event.event_id)) == CAPACITY  # no oversell
     assert SeatGate.get(*SeatGate.key_for(event.event_id)).state == CLOSED
-    assert [int(s.shard) for s in shards_of(event.event_id) if s.gate] == [3]
+    assert [int(s.shard) for s in shards_of(event.event_id) if s.gate] == [7]
     assert_invariants_clean()
 
 
-def test_a_cancel_reopens_the_gate_on_the_lanes_only_and_a_newcomer_takes_the_seat(ddb):
+def test_a_cancel_reopens_the_gate_on_every_lane_and_a_newcomer_takes_the_seat(ddb):
     event = make_event(capacity=CAPACITY)
     page(event.event_id)
     fill(event.event_id, CAPACITY)
@@ -125,8 +125,98 @@ def test_a_cancel_reopens_the_gate_on_the_lanes_only_and_a_newcomer_takes_the_se
     gate = SeatGate.get(*SeatGate.key_for(event.event_id), consistent_read=True)
     assert gate.state == 0 and int(gate.opened) == 1
     found = shards_of(event.event_id)
-    assert [int(s.opened or 0) for s in found] == [1] * LANES + [0] * (SHARDS - LANES)
+    assert [int(s.opened or 0) for s in found] == [1] * SHARDS
     assert register(event.event_id, student_on(9, prefix="new")).data["status"] == CONFIRMED
+    assert_invariants_clean()
+
+
+def full_with_nobody_waiting(event_id: str) -> None:
+    """Full, the gate closed, nobody waiting: one joins (closing the gate), then a cancel hands them a seat."""
+    fill(event_id, CAPACITY)
+    register(event_id, student_on(8, prefix="late"))
+    cancel_of(event_id, "seated000")()
+    assert SeatGate.get(*SeatGate.key_for(event_id), consistent_read=True).state == CLOSED
+    assert not any(int(s.waiting or 0) for s in shards_of(event_id))
+
+
+def joins_during_the_reopening(monkeypatch, event_id: str, newcomer: str, *, outer_open=None) -> None:
+    """Run the next reopening of the outer lanes right after ``newcomer`` joined the waiting list: the race of a
+    cancel that read nobody waiting with a join landing before its writes. ``outer_open`` replaces the reopening
+    (a broken variant)."""
+    original = marks.reopen_outer_lanes
+
+    def joined_first(**kwargs):
+        monkeypatch.setattr(marks, "reopen_outer_lanes", original)
+        assert register(event_id, newcomer).data["status"] == WAITLISTED
+        return (outer_open or original)(**kwargs)
+
+    monkeypatch.setattr(marks, "reopen_outer_lanes", joined_first)
+
+
+def test_a_join_in_an_outer_lane_before_the_reopening_gets_the_freed_seat(ddb, monkeypatch):
+    """The cancel read nobody waiting; a student joined lane 7 (past the inner lanes) before its writes. The
+    outer lanes' reopening is refused there, the cancel reads again and the seat goes to that student."""
+    event = make_event(capacity=CAPACITY)
+    page(event.event_id)
+    full_with_nobody_waiting(event.event_id)
+    newcomer = student_on(7, prefix="new")
+    joins_during_the_reopening(monkeypatch, event.event_id, newcomer)
+    freed = int(selectors.claim_get(event_id=event.event_id, user_id="seated001").shard)
+    cancel_of(event.event_id, "seated001")()
+    claim = selectors.claim_get(event_id=event.event_id, user_id=newcomer)
+    assert (claim.status, int(claim.shard)) == (CONFIRMED, freed)
+    assert SeatGate.get(*SeatGate.key_for(event.event_id), consistent_read=True).state == CLOSED
+    assert sum(int(s.taken) for s in shards_of(event.event_id)) == CAPACITY
+    assert_invariants_clean()
+
+
+def test_the_broken_variant_reopening_outer_lanes_whoever_waits_leaves_a_student_behind_a_free_seat(
+        ddb, monkeypatch):
+    """The same race with the outer lanes opened without "nobody waits in it": the cancel's transaction, which
+    checks the inner lanes only, reopens the gate and frees the seat while the student waits in lane 7."""
+    event = make_event(capacity=CAPACITY)
+    page(event.event_id)
+    full_with_nobody_waiting(event.event_id)
+    newcomer = student_on(7, prefix="new")
+
+    def whoever_waits(*, event_id, count, gate):
+        marks.write_seat_only(event_id=event_id, count=count, actions=lambda: reopened_lane(gate))
+        return True
+
+    joins_during_the_reopening(monkeypatch, event.event_id, newcomer, outer_open=whoever_waits)
+    cancel_of(event.event_id, "seated001")()
+    assert selectors.claim_get(event_id=event.event_id, user_id=newcomer).status == WAITLISTED
+    assert sum(int(s.taken) for s in shards_of(event.event_id)) == CAPACITY - 1
+    with pytest.raises(AssertionError, match="waiting in lanes whose gate is open"):
+        assert_invariants_clean()
+
+
+def test_a_join_in_an_inner_lane_after_the_outer_lanes_opened_gets_the_seat_and_newcomers_use_the_inner_lanes(
+        ddb, monkeypatch):
+    """The outer lanes opened, then a student joined inner lane 2 before the cancel's own transaction: that is
+    refused (someone waits in it), the seat goes to the student, and the outer lanes stay open one reopening
+    ahead of the gate; a newcomer homed on one of them joins an inner lane."""
+    event = make_event(capacity=CAPACITY)
+    page(event.event_id)
+    full_with_nobody_waiting(event.event_id)
+    joiner = student_on(2, prefix="inner")
+    original = marks.reopen_outer_lanes
+
+    def then_a_join(**kwargs):
+        monkeypatch.setattr(marks, "reopen_outer_lanes", original)
+        opened = original(**kwargs)
+        assert register(event.event_id, joiner).data["status"] == WAITLISTED
+        return opened
+
+    monkeypatch.setattr(marks, "reopen_outer_lanes", then_a_join)
+    cancel_of(event.event_id, "seated001")()
+    assert selectors.claim_get(event_id=event.event_id, user_id=joiner).status == CONFIRMED
+    gate = SeatGate.get(*SeatGate.key_for(event.event_id), consistent_read=True)
+    assert gate.state == CLOSED and int(gate.opened) == 0
+    assert {int(s.opened or 0) for s in shards_of(event.event_id)[LANES:]} == {1}
+    later = student_on(6, prefix="later")
+    assert register(event.event_id, later).data["status"] == WAITLISTED
+    assert int(selectors.claim_get(event_id=event.event_id, user_id=later).lane) < LANES
     assert_invariants_clean()
 
 
