@@ -262,9 +262,13 @@ class Router:
             self.with_room.clear()
             self.closed_seen = True
         if self.lane is None:
-            # Past the lanes a shard holds seats only: its student joins the lane it maps to.
+            # The first shard that refused is the student's lane of the waiting list.
             self.lane = shards.lane_of(shard, self.count)
-        if shard == self.lane:
+        if shard == self.lane and held and shard >= shards.lane_count(self.count):
+            # A lane past the inner ones that an edit holds (or a publication has not unmarked yet) takes no join
+            # until its copies are written: join an inner lane meanwhile.
+            self.lane, self.lane_image, self.gate = _random.randrange(shards.lane_count(self.count)), None, False
+        elif shard == self.lane:
             # Only the lane's own copy of the gate counts: another lane may have copied a closed gate before it.
             self.lane_image = image
             self.gate = image.gate_closed

@@ -290,6 +290,20 @@ def test_nobody_joins_the_waiting_list_while_a_held_shard_has_a_seat(ddb):
     assert_invariants_clean()
 
 
+def test_a_student_whose_outer_lane_is_held_joins_an_inner_lane(ddb):
+    """Full, the gate closed: an edit holds the lanes past the inner ones while it changes their copies. A
+    student homed on one of them joins an inner lane instead of waiting for the hold to end."""
+    event = make_event(capacity=CAPACITY)
+    page(event.event_id)
+    full_with_nobody_waiting(event.event_id)
+    token = holds.hold(event_id=event.event_id, count=SHARDS)
+    newcomer = student_on(6, prefix="held")
+    assert register(event.event_id, newcomer, sleep=lambda _: None).data["status"] == WAITLISTED
+    assert int(selectors.claim_get(event_id=event.event_id, user_id=newcomer).lane) < LANES
+    holds.release(event_id=event.event_id, token=token)
+    assert_invariants_clean()
+
+
 def test_a_hold_whose_edit_died_is_released_by_the_outbox(ddb):
     event = make_event(capacity=CAPACITY)
     holds.hold(event_id=event.event_id, count=SHARDS)
