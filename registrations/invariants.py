@@ -266,10 +266,10 @@ class WaitlistInOrder(StreamingCheck):
 @invariant("the waiting list's lanes count their entries and its gate is closed only on a full event")
 class LanesAndGate(StreamingCheck):
     """Per lane (seat shard): ``waiting`` = its entries, and nobody waits in a lane whose gate is open. Per event,
-    with its gate item (``SeatGate``): it names as many shards as there are; every lane (the first
-    ``lane_count`` shards) has its ``opened`` (so
-    each lane's copy is of the gate's current round); a lane is closed only while the gate is; and while the
-    gate is closed every shard is full (so nobody joins beside a seat)."""
+    with its gate item (``SeatGate``): it names as many shards as there are; every lane has its ``opened`` (so
+    each lane's copy is of the gate's current round; an open outer lane may be one ahead, opened by a reopening
+    whose own transaction was refused); a lane is closed only while the gate is; and while the gate is closed
+    every shard is full (so nobody joins beside a seat)."""
 
     def __init__(self) -> None:
         self.waiting: dict[str, int] = {}

@@ -44,6 +44,11 @@ MAX_BLOCK = 64
 # doubling needs, where doubling was measured to run the queue's partition over that limit. A bigger block only
 # lets tickets of one second be handed out a little more out of order.
 BLOCK_GROWTH = 4
+# A lane's first block (or a busy lane's next) is the biggest when at least this many other lanes claimed one within
+# BLOCK_SECONDS: the waiting list is forming in a burst over many lanes, every lane is starting at once, and each
+# claim is a write of the one queue item, whose partition takes 1,000 write units a second. A quiet event's claims
+# are seconds apart, so its blocks stay one ticket.
+CROWD_LANES = 8
 
 
 def block_seconds() -> float:
@@ -118,16 +123,20 @@ def claim_block(*, event_id: str, lane: SeatShard, size: int, now: datetime) -> 
     claims from.
     So there the queue is read first (one read unit): a block claimed by another joiner and not installed yet
     is taken from the read, and the write is sent only when there is none. The read saves a write its own
-    condition would refuse; the write, when sent, still decides.
+    condition would refuse; the write, when sent, still decides. When the read shows ``CROWD_LANES`` other lanes
+    claiming within ``BLOCK_SECONDS``, the block is ``MAX_BLOCK``: one claim per lane for the burst.
     """
     k = str(int(lane.shard))
     start, end = lane.unissued
     last = WaitlistQueue.claim_last[k]
     queue = WaitlistQueue(*WaitlistQueue.key_for(event_id))
     if lane.lane_at is None or now < lane.lane_at + timedelta(seconds=block_seconds()):
-        found = _pending_block(queue_read(event_id), lane, now)
+        seen = queue_read(event_id)
+        found = _pending_block(seen, lane, now)
         if found is not None:
             return found
+        if len(_lanes_claiming(seen, now) - {k}) >= CROWD_LANES:
+            size = max(size, max_block())
     for _ in range(3):
         try:
             queue.update(actions=[
@@ -151,6 +160,13 @@ def claim_block(*, event_id: str, lane: SeatShard, size: int, now: datetime) -> 
         return Block(first=last_ticket - size + 1, end=last_ticket + 1, left=int(queue.left),
                      assumed_from=start, claimed=True)
     raise RegistrationError("busy", "The waiting list of this event is moving fast; please try again.")
+
+
+def _lanes_claiming(queue: WaitlistQueue, now: datetime) -> set[str]:
+    """The lanes whose last claim on ``queue`` (as read) is less than BLOCK_SECONDS old."""
+    since = (now.timestamp() - block_seconds()) * 1000
+    claimed_at = queue.claim_at.as_dict() if queue.claim_at is not None else {}
+    return {k for k, at in claimed_at.items() if int(at) >= since}
 
 
 def _pending_block(queue: WaitlistQueue, lane: SeatShard, now: datetime) -> Block | None:

@@ -209,6 +209,22 @@ def full_with_one_waiting() -> str:
     return event.event_id
 
 
+@pytest.mark.parametrize(("others", "size"), [(lanes.CROWD_LANES - 1, 1), (lanes.CROWD_LANES, lanes.MAX_BLOCK)])
+def test_a_lanes_first_block_is_the_biggest_when_many_other_lanes_are_claiming(ddb, others, size):
+    """The waiting list forming in a burst over many lanes: each lane claims once instead of ramping up, so the
+    one queue item is written once per lane. A claim or two elsewhere (a quiet event) keeps blocks of one."""
+    event_id = full_with_one_waiting()
+    now = utcnow()
+    WaitlistQueue(*WaitlistQueue.key_for(event_id)).update(actions=[
+        WaitlistQueue.claim_at[str(lane)].set(int(now.timestamp() * 1000)) for lane in range(100, 100 + others)])
+    stale = int((now - timedelta(seconds=2 * lanes.block_seconds())).timestamp() * 1000)
+    WaitlistQueue(*WaitlistQueue.key_for(event_id)).update(actions=[WaitlistQueue.claim_at["99"].set(stale)])
+    image = lane_image(event_id)
+    image.lane_at = None  # a lane's first block
+    block = lanes.claim_block(event_id=event_id, lane=image, size=1, now=now)
+    assert (block.claimed, block.end - block.first) == (True, size)
+
+
 def test_a_claim_repeated_after_a_lost_answer_finds_its_own_block_pending(ddb, settings):
     settings.WAITLIST_BLOCK_SECONDS = 60  # a slow machine must not make the pending block stale
     event_id = full_with_one_waiting()
