@@ -444,7 +444,7 @@ def _cancel_transaction(event: EventCancellation, *, now: datetime, cancelled_by
 
 
 def _mark_shards(transaction: LabelledTransaction, *, event_id: str, count: int, now: datetime) -> None:
-    """The cancellation's mark on every lane (at most ``shards.MAX_LANES``, so the transaction stays within
+    """The cancellation's mark on every inner lane (at most ``shards.MAX_LANES``, so the transaction stays within
     DynamoDB's 100 items): where the seat's and the join's conditions look for it. The shards past the lanes are
     marked before this transaction and set to its mark after it (``marks.write_seat_only``)."""
     for shard in range(shards.lane_count(count)):

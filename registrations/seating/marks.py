@@ -1,17 +1,19 @@
 """Writes that touch every seat shard of an event, when its shards do not all fit in one transaction.
 
 An event has up to ``shards.MAX_SHARDS`` seat shards, but DynamoDB takes at most 100 items per TransactWriteItems.
-The first ``shards.MAX_LANES`` shards are the lanes of the waiting list: a write of every shard puts them in its own
-transaction (``add_to_lanes``), with the event's item, so what the lanes carry changes atomically with it. The
-shards past the lanes carry seats only; they are written in groups of ``shards.GROUP_SIZE``, one transaction each,
-ordered so that the event's rules hold at every instant between the groups (docs/registrations.md, "Seat shards"):
+Every shard is a lane of the waiting list; the first ``shards.MAX_LANES`` are its inner lanes: a write of every
+shard puts them in its own transaction (``add_to_lanes``), with the event's item, so what they carry changes
+atomically with it. The shards past them (the outer lanes) are written in groups of ``shards.GROUP_SIZE``, one
+transaction each, ordered so that the event's rules hold at every instant between the groups
+(docs/registrations.md, "Seat shards"):
 
 - a mark that *refuses* (a cancellation) goes on them before the event's own transaction (``write_seat_only``):
   a shard refuses a little early, never admits late;
 - a new event's shards are put before the transaction that makes the event (``put_seat_only``): nobody can
   reach a shard of an event that does not exist yet;
 - copies that may admit someone the old ones refused (a new start, window or questions) are written after a
-  hold (``registrations.seating.holds``): no seat is taken on a held shard.
+  hold (``registrations.seating.holds``): no seat is taken on a held shard;
+- the gate's copy is opened on them before the transaction that reopens the gate (``reopen_outer_lanes``).
 """
 
 from __future__ import annotations

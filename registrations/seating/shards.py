@@ -26,14 +26,15 @@ from tems.transactions import LabelledTransaction
 SEATS_PER_SHARD = 50
 # A shard admits one transaction per hold: at a 25 ms hold 40 a second, so 2,000/s with each shard busy at most
 # half the time needs about 100-160 of them, and 10,000 seats at SEATS_PER_SHARD are 200 (docs/registrations.md,
-# "Seat shards"). Only the first MAX_LANES shards are lanes; the others are written by the transactions that
-# write every shard in groups of GROUP_SIZE (``seat_only``), so the count is bounded by the cost of those writes
-# (one transaction per group), not by DynamoDB's 100 items per TransactWriteItems.
+# "Seat shards"). Every shard is also a lane of the waiting list, which needs as many at that hold. Only the first
+# MAX_LANES are written with the event in one transaction; the others in groups of GROUP_SIZE (``seat_only``), so
+# the count is bounded by the cost of those writes (one transaction per group), not by DynamoDB's 100 items per
+# TransactWriteItems.
 MAX_SHARDS = 200
-# The first shards are also the waiting list's lanes. A cancel that reopens the gate writes every lane in one
-# transaction, and so does an edit's re-slicing: the lanes, the gate, the event, its outbox message, its audit
-# entry and the facets it replaces (up to twice ``index.MAX_FACETS``: the dropped ones deleted, the new ones put)
-# must fit in DynamoDB's 100 items per TransactWriteItems.
+# The inner lanes: the first shards, written with the event in one transaction. A cancel that reopens the gate
+# writes them with it, and so does an edit's re-slicing: the inner lanes, the gate, the event, its outbox message,
+# its audit entry and the facets it replaces (up to twice ``index.MAX_FACETS``: the dropped ones deleted, the new
+# ones put) must fit in DynamoDB's 100 items per TransactWriteItems.
 MAX_LANES = 78
 # Shards past the lanes written in one transaction (the marks on every shard, a new event's shards): DynamoDB's
 # 100 items, less room for the check of the item that says the group's write still applies.
