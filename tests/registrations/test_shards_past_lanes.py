@@ -250,6 +250,20 @@ def test_a_raise_while_people_wait_goes_to_them_through_the_lanes(ddb):
     assert_invariants_clean()
 
 
+def test_a_raise_that_found_nobody_waiting_goes_to_a_student_who_joined_an_outer_lane_meanwhile(ddb, monkeypatch):
+    """The edit read nobody waiting (the new seat would reopen the gate); a student joined lane 7 before its
+    writes: the outer lanes' reopening is refused, the edit reads again and the raise goes to that student."""
+    event = make_event(capacity=CAPACITY)
+    page(event.event_id)
+    full_with_nobody_waiting(event.event_id)
+    newcomer = student_on(7, prefix="new")
+    joins_during_the_reopening(monkeypatch, event.event_id, newcomer)
+    edit(event.event_id, capacity=CAPACITY + 1)
+    assert selectors.claim_get(event_id=event.event_id, user_id=newcomer).status == CONFIRMED
+    assert SeatGate.get(*SeatGate.key_for(event.event_id), consistent_read=True).state >= CLOSED  # still full
+    assert_invariants_clean()
+
+
 def test_a_window_edit_reaches_every_shard_and_leaves_none_held(ddb):
     event = make_event(capacity=CAPACITY)
     closes = utcnow() + timedelta(days=3)
