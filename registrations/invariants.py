@@ -288,12 +288,10 @@ class LanesAndGate(StreamingCheck):
             self.waiting[item["PK"]] = int(item.get("waiting", 0))
             self.lanes[event] += 1
             self.lane_gates[event].add(bool(item.get("gate")))
-            if int(item["shard"]) < lane_count(int(item.get("shards", 0))):
-                self.lane_opened[event].add(int(item.get("opened", 0)))
-            elif item.get("gate"):
+            if int(item["shard"]) < lane_count(int(item.get("shards", 0))) or item.get("gate"):
                 self.lane_opened[event].add(int(item.get("opened", 0)))
             else:
-                # An outer lane opened by a reopening whose own transaction did not commit is one ahead until
+                # An open outer lane opened by a reopening whose own transaction did not commit is one ahead until
                 # the next (marks.reopen_outer_lanes).
                 self.outer_opened[event].add(int(item.get("opened", 0)))
             self.free[event] += max(int(item["capacity"]) - int(item.get("taken", 0)), 0)

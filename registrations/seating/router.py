@@ -267,7 +267,7 @@ class Router:
         if shard == self.lane and held and shard >= shards.lane_count(self.count):
             # A lane past the inner ones that an edit holds (or a publication has not unmarked yet) takes no join
             # until its copies are written: join an inner lane meanwhile.
-            self.lane, self.lane_image, self.gate = _random.randrange(shards.lane_count(self.count)), None, False
+            self.to_inner_lane()
         elif shard == self.lane:
             # Only the lane's own copy of the gate counts: another lane may have copied a closed gate before it.
             self.lane_image = image
@@ -332,8 +332,12 @@ class Router:
         if not self.gate and image is not None and int(image.opened or 0) > int(gate.opened):
             # A lane past the inner ones that a reopening opened before the gate's own transaction (which then
             # did not commit, or has not yet): it closes again only at the next reopening. Join an inner lane.
-            self.lane, self.lane_image = _random.randrange(shards.lane_count(self.count)), None
+            self.to_inner_lane()
             self.reread_lane()
+
+    def to_inner_lane(self) -> None:
+        """Make a random inner lane (one the gate's own reopening writes) the student's lane, its image unknown."""
+        self.lane, self.lane_image, self.gate = _random.randrange(shards.lane_count(self.count)), None, False
 
     def heal_once(self) -> bool:
         """A raise not handed out yet (its promotion did not finish, the gate says so): finish it before this
