@@ -117,10 +117,11 @@ def event_update(
     now = utcnow()
     details = event_details(details)
 
-    def attempt() -> None:
+    def attempt() -> bool:
         # The event and its shards are read only to propose the new slices and to know the facets to replace:
         # every shard's slice is written under "taken <= slice" and the event under "counters as read" and its
-        # version, so a stale read fails, never oversells or leaves a facet behind.
+        # version, so a stale read fails, never oversells or leaves a facet behind. False: nothing was written
+        # (the outer lanes could not be reopened), read everything again.
         stored = _stored(event_id)
         transaction = LabelledTransaction()
         # Built afresh per attempt: PynamoDB appends its version action to the list it is given.
@@ -155,9 +156,10 @@ def event_update(
             shards_read = shards.shards_get(event_id=event_id, count=count)
             waiting = sum(int(shard.waiting or 0) for shard in shards_read)
             if not waiting and not marks.reopen_outer_lanes(event_id=event_id, count=count, gate=gate):
-                # Someone joined a lane past the inner ones since the read, or the gate moved: read them again.
-                shards_read = shards.shards_get(event_id=event_id, count=count)
-                waiting = sum(int(shard.waiting or 0) for shard in shards_read)
+                # Someone joined a lane past the inner ones since the read, or the gate moved: start over from the
+                # reads (a re-read of the shards alone could find them gone again and reopen the gate beside a lane
+                # that stayed closed).
+                return False
             # A raise while people wait stays unsliced: waitlist_promote hands it to them before any newcomer.
             # With nobody waiting the new slices are for newcomers: the waiting list's gate opens (under the
             # condition, on every shard, that nobody joined its lane since the read).
@@ -194,6 +196,7 @@ def event_update(
         transaction.save(OUTBOX, outbox_message(message_type=PROMOTION_REQUESTED, now=now,
                                                 payload={"event_id": event_id}))
         transaction.commit()
+        return True
 
     # The shards past the lanes copy the start and window: held while the edit's transaction decides, then given
     # what is stored (seating.holds), so none admits anyone by copies that are no longer the event's.
@@ -201,7 +204,7 @@ def event_update(
     try:
         for _ in range(EDIT_MAX_ROUNDS):
             try:
-                WRITE_POLICY.run(attempt, busy=lambda _: busy_error(
+                applied = WRITE_POLICY.run(attempt, busy=lambda _: busy_error(
                     "This event is being changed right now; nothing was saved. Try again."))
             except TransactionCancelled as cancelled:
                 if cancelled.failed(EVENT):
@@ -230,7 +233,8 @@ def event_update(
                         errors={"capacity": [_capacity_problem(taken)]},
                     ) from None
                 continue
-            break
+            if applied:
+                break
         else:
             raise busy_error("This event's seats are changing fast; nothing was saved. Try again.")
     finally:

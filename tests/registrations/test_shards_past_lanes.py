@@ -264,6 +264,31 @@ def test_a_raise_that_found_nobody_waiting_goes_to_a_student_who_joined_an_outer
     assert_invariants_clean()
 
 
+def test_an_edit_whose_outer_reopening_was_refused_reads_everything_again(ddb, monkeypatch):
+    """The edit read nobody waiting; a student joined lane 7 before its reopening of the outer lanes (refused
+    there) and left again before the edit read anything more. The edit starts over from its reads: it reopens
+    every lane, lane 7 too, and a newcomer homed there takes the new seat."""
+    event = make_event(capacity=CAPACITY)
+    page(event.event_id)
+    full_with_nobody_waiting(event.event_id)
+    passer = student_on(7, prefix="pass")
+    original = marks.reopen_outer_lanes
+
+    def joined_and_left(**kwargs):
+        monkeypatch.setattr(marks, "reopen_outer_lanes", original)
+        assert register(event.event_id, passer).data["status"] == WAITLISTED
+        refused = original(**kwargs)
+        cancel_of(event.event_id, passer)()
+        return refused
+
+    monkeypatch.setattr(marks, "reopen_outer_lanes", joined_and_left)
+    edit(event.event_id, capacity=CAPACITY + 1)
+    assert not SeatGate.get(*SeatGate.key_for(event.event_id), consistent_read=True).closed
+    assert not any(int(s.gate or 0) for s in shards_of(event.event_id))
+    assert register(event.event_id, student_on(7, prefix="new")).data["status"] == CONFIRMED
+    assert_invariants_clean()
+
+
 def test_a_window_edit_reaches_every_shard_and_leaves_none_held(ddb):
     event = make_event(capacity=CAPACITY)
     closes = utcnow() + timedelta(days=3)
