@@ -149,6 +149,7 @@ class Router:
         if not self.tried_home:
             self.tried_home = True
             return self.home()
+        self.forget_rooms_seen_full()
         if self.with_room:
             # Spread the newcomers sent away over the shards with room in proportion to the seats each image showed
             # free, so the shards fill together: a shard takes one transaction at a time, so the last seats go as
@@ -166,7 +167,8 @@ class Router:
             # No image of a lane yet (the shards' number changed under us): look at the home shard again.
             self.lane, self.lane_image = None, None
             return self.home()
-        while not self.gate and not self.closed_seen and self.looks < SEAT_LOOKS and len(self.full) < self.count:
+        while (not self.gate and not self.closed_seen and not hints.full(self.event_id) and self.looks < SEAT_LOOKS
+               and len(self.full) < self.count):
             # The waiting list is open, so the event was not full when the image was taken: look at other shards,
             # not ones known full, before the gate's read of them all.
             self.looks += 1
@@ -176,8 +178,19 @@ class Router:
         return None
 
     def seat_taken(self, shard: int) -> None:
-        """The round's seat in ``shard`` committed: counted for ``shards.first_shard``'s levelling."""
+        """The round's seat in ``shard`` committed: counted for ``shards.first_shard``'s levelling. A seat taken
+        where this request's image showed the last one free leaves the shard full: the process is told now, not at
+        the next attempt there, which a full shard would refuse only after holding it and paying its write units."""
         hints.took_seat(self.event_id, shard, self.count)
+        if self.with_room.get(shard) == 1:
+            hints.remember_shard(self.event_id, shard, self.count, full=True)
+
+    def forget_rooms_seen_full(self) -> None:
+        """Drop seats this request saw free in shards its process has seen full since: at the end of a burst many
+        requests hold images of the same last seats, and a full shard refuses an attempt only after holding it."""
+        for shard in [k for k in self.with_room if hints.full_shard(self.event_id, k, self.count)]:
+            del self.with_room[shard]
+            self.full.add(shard)
 
     def seat_conflicted(self, shard: int) -> None:
         """A seat attempt on ``shard`` met another transaction: the next one goes to another shard, so a burst
@@ -282,6 +295,15 @@ class Router:
         """A shard read or refused without an image does not exist: its shards are born with the event and never
         removed while it exists, so there is no such event (or it is being deleted: a lab scratch event)."""
         raise not_found(self.event_id)
+
+    def closing(self) -> Callable[[], bool] | None:
+        """For a pause in the race for seats: True once this process has seen the event's gate closed (every seat
+        taken), so a request pausing after a conflict over the last seats goes to the waiting list as soon as
+        they are gone instead of sleeping on. None (a plain pause) before this request met a full shard, and
+        once the process has seen the gate closed already."""
+        if self.lane is None or hints.full(self.event_id):
+            return None
+        return lambda: hints.full(self.event_id)
 
     # --- the gate -------------------------------------------------------------------------------------------
 
