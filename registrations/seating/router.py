@@ -119,9 +119,8 @@ class Router:
         self.raised = False  # whether it says a raise waits to be handed to the people waiting
         self.healed = False  # whether this request already tried to finish a pending promotion
         self.crowded = False  # whether this request met the crowd (a conflict, a busy queue): bigger blocks
-        # The block this request claimed or found pending, with the lane image (lane_next, lane_end) and the time
-        # it was planned against: while the lane still shows that image the block is not installed, so the next
-        # round installs it without claiming again.
+        # The block this request claimed or found pending, with the lane image (lane_next, lane_end) and time it was
+        # planned against: while the lane still shows that image, the next round installs it without claiming again.
         self.block: tuple[tuple[Any, Any], datetime, lanes.Block] | None = None
         self._home: tuple[int, int] | None = None  # (shard count, the first shard for it)
 
@@ -157,12 +156,15 @@ class Router:
             candidates = [k for k in self.with_room if k not in self.busy] or list(self.with_room)
             return _random.choices(candidates, weights=[self.with_room[k] for k in candidates])[0]
         if self.elsewhere:
-            # A seat attempt met another transaction on its shard: try one nobody is known to hold, and none an
-            # image in this process showed full while others remain (as a look skips them).
+            # A seat attempt met another transaction: try a shard nobody is known to hold and no image in this
+            # process showed full; with none left, read the lane or home shard, whose image says where to go.
             self.elsewhere = False
             free = [k for k in range(self.count) if k not in self.busy] or list(range(self.count))
-            return _random.choice([k for k in free if k not in self.full and not hints.full_shard(
-                self.event_id, k, self.count)] or free)
+            open_ = [k for k in free if k not in self.full and not hints.full_shard(self.event_id, k, self.count)]
+            if open_:
+                return _random.choice(open_)
+            self.reread_lane()
+            return self.next_shard()
         if self.lane is None or self.lane >= self.count:
             # No image of a lane yet (the shards' number changed under us): look at the home shard again.
             self.lane, self.lane_image = None, None
@@ -178,9 +180,8 @@ class Router:
         return None
 
     def seat_taken(self, shard: int) -> None:
-        """The round's seat in ``shard`` committed: counted for ``shards.first_shard``'s levelling. A seat taken
-        where this request's image showed the last one free leaves the shard full: the process is told now, not at
-        the next attempt there, which a full shard would refuse only after holding it and paying its write units."""
+        """The round's seat in ``shard`` committed: counted for ``shards.first_shard``'s levelling. The last seat
+        this request's image showed free: the shard is full, and the process is told now, not by a refusal."""
         hints.took_seat(self.event_id, shard, self.count)
         if self.with_room.get(shard) == 1:
             hints.remember_shard(self.event_id, shard, self.count, full=True)
@@ -297,10 +298,9 @@ class Router:
         raise not_found(self.event_id)
 
     def closing(self) -> Callable[[], bool] | None:
-        """For a pause in the race for seats: True once this process has seen the event's gate closed (every seat
-        taken), so a request pausing after a conflict over the last seats goes to the waiting list as soon as
-        they are gone instead of sleeping on. None (a plain pause) before this request met a full shard, and
-        once the process has seen the gate closed already."""
+        """For a pause in the race for seats: True once this process has seen the event's gate closed, so a
+        request that lost the race for the last seats joins the waiting list as soon as they are gone. None (a
+        plain pause) before this request met a full shard, or once the process has seen the gate closed."""
         if self.lane is None or hints.full(self.event_id):
             return None
         return lambda: hints.full(self.event_id)

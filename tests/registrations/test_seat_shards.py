@@ -260,6 +260,26 @@ def test_seats_a_request_saw_free_are_not_tried_once_its_process_saw_their_shard
     assert picks == {2: 100}, picks
 
 
+def test_a_seat_conflict_with_every_shard_seen_full_reads_instead_of_trying_a_seat_blind(ddb):
+    """A request whose seat attempt met another transaction before it knew its lane, when its process has seen
+    every shard full (at the end of a burst, the gate closed), reads its home shard (one GetItem) and goes by
+    the image, instead of a seat attempt at random that a full shard refuses only after holding it, or that
+    conflicts with the joiners holding that lane."""
+    event = make_event(capacity=12)
+    hints.remember_shards(event.event_id, 4)
+    for n in range(12):
+        register(event.event_id, f"full{n:02d}")
+    for shard in range(4):
+        hints.remember_shard(event.event_id, shard, 4, full=True)
+    hints.remember_full(event.event_id, True)
+    route = route_of(event.event_id, "latecomer")
+    route.tried_home, route.elsewhere = True, True
+    with metered() as meter:
+        assert route.next_shard() is None  # no seat to try: the gate's or the lane's turn
+    assert dict(meter.requests) == {"GetItem": 1}
+    assert route.lane == shards.home_shard("latecomer", 4) and route.full
+
+
 def test_a_pause_in_the_race_for_seats_ends_when_the_process_sees_the_gate_close(ddb, monkeypatch):
     """A request pausing after a seat conflict near the end of a burst stops pausing as soon as its process sees
     the gate closed: the seats are gone and its place is on the waiting list, not asleep behind a pause grown by
