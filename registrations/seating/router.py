@@ -42,12 +42,11 @@ from registrations.seating.models import SeatShard
 from tems.transactions import TRANSIENT, response_code
 
 _random = random.SystemRandom()
-# A student whose home shard is full, on an event whose waiting list is still open, reads up to SEAT_LOOKS times
-# SEAT_LOOK other shards (none an image showed full, picked at random), each time one strongly consistent
-# BatchGetItem, and tries a seat only where a read showed one free, before reading the gate and every shard. A
-# read holds nothing and costs a read unit a shard; a seat attempt sent blind to a full shard is refused after
-# holding it for a transaction's time and paying its six items' write units: at the end of a burst those blind
-# attempts were most of the table's write units and most of the conflicts.
+# A student whose home shard is full, on an event whose waiting list is open, reads up to SEAT_LOOKS times SEAT_LOOK
+# other shards (none seen full, picked at random), each one strongly consistent BatchGetItem, and tries a seat only
+# where a read showed one, before reading the gate and every shard. A read holds nothing and costs a read unit a
+# shard; a seat attempt sent blind to a full shard is refused after holding it for a transaction's time and paying
+# its items' write units: at the end of a burst those were most of the table's write units and conflicts.
 SEAT_LOOK = 8
 SEAT_LOOKS = 2
 # A join that met another transaction on its lane (most likely another joiner taking the lane's next ticket, so
@@ -288,8 +287,7 @@ class Router:
             self.gate = image.gate_closed
             self.raised = int(image.gate or 0) == RAISED
             if self.gate:
-                # A lane closed means the event's gate is (an open lane may just not have copied it yet: only
-                # the gate's own read forgets the hint).
+                # A lane closed means the event's gate is; only the gate's own read forgets the hint.
                 hints.remember_full(self.event_id, True)
 
     def _explain_missing_shard(self) -> None:
@@ -297,10 +295,12 @@ class Router:
         removed while it exists, so there is no such event (or it is being deleted: a lab scratch event)."""
         raise not_found(self.event_id)
 
+    def joining(self) -> bool:  # the lane's image, or the process, has seen the gate closed
+        return self.gate or hints.full(self.event_id)
+
     def closing(self) -> Callable[[], bool] | None:
-        """For a pause in the race for seats: True once this process has seen the event's gate closed, so a
-        request that lost the race for the last seats joins the waiting list as soon as they are gone. None (a
-        plain pause) before this request met a full shard, or once the process has seen the gate closed."""
+        """For a pause in the race for seats: True once the process sees the gate closed, so a request that lost
+        the race for the last seats joins as soon as they are gone. None (a plain pause) before it met a full shard."""
         if self.lane is None or hints.full(self.event_id):
             return None
         return lambda: hints.full(self.event_id)

@@ -113,11 +113,10 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
     seat_conflicts, join_conflicts = conflict_backoff(sleep), conflict_backoff(sleep)
 
     def pause() -> None:
-        wake = route.closing()
-        if route.gate or wake is None:
+        if route.joining():
             join_conflicts.pause()
         else:
-            seat_conflicts.pause(until=wake)
+            seat_conflicts.pause(until=route.closing())
 
     route.start()
     for _ in range(MAX_ROUNDS):

@@ -11,7 +11,7 @@ from datetime import timedelta
 
 import pytest
 
-from registrations import selectors, services
+from registrations import selectors, services, write_rules
 from registrations.errors import RegistrationError
 from registrations.events import index
 from registrations.events import services as event_services
@@ -303,6 +303,26 @@ def test_a_pause_in_the_race_for_seats_ends_when_the_process_sees_the_gate_close
             event_id=event.event_id, user_id="sleeper", idempotency_key=new_key(), fingerprint="f", sleep=sleep)
     assert slept == [WAKE_STEP], slept  # not the 50 ms the first conflict's pause is
     assert outcome.data["status"] == CONFIRMED
+    assert_invariants_clean()
+
+
+def test_a_request_that_lost_many_races_for_a_seat_still_has_its_pauses_to_join(ddb):
+    """The race for the last seats and the joins of the waiting list contend on different items, so each counts
+    its own conflicts: a student who met eleven seat conflicts and then five on its lane still joins (one count
+    for both answered 'busy' at the twelfth), and its join's first pause is the shortest again."""
+    event = make_event(capacity=3)
+    for n in range(3):
+        register(event.event_id, f"seated{n}")
+    slept = []
+    seat = Fault(CONFLICT, operations={"TransactWriteItems"}, times=11, final_attempt_too=True,
+                 when=lambda params: "EVENTREG#" in json.dumps(params))
+    join = Fault(CONFLICT, operations={"TransactWriteItems"}, times=5, final_attempt_too=True,
+                 when=lambda params: "WAITLIST#" in json.dumps(params))
+    with inject(seat, join) as faults:
+        outcome = register(event.event_id, "unlucky", sleep=slept.append)
+    assert len(faults.fired(CONFLICT)) == 16
+    assert outcome.data["status"] == WAITLISTED
+    assert len(slept) == 16 and slept[11] <= 2 * write_rules.CONFLICT_BASE_DELAY, slept
     assert_invariants_clean()
 
 
