@@ -247,11 +247,6 @@ def is_conditional_check_failed(error: PynamoDBException) -> bool:
 
 # --- retrying -----------------------------------------------------------------------------------------------
 
-# A pause that may end early (``RetryPolicy.backoff``'s ``until``) is slept in steps this long: the most it
-# outlasts what it waits for, against one check of an in-process flag per step.
-WAKE_STEP = 0.002
-
-
 @dataclass(frozen=True)
 class RetryPolicy:
     """Bounded retries with exponential backoff and full jitter: retry ``n`` sleeps a random time in
@@ -271,18 +266,11 @@ class RetryPolicy:
     def delay(self, retry: int) -> float:
         return self.uniform(0, min(self.max_delay, self.base_delay * 2**retry))
 
-    def backoff(self, retry: int, *, until: Callable[[], bool] | None = None) -> None:
+    def backoff(self, retry: int) -> None:
         """Pause before retry number ``retry`` (0 for the first); every retry loop pauses here, so it is where
-        retries are counted. With ``until`` the pause ends early once it returns True, checked every WAKE_STEP."""
+        retries are counted."""
         telemetry.count(telemetry.RETRY)
-        left = self.delay(retry)
-        if until is None:
-            self.sleep(left)
-            return
-        while left > 0 and not until():
-            step = min(left, WAKE_STEP)
-            self.sleep(step)
-            left -= step
+        self.sleep(self.delay(retry))
 
     def sleeping(self, sleep: Callable[[float], None]) -> RetryPolicy:
         """This policy with another ``sleep`` (a service's injectable one)."""
@@ -327,9 +315,8 @@ class Backoff:
         self.busy = busy
         self.retries = 0
 
-    def pause(self, *, until: Callable[[], bool] | None = None) -> None:
-        """The next pause (``RetryPolicy.backoff``, ending early once ``until`` says so), or "busy" past the bound."""
+    def pause(self) -> None:
         if self.retries >= self.policy.attempts:
             raise self.busy()
-        self.policy.backoff(self.retries, until=until)
+        self.policy.backoff(self.retries)
         self.retries += 1

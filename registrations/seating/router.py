@@ -42,11 +42,12 @@ from registrations.seating.models import SeatShard
 from tems.transactions import TRANSIENT, response_code
 
 _random = random.SystemRandom()
-# A student whose home shard is full, on an event whose waiting list is open, reads up to SEAT_LOOKS times SEAT_LOOK
-# other shards (none seen full, picked at random), each one strongly consistent BatchGetItem, and tries a seat only
-# where a read showed one, before reading the gate and every shard. A read holds nothing and costs a read unit a
-# shard; a seat attempt sent blind to a full shard is refused after holding it for a transaction's time and paying
-# its items' write units: at the end of a burst those were most of the table's write units and conflicts.
+# A student whose home shard is full, on an event whose waiting list is still open, reads up to SEAT_LOOKS times
+# SEAT_LOOK other shards (none an image showed full, picked at random), each time one strongly consistent
+# BatchGetItem, and tries a seat only where a read showed one free, before reading the gate and every shard. A
+# read holds nothing and costs a read unit a shard; a seat attempt sent blind to a full shard is refused after
+# holding it for a transaction's time and paying its six items' write units: at the end of a burst those blind
+# attempts were most of the table's write units and most of the conflicts.
 SEAT_LOOK = 8
 SEAT_LOOKS = 2
 # A join that met another transaction on its lane (most likely another joiner taking the lane's next ticket, so
@@ -118,8 +119,9 @@ class Router:
         self.raised = False  # whether it says a raise waits to be handed to the people waiting
         self.healed = False  # whether this request already tried to finish a pending promotion
         self.crowded = False  # whether this request met the crowd (a conflict, a busy queue): bigger blocks
-        # The block this request claimed or found pending, with the lane image (lane_next, lane_end) and time it was
-        # planned against: while the lane still shows that image, the next round installs it without claiming again.
+        # The block this request claimed or found pending, with the lane image (lane_next, lane_end) and the time
+        # it was planned against: while the lane still shows that image the block is not installed, so the next
+        # round installs it without claiming again.
         self.block: tuple[tuple[Any, Any], datetime, lanes.Block] | None = None
         self._home: tuple[int, int] | None = None  # (shard count, the first shard for it)
 
@@ -147,7 +149,6 @@ class Router:
         if not self.tried_home:
             self.tried_home = True
             return self.home()
-        self.forget_rooms_seen_full()
         if self.with_room:
             # Spread the newcomers sent away over the shards with room in proportion to the seats each image showed
             # free, so the shards fill together: a shard takes one transaction at a time, so the last seats go as
@@ -155,21 +156,17 @@ class Router:
             candidates = [k for k in self.with_room if k not in self.busy] or list(self.with_room)
             return _random.choices(candidates, weights=[self.with_room[k] for k in candidates])[0]
         if self.elsewhere:
-            # A seat attempt met another transaction: try a shard nobody is known to hold and no image in this
-            # process showed full; with none left, read the lane or home shard, whose image says where to go.
+            # A seat attempt met another transaction on its shard: try one nobody is known to hold, and none an
+            # image in this process showed full while others remain (as a look skips them).
             self.elsewhere = False
             free = [k for k in range(self.count) if k not in self.busy] or list(range(self.count))
-            open_ = [k for k in free if k not in self.full and not hints.full_shard(self.event_id, k, self.count)]
-            if open_:
-                return _random.choice(open_)
-            self.reread_lane()
-            return self.next_shard()
+            return _random.choice([k for k in free if k not in self.full and not hints.full_shard(
+                self.event_id, k, self.count)] or free)
         if self.lane is None or self.lane >= self.count:
             # No image of a lane yet (the shards' number changed under us): look at the home shard again.
             self.lane, self.lane_image = None, None
             return self.home()
-        while (not self.gate and not self.closed_seen and not hints.full(self.event_id) and self.looks < SEAT_LOOKS
-               and len(self.full) < self.count):
+        while not self.gate and not self.closed_seen and self.looks < SEAT_LOOKS and len(self.full) < self.count:
             # The waiting list is open, so the event was not full when the image was taken: look at other shards,
             # not ones known full, before the gate's read of them all.
             self.looks += 1
@@ -179,18 +176,8 @@ class Router:
         return None
 
     def seat_taken(self, shard: int) -> None:
-        """The round's seat in ``shard`` committed: counted for ``shards.first_shard``'s levelling. The last seat
-        this request's image showed free: the shard is full, and the process is told now, not by a refusal."""
+        """The round's seat in ``shard`` committed: counted for ``shards.first_shard``'s levelling."""
         hints.took_seat(self.event_id, shard, self.count)
-        if self.with_room.get(shard) == 1:
-            hints.remember_shard(self.event_id, shard, self.count, full=True)
-
-    def forget_rooms_seen_full(self) -> None:
-        """Drop seats this request saw free in shards its process has seen full since: at the end of a burst many
-        requests hold images of the same last seats, and a full shard refuses an attempt only after holding it."""
-        for shard in [k for k in self.with_room if hints.full_shard(self.event_id, k, self.count)]:
-            del self.with_room[shard]
-            self.full.add(shard)
 
     def seat_conflicted(self, shard: int) -> None:
         """A seat attempt on ``shard`` met another transaction: the next one goes to another shard, so a burst
@@ -287,23 +274,14 @@ class Router:
             self.gate = image.gate_closed
             self.raised = int(image.gate or 0) == RAISED
             if self.gate:
-                # A lane closed means the event's gate is; only the gate's own read forgets the hint.
+                # A lane closed means the event's gate is (an open lane may just not have copied it yet: only
+                # the gate's own read forgets the hint).
                 hints.remember_full(self.event_id, True)
 
     def _explain_missing_shard(self) -> None:
         """A shard read or refused without an image does not exist: its shards are born with the event and never
         removed while it exists, so there is no such event (or it is being deleted: a lab scratch event)."""
         raise not_found(self.event_id)
-
-    def joining(self) -> bool:  # the lane's image, or the process, has seen the gate closed
-        return self.gate or hints.full(self.event_id)
-
-    def closing(self) -> Callable[[], bool] | None:
-        """For a pause in the race for seats: True once the process sees the gate closed, so a request that lost
-        the race for the last seats joins as soon as they are gone. None (a plain pause) before it met a full shard."""
-        if self.lane is None or hints.full(self.event_id):
-            return None
-        return lambda: hints.full(self.event_id)
 
     # --- the gate -------------------------------------------------------------------------------------------
 

@@ -107,17 +107,7 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
                               write_limit=write_limit)
     route = Router(event_id=event_id, user_id=user_id, created_at=attempt.created_at, clock=clock,
                    heal=waitlist_promote_best_effort)
-    # Two races, two backoffs: the last seats and the waiting list's lanes are different items, so a request
-    # that met many conflicts over the seats does not carry their long pauses into its join; and a pause in the
-    # race for seats ends once the process sees the gate close, the seats being gone.
-    seat_conflicts, join_conflicts = conflict_backoff(sleep), conflict_backoff(sleep)
-
-    def pause() -> None:
-        if route.joining():
-            join_conflicts.pause()
-        else:
-            seat_conflicts.pause(until=route.closing())
-
+    conflicts = conflict_backoff(sleep)
     route.start()
     for _ in range(MAX_ROUNDS):
         shard = route.next_shard()
@@ -126,19 +116,19 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
             try:
                 route.close_gate()
             except GateBusy:
-                pause()
+                conflicts.pause()
             continue
         try:
             join = route.plan_join() if shard is None else None
         except lanes.QueueBusy:
-            pause()  # held by a departure, or throttled: another lane only adds reads and claims there
+            conflicts.pause()  # held by a departure, or throttled: another lane only adds reads and claims there
             continue
         transaction, response = (join_transaction(attempt, join) if join is not None
                                  else confirm_transaction(attempt, shard))
         cancelled = commit_round(transaction)
         if cancelled is UNKNOWN_OUTCOME:
             # An applied round is found by its conditions: the record replays, the claim answers, the gate is shut.
-            pause()
+            conflicts.pause()
             continue
         if cancelled is not None:
             if cancelled.failed(IDEMPOTENCY):
@@ -158,7 +148,7 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
                 if not route.join_refused(join, lane):
                     ticket_pause(sleep)
             elif cancelled.is_conflict:
-                pause()  # the router reads after the pause, not before: a read before it is stale
+                conflicts.pause()  # the router reads after the pause, not before: a read before it is stale
                 route.conflicted(shard=shard, join=join)
             else:
                 raise

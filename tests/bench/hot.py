@@ -894,8 +894,8 @@ HOW_TO_READ = """How the run is made and what the rows mean:
   ticket, maybe installing a block), before and after the first close landed, and *block claims* (one
   UpdateItem of the queue item, before the lane join that installs the block: claimed, or found one pending
   and installed it instead); each committed, refused by a condition (the image then says where to go), or
-  conflicted or throttled (retried after a pause; a student who meets 12 in the race for a seat, or 12 in
-  joining, is answered 503), with the items the transactions' conflicts were on (a transaction may meet several).
+  conflicted or throttled (retried after a pause; a student who meets 12 is answered 503), with the items the
+  transactions' conflicts were on (a transaction may meet several).
 - **From the table afterwards** (strongly consistent Query of the event's items, then `tems.invariants` over the
   whole table): duplicates are students with more than one live registration; oversell is confirmed over
   capacity; confirmed should be min(capacity, students who got a registration), and min(capacity, all students)

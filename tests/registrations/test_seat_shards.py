@@ -11,7 +11,7 @@ from datetime import timedelta
 
 import pytest
 
-from registrations import selectors, services, write_rules
+from registrations import selectors, services
 from registrations.errors import RegistrationError
 from registrations.events import index
 from registrations.events import services as event_services
@@ -27,7 +27,7 @@ from registrations.services import create as registration_service
 from registrations.services import promotion as promotion_service
 from tems.clock import utcnow
 from tems.metering import metered
-from tems.transactions import WAKE_STEP, Reason, RetryPolicy, TransactionCancelled
+from tems.transactions import Reason, TransactionCancelled
 from tests.helpers import assert_invariants_clean, broken_invariants
 from tests.race import race
 from tests.registrations.helpers import (
@@ -37,7 +37,7 @@ from tests.registrations.helpers import (
     register,
     seat_taken_under,
 )
-from tests.support.faults import CONFLICT, THROTTLE, Fault, inject
+from tests.support.faults import THROTTLE, Fault, inject
 
 
 @pytest.fixture(autouse=True)
@@ -237,93 +237,6 @@ def test_newcomers_sent_away_go_to_the_shards_with_room_in_proportion_to_the_roo
         route.tried_home, route.lane, route.with_room = True, 0, {1: 1, 2: 99}
         picks[route.next_shard()] += 1
     assert picks[2] >= 180 and picks[1] + picks[2] == 200, picks
-
-
-def test_seats_a_request_saw_free_are_not_tried_once_its_process_saw_their_shard_full(ddb):
-    """At the end of a burst many requests hold images of the same last free seats: once any request of the
-    process has seen a shard full (a refusal, a read, or the last seat its image showed taken), the others stop
-    sending seat attempts there, each of which a full shard refuses only after holding it and paying its items'
-    write units."""
-    event = make_event(capacity=12)
-    hints.remember_shards(event.event_id, 4)
-    taker = route_of(event.event_id, "taker")
-    taker.with_room = {1: 1, 2: 3}
-    taker.seat_taken(1)  # the last seat its image showed free in shard 1
-    taker.seat_taken(2)  # one of three: shard 2 may still have room
-    assert hints.full_shard(event.event_id, 1, 4) and not hints.full_shard(event.event_id, 2, 4)
-    picks = Counter()
-    for n in range(100):
-        route = route_of(event.event_id, f"stale{n:03d}")
-        route.tried_home, route.lane, route.with_room = True, 0, {1: 1, 2: 1}
-        picks[route.next_shard()] += 1
-        assert 1 in route.full and 1 not in route.with_room
-    assert picks == {2: 100}, picks
-
-
-def test_a_seat_conflict_with_every_shard_seen_full_reads_instead_of_trying_a_seat_blind(ddb):
-    """A request whose seat attempt met another transaction before it knew its lane, when its process has seen
-    every shard full (at the end of a burst, the gate closed), reads its home shard (one GetItem) and goes by
-    the image, instead of a seat attempt at random that a full shard refuses only after holding it, or that
-    conflicts with the joiners holding that lane."""
-    event = make_event(capacity=12)
-    hints.remember_shards(event.event_id, 4)
-    for n in range(12):
-        register(event.event_id, f"full{n:02d}")
-    for shard in range(4):
-        hints.remember_shard(event.event_id, shard, 4, full=True)
-    hints.remember_full(event.event_id, True)
-    route = route_of(event.event_id, "latecomer")
-    route.tried_home, route.elsewhere = True, True
-    with metered() as meter:
-        assert route.next_shard() is None  # no seat to try: the gate's or the lane's turn
-    assert dict(meter.requests) == {"GetItem": 1}
-    assert route.lane == shards.home_shard("latecomer", 4) and route.full
-
-
-def test_a_pause_in_the_race_for_seats_ends_when_the_process_sees_the_gate_close(ddb, monkeypatch):
-    """A request pausing after a seat conflict near the end of a burst stops pausing as soon as its process sees
-    the gate closed: the seats are gone and its place is on the waiting list, not asleep behind a pause grown by
-    the race for the last seats. The hint only ends the pause; the next round's conditions decide (here the gate
-    is in fact open, so the student still takes a seat)."""
-    monkeypatch.setattr(registration_service, "conflict_backoff", lambda sleep: RetryPolicy(
-        attempts=12, base_delay=0.05, max_delay=0.25, sleep=sleep, uniform=lambda low, high: high,
-    ).pauses(lambda: RegistrationError("busy", "busy")))
-    event = make_event(capacity=12)
-    hints.remember_shards(event.event_id, 4)
-    # Its home was seen full once: it reads it (a seat was freed there since) and, its lane known, races for the seat.
-    hints.remember_shard(event.event_id, shards.home_shard("sleeper", 4), 4, full=True)
-    slept = []
-
-    def sleep(seconds: float) -> None:
-        slept.append(seconds)
-        hints.remember_full(event.event_id, True)  # another request of the process saw the gate close
-
-    with inject(Fault(CONFLICT, operations={"TransactWriteItems"}, times=1, final_attempt_too=True)):
-        outcome = registration_service.registration_create(
-            event_id=event.event_id, user_id="sleeper", idempotency_key=new_key(), fingerprint="f", sleep=sleep)
-    assert slept == [WAKE_STEP], slept  # not the 50 ms the first conflict's pause is
-    assert outcome.data["status"] == CONFIRMED
-    assert_invariants_clean()
-
-
-def test_a_request_that_lost_many_races_for_a_seat_still_has_its_pauses_to_join(ddb):
-    """The race for the last seats and the joins of the waiting list contend on different items, so each counts
-    its own conflicts: a student who met eleven seat conflicts and then five on its lane still joins (one count
-    for both answered 'busy' at the twelfth), and its join's first pause is the shortest again."""
-    event = make_event(capacity=3)
-    for n in range(3):
-        register(event.event_id, f"seated{n}")
-    slept = []
-    seat = Fault(CONFLICT, operations={"TransactWriteItems"}, times=11, final_attempt_too=True,
-                 when=lambda params: "EVENTREG#" in json.dumps(params))
-    join = Fault(CONFLICT, operations={"TransactWriteItems"}, times=5, final_attempt_too=True,
-                 when=lambda params: "WAITLIST#" in json.dumps(params))
-    with inject(seat, join) as faults:
-        outcome = register(event.event_id, "unlucky", sleep=slept.append)
-    assert len(faults.fired(CONFLICT)) == 16
-    assert outcome.data["status"] == WAITLISTED
-    assert len(slept) == 16 and slept[11] <= 2 * write_rules.CONFLICT_BASE_DELAY, slept
-    assert_invariants_clean()
 
 
 @pytest.mark.parametrize("slack, levelled", [(shards.BALANCE_SLACK, True), (NO_LEVELLING, False)],

@@ -4,7 +4,6 @@ import pytest
 from pynamodb.exceptions import PutError, UpdateError
 
 from tems.transactions import (
-    WAKE_STEP,
     Reason,
     RetryPolicy,
     TransactionCancelled,
@@ -124,28 +123,3 @@ def test_conditional_check_failed_is_read_from_the_error_code():
     assert response_code(refused) == "ConditionalCheckFailedException"
     assert is_conditional_check_failed(refused)
     assert not is_conditional_check_failed(PutError("timed out"))  # a transport failure has no code
-
-
-def test_a_pause_with_until_ends_at_the_first_step_after_it_holds():
-    policy, slept = caps_policy(base_delay=0.05, max_delay=0.05)
-    checks = iter([False, False, True])
-    policy.backoff(0, until=lambda: next(checks))
-    # Two steps slept, then the check that held: not the rest of the 50 ms.
-    assert slept == [WAKE_STEP, WAKE_STEP]
-
-
-def test_a_pause_with_until_that_never_holds_sleeps_its_whole_delay():
-    policy, slept = caps_policy(base_delay=0.005, max_delay=0.005)
-    policy.backoff(0, until=lambda: False)
-    assert sum(slept) == pytest.approx(0.005) and max(slept) <= WAKE_STEP
-
-
-def test_the_backoff_counter_passes_until_to_its_pause():
-    policy, slept = caps_policy(attempts=2, base_delay=0.05, max_delay=0.05)
-    pauses = policy.pauses(lambda: Busy())
-    pauses.pause(until=lambda: True)
-    assert slept == []
-    pauses.pause()
-    assert slept == [0.05]
-    with pytest.raises(Busy):
-        pauses.pause(until=lambda: True)  # woken or not, the bound holds
