@@ -139,16 +139,20 @@ def full_with_nobody_waiting(event_id: str) -> None:
     assert not any(int(s.waiting or 0) for s in shards_of(event_id))
 
 
-def joins_during_the_reopening(monkeypatch, event_id: str, newcomer: str, *, outer_open=None) -> None:
+def joins_during_the_reopening(monkeypatch, event_id: str, newcomer: str, *, outer_open=None,
+                               then=None) -> None:
     """Run the next reopening of the outer lanes right after ``newcomer`` joined the waiting list: the race of a
     cancel that read nobody waiting with a join landing before its writes. ``outer_open`` replaces the reopening
-    (a broken variant)."""
+    (a broken variant); ``then`` runs right after it, before the writer reads anything more."""
     original = marks.reopen_outer_lanes
 
     def joined_first(**kwargs):
         monkeypatch.setattr(marks, "reopen_outer_lanes", original)
         assert register(event_id, newcomer).data["status"] == WAITLISTED
-        return (outer_open or original)(**kwargs)
+        opened = (outer_open or original)(**kwargs)
+        if then is not None:
+            then()
+        return opened
 
     monkeypatch.setattr(marks, "reopen_outer_lanes", joined_first)
 
@@ -272,16 +276,7 @@ def test_an_edit_whose_outer_reopening_was_refused_reads_everything_again(ddb, m
     page(event.event_id)
     full_with_nobody_waiting(event.event_id)
     passer = student_on(7, prefix="pass")
-    original = marks.reopen_outer_lanes
-
-    def joined_and_left(**kwargs):
-        monkeypatch.setattr(marks, "reopen_outer_lanes", original)
-        assert register(event.event_id, passer).data["status"] == WAITLISTED
-        refused = original(**kwargs)
-        cancel_of(event.event_id, passer)()
-        return refused
-
-    monkeypatch.setattr(marks, "reopen_outer_lanes", joined_and_left)
+    joins_during_the_reopening(monkeypatch, event.event_id, passer, then=lambda: cancel_of(event.event_id, passer)())
     edit(event.event_id, capacity=CAPACITY + 1)
     assert not SeatGate.get(*SeatGate.key_for(event.event_id), consistent_read=True).closed
     assert not any(int(s.gate or 0) for s in shards_of(event.event_id))
