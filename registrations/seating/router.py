@@ -127,13 +127,22 @@ class Router:
 
     # --- before the first round -----------------------------------------------------------------------------
 
-    def start(self) -> None:
-        """Read the lane instead of sending a seat attempt that this process expects refused: the event was full
-        when it last looked, or the student's home shard was. One GetItem, whose image says whether to join or
-        take a seat (a seat freed since shows as room)."""
+    def start(self) -> tuple[str, str] | None:
+        """The key of the lane to read instead of a seat attempt that this process expects refused (the event was
+        full when it last looked, or the student's home shard was), or None: the first round tries the home
+        shard. The caller reads it, in the one request that also reads what else would refuse that round, and
+        hands its image to ``started``: whether to join or take a seat (a seat freed since shows as room)."""
         if hints.full(self.event_id) or hints.full_shard(self.event_id, self.home(), self.count):
             self.tried_home = True
-            self.reread_lane()
+            return SeatShard.key_for(self.event_id, self.home())
+        return None
+
+    def started(self, image: SeatShard | None) -> None:
+        """Learn from the read of ``start``'s key: its image, or None when the item is not there."""
+        if image is None:
+            self.forget_event()
+        else:
+            self.refused(self.home(), image.serialize())
 
     def home(self) -> int:
         """The shard this student tries first (``shards.first_shard``), drawn once per shard count."""

@@ -51,7 +51,8 @@ from registrations.write_rules import (
     ticket_pause,
 )
 from tems.clock import utcnow
-from tems.idempotency import StoredResponse, add_completed_record
+from tems.dynamo import batch_get_models
+from tems.idempotency import IdempotencyRecord, StoredResponse, add_completed_record
 from tems.outbox import outbox_message
 from tems.ratelimit import add_write_count, raise_if_write_rate_refused
 from tems.transactions import (
@@ -108,7 +109,8 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
     route = Router(event_id=event_id, user_id=user_id, created_at=attempt.created_at, clock=clock,
                    heal=waitlist_promote_best_effort)
     conflicts = conflict_backoff(sleep)
-    route.start()
+    if (early := _first_read(attempt, route, sleep=sleep)) is not None:
+        return early
     for _ in range(MAX_ROUNDS):
         shard = route.next_shard()
         if shard is None and not route.gate:
@@ -262,6 +264,34 @@ def join_transaction(attempt: NewRegistration, join: Join) -> tuple[LabelledTran
     transaction.update(LANE, SeatShard(*SeatShard.key_for(attempt.event_id, join.lane)), actions=actions,
                        condition=condition, return_old_on_failure=True)
     return transaction, response
+
+
+def _first_read(attempt: NewRegistration, route: Router, *,
+                sleep: Callable[[float], None]) -> RegistrationOutcome | None:
+    """The read the router asks for instead of a first round it expects refused (``Router.start``), with the
+    student's claim and the key's record in the same BatchGetItem: the round would be refused by them too, and
+    on a full event the only repeat taps a round does not meet first are these. A repeat answered from the read
+    sends no transaction, which would pay a whole registration's write units and hold a lane or a shard for a
+    transaction's time, when the table is busiest. The read decides nothing: what it shows stood when it was
+    read, as a refusal's image does, and an answer remembered from it is written under its own condition."""
+    lane = route.start()
+    if lane is None:
+        return None
+    try:
+        found = {type(item): item for item in batch_get_models([
+            (SeatShard, lane), (RegistrationClaim, RegistrationClaim.key_for(attempt.event_id, attempt.user_id)),
+            (IdempotencyRecord, IdempotencyRecord.key_for(attempt.user_id, attempt.idempotency_key))])}
+    except PynamoDBException as error:
+        if response_code(error) in TRANSIENT:
+            return None  # throttled past botocore's retries: the first round's conditions will say
+        raise
+    record = found.get(IdempotencyRecord)
+    if record is not None and record.expires_at > attempt.created_at:  # an expired record blocks no new tap
+        return _replay(record.serialize(), attempt)
+    if (claim := found.get(RegistrationClaim)) is not None:
+        return _already_registered(claim, attempt, sleep=sleep)
+    route.started(found.get(SeatShard))
+    return None
 
 
 def _replay(raw_item: dict[str, Any], attempt: NewRegistration) -> RegistrationOutcome:

@@ -199,9 +199,9 @@ def test_a_full_home_shard_sends_the_student_where_a_read_shows_a_free_seat_not_
 
 def test_a_home_shard_this_process_saw_full_is_read_not_attempted_and_a_seat_freed_there_since_is_found(ddb):
     """The image of a refused seat teaches the process its shard is full: the next student homed there reads it
-    (one GetItem) instead of sending a seat attempt it would refuse after holding the shard and paying six items'
-    write units, and looks only where no image showed every seat taken. The hint decides nothing: a seat freed
-    there since shows in that read, and the student takes it."""
+    (with the claim and key record, one BatchGetItem) instead of sending a seat attempt it would refuse after
+    holding the shard and paying six items' write units, and looks only where no image showed every seat taken.
+    The hint decides nothing: a seat freed there since shows in that read, and the student takes it."""
     event = make_event(capacity=12)
     hints.remember_shards(event.event_id, 4)
     homed = {shard: [f"h{shard}-{n}" for n in range(300) if shards.home_shard(f"h{shard}-{n}", 4) == shard]
@@ -215,12 +215,12 @@ def test_a_home_shard_this_process_saw_full_is_read_not_attempted_and_a_seat_fre
     assert dict(meter.requests) == {"TransactWriteItems": 2, "BatchGetItem": 1}  # refused on its home, as before
     with metered() as meter:
         assert register(event.event_id, second).data["status"] == CONFIRMED
-    assert dict(meter.requests) == {"GetItem": 1, "BatchGetItem": 1, "TransactWriteItems": 1}
+    assert dict(meter.requests) == {"BatchGetItem": 2, "TransactWriteItems": 1}  # the read, the look, the seat
     assert {int(selectors.claim_get(event_id=event.event_id, user_id=u).shard) for u in (first, second)} == {3}
     cancel_of(event.event_id, homed[0][0])()
     with metered() as meter:
         assert register(event.event_id, third).data["status"] == CONFIRMED
-    assert dict(meter.requests) == {"GetItem": 1, "TransactWriteItems": 1}
+    assert dict(meter.requests) == {"BatchGetItem": 1, "TransactWriteItems": 1}
     assert int(selectors.claim_get(event_id=event.event_id, user_id=third).shard) == 0
     assert_invariants_clean()
 
@@ -331,7 +331,8 @@ def test_a_join_that_meets_another_moves_with_one_read_and_claims_no_block(ddb, 
     monkeypatch.setattr(registration_service.LabelledTransaction, "commit", held_once)
     with metered() as meter:
         assert register(event.event_id, student, sleep=lambda _: None).data["status"] == WAITLISTED
-    assert meter.requests["BatchGetItem"] == 1 and "UpdateItem" not in meter.requests
+    # The first read (the lane, the claim, the key's record) and the lanes' look after the conflict.
+    assert meter.requests["BatchGetItem"] == 2 and "UpdateItem" not in meter.requests
     assert_invariants_clean()
 
 

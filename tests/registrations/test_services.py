@@ -5,15 +5,16 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from lab.techniques.registration import registration_fingerprint
 from registrations import selectors, serializers, services, write_rules
 from registrations.errors import RegistrationError
 from registrations.events import services as event_services
 from registrations.models import Registration
 from registrations.seating.models import SeatShard, WaitlistQueue
-from registrations.seating.shards import event_seat_counts
+from registrations.seating.shards import event_seat_counts, shards_get
 from registrations.ticket_tokens import ticket_url
 from registrations.write_rules import WAITLIST_ENTRY
-from tems.idempotency import IdempotencyRecord
+from tems.idempotency import RECORD_TTL, IdempotencyRecord, StoredResponse, completed_record
 from tems.metering import metered
 from tems.outbox import OutboxMessage
 from tems.transactions import Reason, TransactionCancelled
@@ -190,10 +191,10 @@ def test_full_event_puts_the_same_request_on_the_waitlist(ddb, cancellations):
     assert (waiting.data["status"], waiting.data["position_at_most"]) == ("waitlisted", 1)
     with metered() as meter:
         assert register(event.event_id, "cat").data["position_at_most"] == 2
-    # The gate is closed now, and this process saw it: a read of cat's lane instead of a seat attempt it would
-    # refuse; the lane's block (the lane is busy, bob's block under a second old: the queue is read first, and
-    # nobody has claimed one, so one UpdateItem); the waitlist transaction.
-    assert meter.requests == {"GetItem": 2, "UpdateItem": 1, "TransactWriteItems": 1}
+    # The gate is closed now, and this process saw it: a read of cat's lane (with cat's claim and key record)
+    # instead of a seat attempt it would refuse; the lane's block (the lane is busy, bob's block under a second
+    # old: the queue is read first, and nobody has claimed one, so one UpdateItem); the waitlist transaction.
+    assert meter.requests == {"BatchGetItem": 1, "GetItem": 1, "UpdateItem": 1, "TransactWriteItems": 1}
     entries = selectors.waitlist_entries(event_id=event.event_id)
     assert [(e.user_id, e.ticket) for e in entries] == [("bob", 1), ("cat", 2)]
     stored = event_seat_counts(event.event_id)
@@ -213,12 +214,69 @@ def test_a_process_that_saw_the_event_full_reads_the_lane_and_still_takes_a_free
     with metered() as meter:
         assert register(event.event_id, "cat").data["status"] == "confirmed"
     # The lane's read (the hint was stale: it shows the gate open and the seat free), then the seat.
-    assert meter.requests == {"GetItem": 1, "TransactWriteItems": 1}
+    assert meter.requests == {"BatchGetItem": 1, "TransactWriteItems": 1}
     with metered() as meter:
         register(event.event_id, "dan")
     # The hint is gone: a seat attempt first, as on any event, then the gate closed again (its read, the shards'
     # read, the close and the lane's copy), the lane's block (a busy lane: the queue read first) and the join.
     assert meter.requests == {"TransactWriteItems": 2, "GetItem": 2, "BatchGetItem": 1, "UpdateItem": 3}
+    assert_invariants_clean()
+
+
+def full_event_seen_full():
+    """A one-seat event, ann confirmed and bob waiting: the gate closed in this process's sight."""
+    event, key = make_event(capacity=1), new_key()
+    register(event.event_id, "ann")
+    return event, key, register(event.event_id, "bob", key)
+
+
+def lane_items(event_id):
+    count = int(SeatShard.get(*SeatShard.key_for(event_id, 0)).shards)
+    return [shard.serialize() for shard in shards_get(event_id=event_id, count=count)]
+
+
+def test_a_repeat_tap_on_a_full_event_is_answered_from_the_first_read_without_a_transaction(ddb, cancellations):
+    """On an event its process saw full, a registration reads its lane first instead of a seat attempt; the
+    student's claim and the key's record come in the same BatchGetItem. A retry of bob's tap is his first answer
+    from that read alone, and a second tap with a new key his registration, stored under the new key: neither
+    sends a join that would be refused after holding a lane and paying a registration's write units."""
+    event, bob_key, bob = full_event_seen_full()
+    lanes_before, tried = lane_items(event.event_id), len(cancellations)
+    with metered() as meter:
+        again = register(event.event_id, "bob", bob_key)
+    assert meter.requests == {"BatchGetItem": 1}
+    assert again.kind == "replayed" and again.response == bob.response
+    key = new_key()
+    with metered() as meter:
+        other = register(event.event_id, "bob", key)
+    # The read, the position read that every "already registered" answer of a waiting student makes, and the
+    # answer remembered under the new key.
+    assert meter.requests == {"BatchGetItem": 3, "TransactWriteItems": 1}
+    assert other.kind == "already_registered" and other.response.status == 200
+    assert other.data["registration_id"] == bob.data["registration_id"]
+    assert register(event.event_id, "bob", key).response == other.response
+    assert register(event.event_id, "ann").kind == "already_registered"  # ann's claim, read the same way
+    assert len(cancellations) == tried  # no transaction was refused: none was sent to be
+    assert lane_items(event.event_id) == lanes_before
+    assert_invariants_clean()
+
+
+def test_the_first_read_replays_only_a_live_record_of_the_same_request(ddb):
+    """The read's record answers as a refused record would: a key used for another request is refused as such,
+    and an expired record (DynamoDB deletes them lazily) blocks nothing, so the tap registers."""
+    event, _, _ = full_event_seen_full()
+    used = new_key()
+    register(event.event_id, "cat", used)
+    with pytest.raises(RegistrationError) as caught:
+        services.registration_create(event_id=event.event_id, user_id="cat", idempotency_key=used,
+                                     fingerprint="another request")
+    assert caught.value.code == "unprocessable"
+    old = new_key()
+    fingerprint = registration_fingerprint(event_id=event.event_id, user_id="dan")
+    completed_record(user_id="dan", key=old, fingerprint=fingerprint, now=datetime.now(UTC) - 2 * RECORD_TTL,
+                     response=StoredResponse.json({"an": "answer long gone"}, status=201)).save()
+    again = register(event.event_id, "dan", old)
+    assert again.kind == "created" and again.data["status"] == "waitlisted"
     assert_invariants_clean()
 
 

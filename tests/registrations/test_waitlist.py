@@ -273,10 +273,10 @@ def test_a_block_left_pending_too_long_is_retired_not_handed_out_late(ddb):
     with metered() as meter:
         bob = register(event_id, "bob")
     assert selectors.claim_get(event_id=event_id, user_id="bob").ticket == 3
-    # His lane's read (this process saw the event full); the queue's read (the lane is busy: dan's block is under
-    # a second old), which finds the pending block; the retirement; the queue read again and the fresh claim;
-    # his join.
-    assert dict(meter.requests) == {"TransactWriteItems": 2, "UpdateItem": 1, "GetItem": 3}
+    # His lane's read (this process saw the event full; his claim and key record in the same request); the
+    # queue's read (the lane is busy: dan's block is under a second old), which finds the pending block; the
+    # retirement; the queue read again and the fresh claim; his join.
+    assert dict(meter.requests) == {"TransactWriteItems": 2, "UpdateItem": 1, "GetItem": 2, "BatchGetItem": 1}
     assert bob.data["position_at_most"] == 2
     assert_positions_exact(event_id)
     assert_queue_accounts(event_id)
