@@ -25,3 +25,29 @@ def cancelled_in_image(raw_item: dict | None) -> datetime | None:
     if not raw_item or "cancelled_at" not in raw_item:
         return None
     return UTCDateTimeAttribute().deserialize(raw_item["cancelled_at"]["S"])
+
+
+def not_found(event_id: str) -> RegistrationError:
+    """A registration's refusal of an event that does not exist (or is not published yet, to a student)."""
+    return RegistrationError("not_found", f"There is no event with id {event_id!r}.")
+
+
+def closed_error(starts_at: datetime) -> RegistrationError:
+    """Registration ends when the event starts, for the waiting list too."""
+    return RegistrationError(
+        "conflict", f"Registration closed when the event started ({starts_at:%a %-d %b %Y, %H:%M} UTC): "
+                    "nobody can register or join the waiting list any more.",
+        reason="registration_closed", starts_at=starts_at.isoformat())
+
+
+def not_open_error(opens_at: datetime) -> RegistrationError:
+    """Staff set when registration opens; the seat's condition refused a tap before it."""
+    return RegistrationError(
+        "conflict", f"Registration opens on {opens_at:%a %-d %b %Y, %H:%M} UTC: nobody can register or join the "
+                    "waiting list before then.", reason="registration_not_open", opens_at=opens_at.isoformat())
+
+
+def window_closed_error(closes_at: datetime) -> RegistrationError:
+    return RegistrationError(
+        "conflict", f"Registration closed on {closes_at:%a %-d %b %Y, %H:%M} UTC: nobody can register or join "
+                    "the waiting list any more.", reason="registration_closed", closes_at=closes_at.isoformat())

@@ -3,10 +3,11 @@ lane by one write under the reopening count, and opened only in a transaction th
 
 The promise it keeps: someone waits => every shard is full. A join needs its lane's gate closed; a lane closes
 only while the event's gate is closed (``lane_copy``); the event's gate closes only if every shard was full
-at one instant (``gate_close``: the shards read after the epoch, the write conditioned on it); every write that
-frees a seat for newcomers while the gate is open bumps the epoch in its own transaction (``add_freed``), and
-one that frees a seat while it is closed hands the seat to the head or reopens the gate (``add_reopened``, on
-every lane, under the condition that nobody waits in it). See docs/registrations.md, "The gate".
+at one instant (``gate_close``: every shard seen full after the epoch was read, the write conditioned on it);
+every write that frees a seat for newcomers while the gate is open bumps the epoch in its own transaction
+(``add_freed``), and one that frees a seat while it is closed hands the seat to the head or reopens the gate
+(``add_reopened``, on every lane, under the condition that nobody waits in it). See docs/registrations.md,
+"The gate".
 """
 
 from __future__ import annotations
@@ -50,8 +51,9 @@ def new_gate(*, event_id: str, shards: int, state: int = OPEN) -> SeatGate:
 def gate_close(*, gate: SeatGate) -> bool:
     """Close ``gate`` (as read, open) by ONE UpdateItem under the condition that its epoch is still the one read.
 
-    The caller read every shard full *after* it read the gate: if the epoch held, no seat was freed since, so
-    every shard was full when this write landed and no newcomer can be sent past a free seat. True if closed;
+    The caller saw every shard full *after* a read of the gate at this epoch (in its own read of the shards, or
+    in images its process had from requests sent after such a read): if the epoch held, no seat was freed since,
+    so every shard was full when this write landed and no newcomer can be sent past a free seat. True if closed;
     False if the epoch moved, the shard count changed or someone else closed it (look again).
     """
     closed = _updated(SeatGate(*SeatGate.key_for(gate.event_id)), actions=[SeatGate.state.set(CLOSED)],

@@ -8,9 +8,9 @@ Per event (the table's name is part of the key, so tests on several tables in on
 
 - ``shards``: how many seat shards the event has (1, shard 0 which every event has, if unknown). Counts never
   shrink, so a stale count only names a shard that exists.
-- ``full``: the waiting list's gate was last seen closed (every seat taken): a newcomer reads its lane (one
-  GetItem, one read unit) instead of sending a seat attempt that a full shard refuses after holding it and
-  paying its six items' write units.
+- ``full``: the waiting list's gate was last seen closed (every seat taken): a newcomer reads its lane (with
+  its claim and key record, one BatchGetItem) instead of sending a seat attempt that a full shard refuses after
+  holding it and paying its six items' write units.
 - ``full_shards``: the shards last seen with every seat taken (for one shard count): the same choice for one shard.
 - ``placed``: the seats this process took in each shard (for one shard count), for ``shards.first_shard``.
 - ``lanes``: each lane's block as last seen (``lane_next``, ``lane_end``) and when, so a position may skip
@@ -42,7 +42,9 @@ class EventHints:
 
     shards: int | None = None
     full: bool = False
-    full_shards: tuple[int, set[int]] | None = None  # (shard count then, shards seen full)
+    # (shard count then, {shard seen full: when the request that showed it so was sent, time.monotonic()})
+    full_shards: tuple[int, dict[int, float]] | None = None
+    open_gate: tuple[int, int, float] | None = None  # (epoch, shard count, when a read of it so had returned)
     placed: tuple[int, list[int]] | None = None  # (shard count then, seats taken per shard)
     lanes: dict[int, tuple[float, int | None, int | None]] = field(default_factory=dict)
     floors: dict[int, int] = field(default_factory=dict)
@@ -106,7 +108,9 @@ class Hints:
         known = None if hints is None else hints.full_shards
         return known is not None and known[0] == count and shard in known[1]
 
-    def remember_shard(self, event_id: str, shard: int, count: int, *, full: bool) -> None:
+    def remember_shard(self, event_id: str, shard: int, count: int, *, full: bool, sent_at: float = 0.0) -> None:
+        """Keep whether an image of ``shard`` (of ``count``) showed every seat taken, and, if so, when the request
+        that brought it was sent (``time.monotonic()`` at or before the send; 0: unknown)."""
         hints = self._peek(event_id) if not full else self._of(event_id)
         if hints is None:
             return
@@ -114,11 +118,33 @@ class Hints:
         if known is None or known[0] != count:
             if not full:
                 return
-            known = hints.full_shards = (count, set())
+            known = hints.full_shards = (count, {})
         if full:
-            known[1].add(shard)
+            known[1][shard] = max(known[1].get(shard, 0.0), sent_at)
         else:
-            known[1].discard(shard)
+            known[1].pop(shard, None)
+
+    def open_gate_since(self, event_id: str, *, epoch: int, count: int, returned_at: float) -> float:
+        """A read of the event's gate, open at ``epoch`` with ``count`` shards, returned at ``returned_at``: the
+        earliest moment this process knows the gate was so. Its epoch only grows, and moves with every seat freed
+        for newcomers, so no seat was freed between then and this read (an older epoch is not kept)."""
+        hints = self._of(event_id)
+        with self._lock:
+            seen = hints.open_gate
+            if seen is not None and (seen[0], seen[1]) == (epoch, count):
+                return min(seen[2], returned_at)
+            if seen is None or epoch > seen[0] or count != seen[1]:
+                hints.open_gate = (epoch, count, returned_at)
+            return returned_at
+
+    def full_since(self, event_id: str, count: int, since: float) -> set[int]:
+        """The shards (of ``count``) that an image showed full, brought by a request sent after ``since``."""
+        hints = self._peek(event_id)
+        known = None if hints is None else hints.full_shards
+        if known is None or known[0] != count:
+            return set()
+        with self._lock:  # a copy taken while another thread adds a shard
+            return {shard for shard, sent in known[1].items() if sent > since}
 
     # --- seats this process placed --------------------------------------------------------------------------
 

@@ -27,6 +27,7 @@ services without this package importing them: ``heal`` finishes a promotion that
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -34,7 +35,13 @@ from typing import Any
 
 from pynamodb.exceptions import PynamoDBException
 
-from registrations.errors import RegistrationError, event_cancelled_error
+from registrations.errors import (
+    closed_error,
+    event_cancelled_error,
+    not_found,
+    not_open_error,
+    window_closed_error,
+)
 from registrations.seating import lanes, shards
 from registrations.seating.gate import CLOSED, RAISED, GateBusy, gate_close, gate_get, lane_copy
 from registrations.seating.hints import hints
@@ -124,6 +131,9 @@ class Router:
         # round installs it without claiming again.
         self.block: tuple[tuple[Any, Any], datetime, lanes.Block] | None = None
         self._home: tuple[int, int] | None = None  # (shard count, the first shard for it)
+        # When the request whose images the router learns from next was sent, or a moment before: the gate's look
+        # trusts a shard seen full only in an image newer than its read of the gate (``close_gate``).
+        self.sent_at = 0.0
 
     # --- before the first round -----------------------------------------------------------------------------
 
@@ -134,8 +144,13 @@ class Router:
         hands its image to ``started``: whether to join or take a seat (a seat freed since shows as room)."""
         if hints.full(self.event_id) or hints.full_shard(self.event_id, self.home(), self.count):
             self.tried_home = True
+            self.sending()
             return SeatShard.key_for(self.event_id, self.home())
         return None
+
+    def sending(self) -> None:
+        """The request whose images come next is about to be sent: a round's transaction, or a read."""
+        self.sent_at = time.monotonic()
 
     def started(self, image: SeatShard | None) -> None:
         """Learn from the read of ``start``'s key: its image, or None when the item is not there."""
@@ -218,6 +233,9 @@ class Router:
         """Up to ``size`` of ``candidates``, picked at random, and shard ``also``, read strongly consistent in one
         BatchGetItem; None when the read was throttled past botocore's retries."""
         picked = _random.sample(candidates, min(size, len(candidates))) + ([] if also is None else [also])
+        if not picked:
+            return []
+        self.sending()
         try:
             return list(SeatShard.batch_get([SeatShard.key_for(self.event_id, k) for k in picked],
                                             consistent_read=True))
@@ -263,7 +281,7 @@ class Router:
         else:
             self.with_room.pop(shard, None)
             self.full.add(shard)
-        hints.remember_shard(self.event_id, shard, self.count, full=shard in self.full)
+        hints.remember_shard(self.event_id, shard, self.count, full=shard in self.full, sent_at=self.sent_at)
         if image.gate_closed:
             # Any shard that copied the closed gate says every shard was full when it closed (a seat freed since
             # goes to the people waiting, or reopens the gate on every shard): room seen in older images is gone,
@@ -297,30 +315,38 @@ class Router:
     def close_gate(self) -> None:
         """The lane's gate is open and the seats tried were full: look at the event's gate.
 
-        Closed: copy it into the lane (one UpdateItem of the lane, ``lane_copy``). Open: read every shard, after
+        Closed: copy it into the lane (one UpdateItem of the lane, ``lane_copy``). Open: read every shard after
         the gate (one strongly consistent BatchGetItem: a read that holds nothing, so seat attempts do not stop
-        it, and decides nothing); a shard with room is the next round's try, and with none the gate closes by
-        one write under the epoch read (``gate_close``), which fails if any seat was freed since that read.
+        it, and decides nothing), but those this process saw full in an image newer than a read of the gate open
+        at the same epoch; a shard with room is the next round's try, and with none the gate closes by one write
+        under the epoch read (``gate_close``), which fails if any seat was freed since that read.
         Raises GateBusy when DynamoDB did not take a read or a write just then (pause, and look again).
         """
         gate = gate_get(event_id=self.event_id)
+        read_at = time.monotonic()
         if gate is None:
             raise not_found(self.event_id)  # the gate is born with the event
         if not gate.closed:
             hints.remember_full(self.event_id, False)
             self.closed_seen = False  # reopened since that image: every shard is open again
             count = int(gate.shards)
-            try:
-                read = shards.shards_get(event_id=self.event_id, count=count)
-            except PynamoDBException as error:
+            # Every seat freed for newcomers moves the epoch, so a shard seen full since the gate was open at this
+            # epoch is full still if the epoch holds when the gate closes. At the end of a burst every latecomer
+            # comes here at once, and a read of every shard each spent the table's read capacity.
+            since = hints.open_gate_since(self.event_id, epoch=int(gate.epoch), count=count, returned_at=read_at)
+            known = hints.full_since(self.event_id, count, since)
+            unknown = [k for k in range(count) if k not in known]
+            read = self.sample(unknown, len(unknown))
+            if read is None:
                 # Throttled past botocore's retries (the table's read capacity, at the end of a burst): a pause
                 # and another look, as when the gate itself is busy.
-                if response_code(error) in TRANSIENT:
-                    raise GateBusy() from error
-                raise
-            if len(read) < count:
+                raise GateBusy()
+            if len(read) < len(unknown):
                 self._explain_missing_shard()
             self.seen(read)
+            if count == self.count:
+                self.full |= known
+                self.with_room = {k: room for k, room in self.with_room.items() if k not in known}
             if any((image.held or image.draft) and int(image.taken) < int(image.capacity) for image in read):
                 # A held shard's free seats come back when its edit is done: the gate stays open, look again.
                 raise GateBusy()
@@ -460,28 +486,3 @@ def _raise_if_closed(image: SeatShard, created_at: datetime) -> None:
         raise not_open_error(image.opens_at)
     if image.closes_at is not None and image.closes_at <= created_at:
         raise window_closed_error(image.closes_at)
-
-
-def not_found(event_id: str) -> RegistrationError:
-    return RegistrationError("not_found", f"There is no event with id {event_id!r}.")
-
-
-def closed_error(starts_at: datetime) -> RegistrationError:
-    """Registration ends when the event starts, for the waiting list too."""
-    return RegistrationError(
-        "conflict", f"Registration closed when the event started ({starts_at:%a %-d %b %Y, %H:%M} UTC): "
-                    "nobody can register or join the waiting list any more.",
-        reason="registration_closed", starts_at=starts_at.isoformat())
-
-
-def not_open_error(opens_at: datetime) -> RegistrationError:
-    """Staff set when registration opens; the seat's condition refused a tap before it."""
-    return RegistrationError(
-        "conflict", f"Registration opens on {opens_at:%a %-d %b %Y, %H:%M} UTC: nobody can register or join the "
-                    "waiting list before then.", reason="registration_not_open", opens_at=opens_at.isoformat())
-
-
-def window_closed_error(closes_at: datetime) -> RegistrationError:
-    return RegistrationError(
-        "conflict", f"Registration closed on {closes_at:%a %-d %b %Y, %H:%M} UTC: nobody can register or join "
-                    "the waiting list any more.", reason="registration_closed", closes_at=closes_at.isoformat())

@@ -127,6 +127,7 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
             continue
         transaction, response = (join_transaction(attempt, join) if join is not None
                                  else confirm_transaction(attempt, shard))
+        route.sending()
         cancelled = commit_round(transaction)
         if cancelled is UNKNOWN_OUTCOME:
             # An applied round is found by its conditions: the record replays, the claim answers, the gate is shut.

@@ -225,6 +225,71 @@ def test_a_home_shard_this_process_saw_full_is_read_not_attempted_and_a_seat_fre
     assert_invariants_clean()
 
 
+def homed_students(count: int = 4) -> dict[int, list[str]]:
+    return {shard: [f"h{shard}-{n}" for n in range(300) if shards.home_shard(f"h{shard}-{n}", count) == shard]
+            for shard in range(count)}
+
+
+def one_seat_left(event_id: str, homed: dict[int, list[str]]) -> None:
+    """Shards 0-2 full and shard 3 with one seat left, each filled by students homed there."""
+    for shard, seats in ((0, 3), (1, 3), (2, 3), (3, 2)):
+        for user in homed[shard][:seats]:
+            register(event_id, user)
+
+
+def a_look_at_the_gate(event_id: str) -> router.Router:
+    """What a request whose seats were all refused does next: read the gate, then the shards it must."""
+    route = router.Router(event_id=event_id, user_id="looker", created_at=utcnow(), clock=utcnow,
+                          heal=lambda _: None)
+    route.close_gate()
+    return route
+
+
+def test_the_gates_look_reads_only_the_shards_not_seen_full_since_a_read_of_it_at_the_same_epoch(ddb):
+    """A look at the open gate that finds a seat leaves its process knowing the other shards full, in images
+    newer than its read of the gate: once that seat is taken, the next look at the same epoch reads only the shard
+    it has no such image of, and closes the gate on it."""
+    event = make_event(capacity=12)
+    hints.remember_shards(event.event_id, 4)
+    homed = homed_students()
+    one_seat_left(event.event_id, homed)
+    with metered() as meter:
+        found = a_look_at_the_gate(event.event_id)
+    assert (found.with_room, meter.requests) == ({3: 1}, {"GetItem": 1, "BatchGetItem": 1})
+    register(event.event_id, homed[3][2])  # the last seat: a commit shows no image, so shard 3 stays unknown
+    reads = []
+    original = SeatShard.batch_get
+
+    def spy(keys, **kwargs):
+        reads.append(sorted(int(pk.rsplit("#", 1)[1]) for pk, _ in keys))
+        return original(keys, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(SeatShard, "batch_get", spy)
+        closer = a_look_at_the_gate(event.event_id)
+    assert reads == [[3]] and closer.full == {0, 1, 2, 3}
+    assert SeatGate.get(*SeatGate.key_for(event.event_id)).state == gate_service.CLOSED
+    assert register(event.event_id, homed[0][3]).data["status"] == WAITLISTED
+    assert_invariants_clean()
+
+
+def test_a_seat_freed_since_moves_the_epoch_and_the_gates_look_reads_every_shard_again(ddb):
+    """Images of full shards say nothing once a seat was freed for newcomers: the cancel moved the gate's epoch,
+    so the next look reads every shard again, finds the seat and leaves the gate open."""
+    event = make_event(capacity=12)
+    hints.remember_shards(event.event_id, 4)
+    homed = homed_students()
+    one_seat_left(event.event_id, homed)
+    a_look_at_the_gate(event.event_id)
+    register(event.event_id, homed[3][2])
+    cancel_of(event.event_id, homed[1][0])()  # every shard full a moment ago; now shard 1 has a seat again
+    looker = a_look_at_the_gate(event.event_id)
+    assert looker.with_room == {1: 1}
+    assert SeatGate.get(*SeatGate.key_for(event.event_id)).state != gate_service.CLOSED
+    assert register(event.event_id, homed[0][3]).data["status"] == CONFIRMED
+    assert_invariants_clean()
+
+
 def test_newcomers_sent_away_go_to_the_shards_with_room_in_proportion_to_the_room_each_image_showed(ddb):
     """Students whose home is full spread over the shards a read showed with room by the seats each showed free,
     so the shards fill together and the last seats are not left on a few shards, each taking one transaction at
