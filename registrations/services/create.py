@@ -270,11 +270,11 @@ def join_transaction(attempt: NewRegistration, join: Join) -> tuple[LabelledTran
 def _first_read(attempt: NewRegistration, route: Router, *,
                 sleep: Callable[[float], None]) -> RegistrationOutcome | None:
     """The read the router asks for instead of a first round it expects refused (``Router.start``), with the
-    student's claim and the key's record in the same BatchGetItem: the round would be refused by them too, and
-    on a full event the only repeat taps a round does not meet first are these. A repeat answered from the read
-    sends no transaction, which would pay a whole registration's write units and hold a lane or a shard for a
-    transaction's time, when the table is busiest. The read decides nothing: what it shows stood when it was
-    read, as a refusal's image does, and an answer remembered from it is written under its own condition."""
+    student's claim and the key's record in the same BatchGetItem, which would refuse that round too. A repeat
+    tap (a retry, or a second tap with a new key) answered from the read sends no transaction, which would pay a
+    whole registration's write units and hold a lane or a shard for a transaction's time, when the table is
+    busiest. The read decides nothing: what it shows stood when it was read, as a refusal's image does, and an
+    answer remembered from it is written under its own condition."""
     lane = route.start()
     if lane is None:
         return None
