@@ -114,15 +114,16 @@ class Hints:
         hints = self._peek(event_id) if not full else self._of(event_id)
         if hints is None:
             return
-        known = hints.full_shards
-        if known is None or known[0] != count:
-            if not full:
-                return
-            known = hints.full_shards = (count, {})
-        if full:
-            known[1][shard] = max(known[1].get(shard, 0.0), sent_at)
-        else:
-            known[1].pop(shard, None)
+        with self._lock:  # ``full_since`` reads the shards while other threads learn more
+            known = hints.full_shards
+            if known is None or known[0] != count:
+                if not full:
+                    return
+                known = hints.full_shards = (count, {})
+            if full:
+                known[1][shard] = max(known[1].get(shard, 0.0), sent_at)
+            else:
+                known[1].pop(shard, None)
 
     def open_gate_since(self, event_id: str, *, epoch: int, count: int, returned_at: float) -> float:
         """A read of the event's gate, open at ``epoch`` with ``count`` shards, returned at ``returned_at``: the
@@ -143,7 +144,7 @@ class Hints:
         known = None if hints is None else hints.full_shards
         if known is None or known[0] != count:
             return set()
-        with self._lock:  # a copy taken while another thread adds a shard
+        with self._lock:
             return {shard for shard, sent in known[1].items() if sent > since}
 
     # --- seats this process placed --------------------------------------------------------------------------

@@ -6,6 +6,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
+import sys
+import threading
+import time
 from collections import Counter
 from datetime import timedelta
 
@@ -19,7 +22,7 @@ from registrations.events.models import EventSeats
 from registrations.models import CONFIRMED, WAITLISTED
 from registrations.seating import gate as gate_service
 from registrations.seating import lanes, positions, router, shards
-from registrations.seating.hints import hints
+from registrations.seating.hints import Hints, hints
 from registrations.seating.models import SeatGate, SeatShard
 from registrations.seating.shards import event_seat_counts
 from registrations.services import cancel as cancel_service
@@ -271,6 +274,36 @@ def test_the_gates_look_reads_only_the_shards_not_seen_full_since_a_read_of_it_a
     assert SeatGate.get(*SeatGate.key_for(event.event_id)).state == gate_service.CLOSED
     assert register(event.event_id, homed[0][3]).data["status"] == WAITLISTED
     assert_invariants_clean()
+
+
+def test_the_shards_seen_full_are_read_whole_while_other_requests_of_the_process_learn_more():
+    """A look takes the shards seen full while other threads of its process add and drop some: it must get a
+    whole answer, never an error from the shards it reads changing under it."""
+    seen, stop, failures = Hints(), threading.Event(), []
+
+    def learn() -> None:
+        n = 0
+        while not stop.is_set():
+            seen.remember_shard("event", n % 5_000, 5_000, full=n % 3 != 0, sent_at=float(n))
+            n += 1
+
+    switching = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads take turns within a look, as a busy process's do
+    learner = threading.Thread(target=learn)
+    learner.start()
+    try:
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:
+            try:
+                seen.full_since("event", 5_000, 0.0)
+            except RuntimeError as error:
+                failures.append(error)
+                break
+    finally:
+        stop.set()
+        learner.join()
+        sys.setswitchinterval(switching)
+    assert failures == []
 
 
 def test_a_seat_freed_since_moves_the_epoch_and_the_gates_look_reads_every_shard_again(ddb):
