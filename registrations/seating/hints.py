@@ -11,7 +11,10 @@ Per event (the table's name is part of the key, so tests on several tables in on
 - ``full``: the waiting list's gate was last seen closed (every seat taken): a newcomer reads its lane (with
   its claim and key record, one BatchGetItem) instead of sending a seat attempt that a full shard refuses after
   holding it and paying its six items' write units.
-- ``full_shards``: the shards last seen with every seat taken (for one shard count): the same choice for one shard.
+- ``full_shards``: the shards last seen with every seat taken (for one shard count): the same choice for one
+  shard. Each keeps when the request that showed it so was sent, and ``open_gate`` the earliest moment the gate
+  was read open at its current epoch: a shard seen full after that moment is full still while the epoch holds,
+  so the gate's look need not read it (the close's own condition checks the epoch).
 - ``placed``: the seats this process took in each shard (for one shard count), for ``shards.first_shard``.
 - ``lanes``: each lane's block as last seen (``lane_next``, ``lane_end``) and when, so a position may skip
   reading a lane that cannot hold an unused ticket below it (``positions.lane_blocks``).

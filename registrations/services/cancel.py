@@ -54,6 +54,7 @@ from tems.idempotency import (
     IdempotencyRecord,
     StoredResponse,
     add_completed_record,
+    record_expired,
     replay_from_record,
 )
 from tems.outbox import outbox_message
@@ -149,7 +150,7 @@ def _stored_outcome(*, user_id: str, key: tuple[str, str]) -> StoredOutcome | No
         record = IdempotencyRecord.get(*IdempotencyRecord.key_for(user_id, key[0]), consistent_read=True)
     except IdempotencyRecord.DoesNotExist:
         return None
-    if record.expires_at is not None and record.expires_at < utcnow():
+    if record_expired(record):
         return None
     try:
         stored = replay_from_record(record, fingerprint=key[1])

@@ -52,7 +52,7 @@ from registrations.write_rules import (
 )
 from tems.clock import utcnow
 from tems.dynamo import batch_get_models
-from tems.idempotency import IdempotencyRecord, StoredResponse, add_completed_record
+from tems.idempotency import IdempotencyRecord, StoredResponse, add_completed_record, record_expired
 from tems.outbox import outbox_message
 from tems.ratelimit import add_write_count, raise_if_write_rate_refused
 from tems.transactions import (
@@ -287,7 +287,7 @@ def _first_read(attempt: NewRegistration, route: Router, *,
             return None  # throttled past botocore's retries: the first round's conditions will say
         raise
     record = found.get(IdempotencyRecord)
-    if record is not None and record.expires_at > attempt.created_at:  # an expired record blocks no new tap
+    if record is not None and not record_expired(record, attempt.created_at):
         return _replay(record.serialize(), attempt)
     if (claim := found.get(RegistrationClaim)) is not None:
         return _already_registered(claim, attempt, sleep=sleep)

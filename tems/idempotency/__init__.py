@@ -43,6 +43,7 @@ from tems.idempotency.record import (
     fingerprint,
     idempotency_error,
     policy_url,
+    record_expired,
     record_is_absent_or_expired,
     replay_from_raw,
     replay_from_record,
@@ -52,6 +53,6 @@ __all__ = [
     "COMPLETED", "DEFAULT_POLICY", "FORM_FIELD", "HEADER", "IN_PROGRESS", "MAX_KEY_CHARS", "POLICY_PATH",
     "RECORD_LABEL", "RECORD_TTL", "REPLAYED_HEADER", "REPLAYED_HEADERS", "TRANSIENT_STATUSES", "IdempotencyPolicy",
     "IdempotencyRecord", "StoredResponse", "add_completed_record", "completed_record", "fingerprint",
-    "idempotency_error", "idempotent", "key_from_request", "parse_key", "policy_url", "record_is_absent_or_expired",
-    "replay_from_raw", "replay_from_record", "request_fingerprint", "request_payload",
+    "idempotency_error", "idempotent", "key_from_request", "parse_key", "policy_url", "record_expired",
+    "record_is_absent_or_expired", "replay_from_raw", "replay_from_record", "request_fingerprint", "request_payload",
 ]

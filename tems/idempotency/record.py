@@ -150,6 +150,11 @@ def record_is_absent_or_expired(now: datetime | None = None) -> Condition:
     return IdempotencyRecord.pk.does_not_exist() | (IdempotencyRecord.expires_at < (now or utcnow()))
 
 
+def record_expired(record: IdempotencyRecord, now: datetime | None = None) -> bool:
+    """``record_is_absent_or_expired`` for a record read: expired ones answer nothing and block no new tap."""
+    return record.expires_at is not None and record.expires_at < (now or utcnow())
+
+
 def add_completed_record(transaction: LabelledTransaction, *, user_id: str, key: str, fingerprint: str,
                          response: StoredResponse, now: datetime | None = None) -> None:
     """Add the tap's COMPLETED record holding ``response`` to ``transaction``, labelled ``RECORD_LABEL``.
