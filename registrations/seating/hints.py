@@ -15,7 +15,8 @@ Per event (the table's name is part of the key, so tests on several tables in on
   shard. Each keeps when the request that showed it so was sent, and ``open_gate`` the earliest moment the gate
   was read open at its current epoch: a shard seen full after that moment is full still while the epoch holds,
   so the gate's look need not read it (the close's own condition checks the epoch).
-- ``placed``: the seats this process took in each shard (for one shard count), for ``shards.first_shard``.
+- ``placed``: the seats this process took or is taking in each shard (for one shard count), for
+  ``shards.first_shard``: a first seat attempt counts when it is sent, and stops counting if it did not commit.
 - ``lanes``: each lane's block as last seen (``lane_next``, ``lane_end``) and when, so a position may skip
   reading a lane that cannot hold an unused ticket below it (``positions.lane_blocks``).
 - ``floors``: the lowest ticket seen waiting in each lane, so a reader of the waiting list's first entries may skip
@@ -48,7 +49,7 @@ class EventHints:
     # (shard count then, {shard seen full: when the request that showed it so was sent, time.monotonic()})
     full_shards: tuple[int, dict[int, float]] | None = None
     open_gate: tuple[int, int, float] | None = None  # (epoch, shard count, when a read of it so had returned)
-    placed: tuple[int, list[int]] | None = None  # (shard count then, seats taken per shard)
+    placed: tuple[int, list[int]] | None = None  # (shard count then, seats taken or being taken per shard)
     lanes: dict[int, tuple[float, int | None, int | None]] = field(default_factory=dict)
     floors: dict[int, int] = field(default_factory=dict)
 
@@ -153,19 +154,31 @@ class Hints:
     # --- seats this process placed --------------------------------------------------------------------------
 
     def placed(self, event_id: str, count: int) -> list[int] | None:
-        """The seats this process took in each of the event's ``count`` shards, if it counted for that count."""
+        """The seats this process took or is taking in each of the event's ``count`` shards, if it counted for
+        that count."""
         hints = self._peek(event_id)
         placed = None if hints is None else hints.placed
         return placed[1] if placed is not None and placed[0] == count else None
 
-    def took_seat(self, event_id: str, shard: int, count: int) -> None:
-        """Count a seat this process took in ``shard`` (of ``count``). Unlocked: a count lost to a race between
-        threads only makes the hint a seat less exact."""
+    def open_shards(self, event_id: str, count: int) -> list[int]:
+        """The shards (of ``count``) that no image in this process showed full."""
+        hints = self._peek(event_id)
+        known = None if hints is None else hints.full_shards
+        if known is None or known[0] != count:
+            return list(range(count))
+        with self._lock:
+            return [shard for shard in range(count) if shard not in known[1]]
+
+    def place(self, event_id: str, shard: int, count: int, *, seats: int = 1) -> None:
+        """Count ``seats`` (-1: a seat attempt counted when sent that did not commit) in ``shard`` (of ``count``).
+        Unlocked: a count lost to a race between threads only makes the hint a seat less exact."""
         hints = self._of(event_id)
         if hints.placed is None or hints.placed[0] != count:
+            if seats < 0:
+                return  # counted for another shard count, which is forgotten
             hints.placed = (count, [0] * count)
         if shard < count:
-            hints.placed[1][shard] += 1
+            hints.placed[1][shard] += seats
 
     # --- lanes' blocks --------------------------------------------------------------------------------------
 

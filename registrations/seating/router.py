@@ -131,6 +131,9 @@ class Router:
         # round installs it without claiming again.
         self.block: tuple[tuple[Any, Any], datetime, lanes.Block] | None = None
         self._home: tuple[int, int] | None = None  # (shard count, the first shard for it)
+        # The first seat attempt's (shard, shard count) while it is in flight: counted for ``shards.first_shard``
+        # when sent, so it stops counting if it does not commit.
+        self._placing: tuple[int, int] | None = None
         # When the request whose images the router learns from next was sent, or a moment before: the gate's look
         # trusts a shard seen full only in an image newer than its read of the gate (``close_gate``).
         self.sent_at = 0.0
@@ -172,6 +175,8 @@ class Router:
         close the gate first (``close_gate``)."""
         if not self.tried_home:
             self.tried_home = True
+            self._placing = (self.home(), self.count)
+            hints.place(self.event_id, *self._placing)
             return self.home()
         if self.with_room:
             # Spread the newcomers sent away over the shards with room in proportion to the seats each image showed
@@ -200,13 +205,24 @@ class Router:
         return None
 
     def seat_taken(self, shard: int) -> None:
-        """The round's seat in ``shard`` committed: counted for ``shards.first_shard``'s levelling."""
-        hints.took_seat(self.event_id, shard, self.count)
+        """The round's seat in ``shard`` committed: counted for ``shards.first_shard``'s levelling (the first
+        attempt's seat was counted when it was sent)."""
+        if self._placing is not None and self._placing[0] == shard:
+            self._placing = None
+        else:
+            hints.place(self.event_id, shard, self.count)
+
+    def _not_placed(self, shard: int) -> None:
+        """The round on ``shard`` did not take a seat: the first attempt's count, made when it was sent, goes."""
+        if self._placing is not None and self._placing[0] == shard:
+            hints.place(self.event_id, *self._placing, seats=-1)
+            self._placing = None
 
     def seat_conflicted(self, shard: int) -> None:
         """A seat attempt on ``shard`` met another transaction: the next one goes to another shard, so a burst
         spreads over the shards instead of queueing on a held one (with no image, a conflict says nothing of
         room, so a full event still learns it from the next refusal)."""
+        self._not_placed(shard)
         self.busy.add(shard)
         self.crowded = True
         # A shard a read showed with room is held: most likely someone is taking that seat, so the image is
@@ -252,6 +268,7 @@ class Router:
     def refused(self, shard: int, raw_item: dict[str, Any] | None) -> None:
         """Learn from the image of ``shard`` (a refused condition's ALL_OLD, or a read): its room, the event's
         shard count, and, for the lane, its gate and block. No image: the shard does not exist."""
+        self._not_placed(shard)
         if not raw_item:
             self._explain_missing_shard()
         image = SeatShard.from_raw_data(raw_item)
@@ -438,13 +455,6 @@ class Router:
         if raw_item is not None:
             self.refused(join.lane, raw_item)
         return self.heal_once()
-
-    def conflicted(self, *, shard: int | None, join: Join | None) -> None:
-        """The round met another transaction: on the seat of ``shard``, or on the lane of ``join``."""
-        if join is None:
-            self.seat_conflicted(shard)
-        else:
-            self.join_conflicted(join)
 
     def join_conflicted(self, join: Join) -> None:
         """Another transaction held the lane, most likely another joiner taking its next ticket, so its image is

@@ -132,24 +132,28 @@ def home_shard(user_id: str, count: int) -> int:
 
 def first_shard(event_id: str, user_id: str, count: int) -> int:
     """The shard a student tries first: the home shard, unless this process has put ``balance_slack()`` more
-    seats in it than in one other shard drawn at random (and not known full); then that one.
+    seats in it than in the shard it put fewest in (of those not known full); then one of those, drawn at random.
 
     A shard takes one transaction at a time, so its last r seats take at least r transactions however many
     students want them: the seats run out as fast as the number of shards still holding some allows. Hashed
-    homes alone fill unevenly, so at the end of a burst a few shards kept their last seats while everyone else
-    waited for the waiting list to open. Two choices on the seats each shard took keep the shards level as they
-    fill, so they run out together; with several app servers each levels its own share, and the sum stays level.
-    No read is added (the happy path stays one transaction) and nothing is decided here: the seat's condition does.
+    homes alone fill unevenly, and two choices (the home or one other shard) still left a few shards three or four
+    seats behind the rest when the others ran out, so the last seats took that many transactions' time while
+    everyone else waited for the waiting list to open. Seats are counted when their attempt is sent, not when it
+    commits, so the requests in flight at once do not all pick the same few shards. With several app servers each
+    levels its own share, and the sum stays level. No read is added (the happy path stays one transaction) and
+    nothing is decided here: the seat's condition does.
     """
     home = home_shard(user_id, count)
     placed = hints.placed(event_id, count)
     if placed is None or count < 2:
         return home
-    other = _random.randrange(count - 1)
-    other += other >= home
-    if hints.full_shard(event_id, other, count) or placed[home] - placed[other] < balance_slack():
+    candidates = hints.open_shards(event_id, count)
+    if not candidates:
         return home
-    return other
+    fewest = min(placed[k] for k in candidates)
+    if placed[home] - fewest < balance_slack():
+        return home
+    return _random.choice([k for k in candidates if placed[k] == fewest])
 
 
 def admitting(created_at):

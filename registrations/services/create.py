@@ -152,7 +152,10 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
                     ticket_pause(sleep)
             elif cancelled.is_conflict:
                 conflicts.pause()  # the router reads after the pause, not before: a read before it is stale
-                route.conflicted(shard=shard, join=join)
+                if join is None:
+                    route.seat_conflicted(shard)
+                else:
+                    route.join_conflicted(join)
             else:
                 raise
             continue

@@ -358,6 +358,39 @@ def test_newcomers_are_levelled_over_the_shards_as_they_fill(ddb, monkeypatch, s
     assert_invariants_clean()
 
 
+def first_tries(event_id: str, users: list[str]) -> list[router.Router]:
+    """Routers that have sent their first seat attempt and heard nothing back yet (in flight at once)."""
+    routes = [router.Router(event_id=event_id, user_id=user, created_at=utcnow(), clock=utcnow,
+                            heal=lambda _: None) for user in users]
+    for route in routes:
+        route.next_shard()
+    return routes
+
+
+def test_first_tries_in_flight_at_once_go_to_the_shards_with_fewest_seats_not_all_to_the_same(settings):
+    """A seat counts for the levelling when its attempt is sent: students whose attempts are in flight at once
+    spread over the shards with the fewest seats, instead of all picking the same ones until a commit counts
+    (with two choices, shards were still three or four seats apart when the others ran out). An attempt that did
+    not commit stops counting, and no shard an image showed full is picked."""
+    settings.SEAT_BALANCE_SLACK = shards.BALANCE_SLACK
+    event_id = "levelled-event"
+    hints.remember_shards(event_id, 8)
+    crowd = [f"c{n}" for n in range(2000) if shards.home_shard(f"c{n}", 8) == 0][:16]
+    routes = first_tries(event_id, crowd[:8])
+    assert sorted(route.home() for route in routes) == list(range(8))
+    assert hints.placed(event_id, 8) == [1] * 8
+    routes[0].seat_conflicted(routes[0].home())  # held by someone else: this one took no seat there
+    routes[1].seat_taken(routes[1].home())  # counted once, when it was sent
+    placed = hints.placed(event_id, 8)
+    assert sum(placed) == 7 and placed[routes[0].home()] == 0
+    full = routes[2].home()
+    hints.remember_shard(event_id, full, 8, full=True)
+    late = first_tries(event_id, crowd[8:15])
+    assert full not in {route.home() for route in late}
+    placed = hints.placed(event_id, 8)
+    assert placed[full] == 1 and sorted(placed) == [1, 1] + [2] * 6  # the hole filled first, then one each
+
+
 def test_a_join_that_meets_another_on_its_lane_reads_the_lanes_after_its_pause_not_before(ddb, monkeypatch,
                                                                                         settings):
     """A join that conflicts on its lane (another joiner holds it, so its image is stale) reads its lane and
