@@ -40,10 +40,10 @@ MAX_LANES = 78
 # 100 items, less room for the check of the item that says the group's write still applies.
 GROUP_SIZE = 90
 
-# How many more seats this process must have put in a student's home shard than in the other one drawn before the
-# student is sent there instead: 1 is "the power of two choices", and a slack of 2 was measured to leave the last
-# seats on a few shards (docs/registrations.md, "Tuning constants"). Where a student's seat is has no other meaning:
-# the claim, not the shard, makes a registration unique.
+# How many more seats this process must have put in a student's home shard than in the shard with the fewest
+# before the student is sent to one of those instead: 1 keeps the shards level to a seat; a slack of 2 (with two
+# choices) was measured to leave the last seats on a few shards (docs/registrations.md, "Tuning constants").
+# Where a student's seat is has no other meaning: the claim, not the shard, makes a registration unique.
 BALANCE_SLACK = 1
 _random = random.Random()
 
