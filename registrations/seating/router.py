@@ -212,8 +212,9 @@ class Router:
         else:
             hints.place(self.event_id, shard, self.count)
 
-    def _not_placed(self, shard: int) -> None:
-        """The round on ``shard`` did not take a seat: the first attempt's count, made when it was sent, goes."""
+    def seat_missed(self, shard: int) -> None:
+        """The round on ``shard`` did not commit (refused, held, answered by a claim or a key's record, or with no
+        answer): the first attempt's count, made when it was sent, goes."""
         if self._placing is not None and self._placing[0] == shard:
             hints.place(self.event_id, *self._placing, seats=-1)
             self._placing = None
@@ -222,7 +223,6 @@ class Router:
         """A seat attempt on ``shard`` met another transaction: the next one goes to another shard, so a burst
         spreads over the shards instead of queueing on a held one (with no image, a conflict says nothing of
         room, so a full event still learns it from the next refusal)."""
-        self._not_placed(shard)
         self.busy.add(shard)
         self.crowded = True
         # A shard a read showed with room is held: most likely someone is taking that seat, so the image is
@@ -268,7 +268,6 @@ class Router:
     def refused(self, shard: int, raw_item: dict[str, Any] | None) -> None:
         """Learn from the image of ``shard`` (a refused condition's ALL_OLD, or a read): its room, the event's
         shard count, and, for the lane, its gate and block. No image: the shard does not exist."""
-        self._not_placed(shard)
         if not raw_item:
             self._explain_missing_shard()
         image = SeatShard.from_raw_data(raw_item)

@@ -129,6 +129,8 @@ def registration_create(*, event_id: str, user_id: str, idempotency_key: str, fi
                                  else confirm_transaction(attempt, shard))
         route.sending()
         cancelled = commit_round(transaction)
+        if cancelled is not None and join is None:
+            route.seat_missed(shard)
         if cancelled is UNKNOWN_OUTCOME:
             # An applied round is found by its conditions: the record replays, the claim answers, the gate is shut.
             conflicts.pause()

@@ -379,7 +379,7 @@ def test_first_tries_in_flight_at_once_go_to_the_shards_with_fewest_seats_not_al
     routes = first_tries(event_id, crowd[:8])
     assert sorted(route.home() for route in routes) == list(range(8))
     assert hints.placed(event_id, 8) == [1] * 8
-    routes[0].seat_conflicted(routes[0].home())  # held by someone else: this one took no seat there
+    routes[0].seat_missed(routes[0].home())  # refused, held, or a twin's claim: this one took no seat there
     routes[1].seat_taken(routes[1].home())  # counted once, when it was sent
     placed = hints.placed(event_id, 8)
     assert sum(placed) == 7 and placed[routes[0].home()] == 0
@@ -389,6 +389,19 @@ def test_first_tries_in_flight_at_once_go_to_the_shards_with_fewest_seats_not_al
     assert full not in {route.home() for route in late}
     placed = hints.placed(event_id, 8)
     assert placed[full] == 1 and sorted(placed) == [1, 1] + [2] * 6  # the hole filled first, then one each
+
+
+def test_a_second_tap_answered_by_the_claim_leaves_no_seat_counted(ddb, settings):
+    """A twin tap's seat attempt is refused by the claim: it took no seat, so it stops counting. A count left
+    behind by every double tap would make its shard look fuller than it is, so that shard would be left with its
+    last seats when the others ran out."""
+    settings.SEAT_BALANCE_SLACK = shards.BALANCE_SLACK
+    event = make_event(capacity=24)
+    hints.remember_shards(event.event_id, 8)
+    assert register(event.event_id, "ann").kind == "created"
+    assert register(event.event_id, "ann").kind == "already_registered"
+    assert sum(hints.placed(event.event_id, 8)) == 1
+    assert_invariants_clean()
 
 
 def test_a_join_that_meets_another_on_its_lane_reads_the_lanes_after_its_pause_not_before(ddb, monkeypatch,
