@@ -136,9 +136,9 @@ def first_shard(event_id: str, user_id: str, count: int) -> int:
 
     A shard takes one transaction at a time, so its last r seats take at least r transactions however many
     students want them: the seats run out as fast as the number of shards still holding some allows. Hashed
-    homes alone fill unevenly, and two choices (the home or one other shard) still left a few shards three or four
-    seats behind the rest when the others ran out, so the last seats took that many transactions' time while
-    everyone else waited for the waiting list to open. Seats are counted when their attempt is sent, not when it
+    homes alone fill unevenly, and two choices (the home or one other shard) still left a few shards several seats
+    behind the rest when the others ran out, so the last seats took that many transactions' time while everyone
+    else waited for the waiting list to open. Seats are counted when their attempt is sent, not when it
     commits, so the requests in flight at once do not all pick the same few shards. With several app servers each
     levels its own share, and the sum stays level. No read is added (the happy path stays one transaction) and
     nothing is decided here: the seat's condition does.
