@@ -147,13 +147,14 @@ def first_shard(event_id: str, user_id: str, count: int) -> int:
     placed = hints.placed(event_id, count)
     if placed is None or count < 2:
         return home
-    candidates = hints.open_shards(event_id, count)
-    if not candidates:
+    # One copy of the counts: other requests of the process move them meanwhile.
+    counts = {k: placed[k] for k in hints.open_shards(event_id, count)}
+    if not counts:
         return home
-    fewest = min(placed[k] for k in candidates)
+    fewest = min(counts.values())
     if placed[home] - fewest < balance_slack():
         return home
-    return _random.choice([k for k in candidates if placed[k] == fewest])
+    return _random.choice([k for k, seats in counts.items() if seats == fewest])
 
 
 def admitting(created_at):

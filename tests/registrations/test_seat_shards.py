@@ -306,6 +306,41 @@ def test_the_shards_seen_full_are_read_whole_while_other_requests_of_the_process
     assert failures == []
 
 
+def test_a_first_shard_is_drawn_whole_while_other_requests_of_the_process_count_seats(settings):
+    """The levelling picks among the shards with the fewest seats while other threads of its process count seats
+    sent and take back those that did not commit: it must pick one, never fail on counts moving under it."""
+    settings.SEAT_BALANCE_SLACK = shards.BALANCE_SLACK
+    count, event_id, stop, failures = 5_000, "counted-event", threading.Event(), []
+    for shard in range(count):
+        hints.place(event_id, shard, count)
+    hints.place(event_id, shards.home_shard("student", count), count)  # a seat more at home: sent elsewhere
+
+    def count_seats() -> None:
+        n = 0
+        while not stop.is_set():
+            hints.place(event_id, n % count, count, seats=-1)  # for a moment the one shard with the fewest
+            hints.place(event_id, n % count, count)
+            n += 1
+
+    switching = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    counter = threading.Thread(target=count_seats)
+    counter.start()
+    try:
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:
+            try:
+                shards.first_shard(event_id, "student", count)
+            except IndexError as error:
+                failures.append(error)
+                break
+    finally:
+        stop.set()
+        counter.join()
+        sys.setswitchinterval(switching)
+    assert failures == []
+
+
 def test_a_seat_freed_since_moves_the_epoch_and_the_gates_look_reads_every_shard_again(ddb):
     """Images of full shards say nothing once a seat was freed for newcomers: the cancel moved the gate's epoch,
     so the next look reads every shard again, finds the seat and leaves the gate open."""
