@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
@@ -276,69 +277,62 @@ def test_the_gates_look_reads_only_the_shards_not_seen_full_since_a_read_of_it_a
     assert_invariants_clean()
 
 
-def test_the_shards_seen_full_are_read_whole_while_other_requests_of_the_process_learn_more():
-    """A look takes the shards seen full while other threads of its process add and drop some: it must get a
-    whole answer, never an error from the shards it reads changing under it."""
-    seen, stop, failures = Hints(), threading.Event(), []
+def errors_while_moved(move: Callable[[int], None], read: Callable[[], object], error: type[Exception],
+                       seconds: float = 1.0) -> list[Exception]:
+    """``read`` over and over for ``seconds`` while another thread calls ``move(n)`` for n = 0, 1, 2...: the
+    ``error``s it met (the first ends the reading). Threads take turns within a read, as a busy process's do."""
+    stop, failures = threading.Event(), []
 
-    def learn() -> None:
+    def moving() -> None:
         n = 0
         while not stop.is_set():
-            seen.remember_shard("event", n % 5_000, 5_000, full=n % 3 != 0, sent_at=float(n))
+            move(n)
             n += 1
 
     switching = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)  # threads take turns within a look, as a busy process's do
-    learner = threading.Thread(target=learn)
-    learner.start()
+    sys.setswitchinterval(1e-6)
+    mover = threading.Thread(target=moving)
+    mover.start()
     try:
-        deadline = time.monotonic() + 1.0
+        deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             try:
-                seen.full_since("event", 5_000, 0.0)
-            except RuntimeError as error:
-                failures.append(error)
+                read()
+            except error as met:
+                failures.append(met)
                 break
     finally:
         stop.set()
-        learner.join()
+        mover.join()
         sys.setswitchinterval(switching)
-    assert failures == []
+    return failures
+
+
+def test_the_shards_seen_full_are_read_whole_while_other_requests_of_the_process_learn_more():
+    """A look takes the shards seen full while other threads of its process add and drop some: it must get a
+    whole answer, never an error from the shards it reads changing under it."""
+    seen = Hints()
+
+    def learn(n: int) -> None:
+        seen.remember_shard("event", n % 5_000, 5_000, full=n % 3 != 0, sent_at=float(n))
+
+    assert errors_while_moved(learn, lambda: seen.full_since("event", 5_000, 0.0), RuntimeError) == []
 
 
 def test_a_first_shard_is_drawn_whole_while_other_requests_of_the_process_count_seats(settings):
     """The levelling picks among the shards with the fewest seats while other threads of its process count seats
     sent and take back those that did not commit: it must pick one, never fail on counts moving under it."""
     settings.SEAT_BALANCE_SLACK = shards.BALANCE_SLACK
-    count, event_id, stop, failures = 5_000, "counted-event", threading.Event(), []
+    count, event_id = 5_000, "counted-event"
     for shard in range(count):
         hints.place(event_id, shard, count)
     hints.place(event_id, shards.home_shard("student", count), count)  # a seat more at home: sent elsewhere
 
-    def count_seats() -> None:
-        n = 0
-        while not stop.is_set():
-            hints.place(event_id, n % count, count, seats=-1)  # for a moment the one shard with the fewest
-            hints.place(event_id, n % count, count)
-            n += 1
+    def count_seats(n: int) -> None:
+        hints.place(event_id, n % count, count, seats=-1)  # for a moment the one shard with the fewest
+        hints.place(event_id, n % count, count)
 
-    switching = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    counter = threading.Thread(target=count_seats)
-    counter.start()
-    try:
-        deadline = time.monotonic() + 1.0
-        while time.monotonic() < deadline:
-            try:
-                shards.first_shard(event_id, "student", count)
-            except IndexError as error:
-                failures.append(error)
-                break
-    finally:
-        stop.set()
-        counter.join()
-        sys.setswitchinterval(switching)
-    assert failures == []
+    assert errors_while_moved(count_seats, lambda: shards.first_shard(event_id, "student", count), IndexError) == []
 
 
 def test_a_seat_freed_since_moves_the_epoch_and_the_gates_look_reads_every_shard_again(ddb):
