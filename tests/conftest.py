@@ -116,6 +116,14 @@ MOTO_ENVIRONMENT = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "te
                     "AWS_SESSION_TOKEN": "testing", "AWS_DEFAULT_REGION": REGION}
 
 
+@functools.cache
+def _moto_client() -> BaseClient:
+    """One client for making the moto tables. moto answers every client's requests while a mock is active, so a
+    client need not be made inside the mock it is used in; a new one per test cost more than the test itself."""
+    return boto3.client("dynamodb", region_name=REGION, aws_access_key_id="testing",
+                        aws_secret_access_key="testing")
+
+
 @contextlib.contextmanager
 def _moto_table(patch: pytest.MonkeyPatch):
     from moto import mock_aws
@@ -125,7 +133,7 @@ def _moto_table(patch: pytest.MonkeyPatch):
     with mock_aws():
         config = TableConfig("tems_moto", None, REGION)
         configure_models(config)
-        ensure_table()
+        ensure_table(client=_moto_client(), table_name=config.table_name)
         yield config
     configure_models(TableConfig.from_settings())
 
