@@ -10,7 +10,7 @@ from playwright.sync_api import Locator, Page, expect
 
 from registrations.events import services as event_services
 from tems.clock import utcnow
-from tests.browser.helpers import log_in
+from tests.browser.helpers import log_in_as
 from tests.browser.pages import (
     PHONE,
     at_both_widths,
@@ -41,7 +41,7 @@ def _not_one_row(first: Locator, second: Locator) -> list[str]:
 
 def test_the_event_page_has_one_primary_action_and_a_menu(app_server, browser, contexts, staff_user, event):
     page = new_sized_page(browser, PHONE, contexts)
-    log_in(page, app_server, "staffer", "pw-staff-1")
+    log_in_as(page, app_server, staff_user)
     page.goto(f"{app_server}/events/{event.event_id}/")
     actions = page.locator(".page-head .page-actions")
     assert actions.locator(".button.primary").count() == 1
@@ -79,7 +79,7 @@ def _past_start_confirmation_misplaced(page: Page) -> list[str]:
 
 def test_the_copy_form_and_the_past_start_confirmation(app_server, browser, contexts, staff_user, event):
     page = new_sized_page(browser, PHONE, contexts)
-    log_in(page, app_server, "staffer", "pw-staff-1")
+    log_in_as(page, app_server, staff_user)
     page.goto(f"{app_server}/events/{event.event_id}/copy/")
     expect(page.get_by_role("heading", name="Copy event")).to_be_visible()
     expect(page.get_by_label("Title")).to_have_value(event.title)
@@ -98,7 +98,7 @@ def test_the_copy_form_and_the_past_start_confirmation(app_server, browser, cont
 
 def test_inventory_has_one_primary_action_and_no_metrics(app_server, browser, contexts, staff_user):
     page = new_sized_page(browser, PHONE, contexts)
-    log_in(page, app_server, "staffer", "pw-staff-1")
+    log_in_as(page, app_server, staff_user)
     page.goto(f"{app_server}/inventory/")
     actions = page.locator(".page-actions")
     assert actions.locator(".button.primary").count() == 1
