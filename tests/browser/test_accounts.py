@@ -14,7 +14,7 @@ from playwright.sync_api import expect
 from registrations.events import services as event_services
 from tems.accounts import email_address_mark_verified
 from tems.identity import user_key
-from tests.browser.helpers import log_in
+from tests.browser.helpers import log_in, log_in_as
 from tests.browser.pages import PHONE, at_both_widths, axe_violations_at_both_widths, new_sized_page, sideways_scroll
 from tests.registrations.helpers import register
 
@@ -63,7 +63,7 @@ def test_forgot_password_to_a_new_password(app_server, browser, contexts, studen
 def test_the_account_page_names_and_password_change(app_server, browser, contexts, student):
     found: dict[str, list[str]] = {}
     page = new_sized_page(browser, PHONE, contexts)
-    log_in(page, app_server, "student1", "pw-student-1")
+    log_in_as(page, app_server, student)
     page.goto(f"{app_server}/accounts/")
     checked(page, "account", found)
     page.get_by_label("First name").fill("Eve\u202e")
@@ -95,7 +95,7 @@ def test_staff_see_names_on_the_attendee_list(app_server, browser, contexts, sta
                                     last_name="García-López")
     register(event.event_id, user_key(ines), user_name="ines")
     page = new_sized_page(browser, PHONE, contexts)
-    log_in(page, app_server, "staffer", "pw-staff-1")
+    log_in_as(page, app_server, staff_user)
     page.goto(f"{app_server}/events/{event.event_id}/attendees/")
     expect(page.get_by_role("rowheader", name="Inés García-López")).to_contain_text("ines")
     assert axe_violations_at_both_widths(page) == []

@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 from registrations.events import services as event_services
 from tems.models import Membership, Team
 from tems.roles import EVENT_MANAGER, TEAM_ADMIN
-from tests.browser.helpers import log_in
+from tests.browser.helpers import log_in_as
 from tests.browser.pages import PHONE, axe_violations_at_both_widths, new_sized_page
 
 
@@ -27,7 +27,7 @@ def test_log_pages_read_in_words_and_have_no_axe_violation(app_server, browser, 
     checked: dict[str, list[str]] = {}
 
     manager = new_sized_page(browser, PHONE, contexts)
-    log_in(manager, app_server, "mia", "pw-mia-1")
+    log_in_as(manager, app_server, mia)
     manager.goto(f"{app_server}/events/{event.event_id}/edit/")
     manager.get_by_label("Capacity").fill("60")
     manager.get_by_role("button", name="Save").click()
@@ -52,7 +52,7 @@ def test_log_pages_read_in_words_and_have_no_axe_violation(app_server, browser, 
     checked["event log, refused"] = axe_violations_at_both_widths(manager)
 
     admin = new_sized_page(browser, PHONE, contexts)
-    log_in(admin, app_server, "ada", "pw-ada-1")
+    log_in_as(admin, app_server, ada)
     admin.goto(f"{app_server}/teams/chem/")
     days = admin.get_by_label("Keep the log for (days)")
     days.evaluate("field => field.removeAttribute('min')")  # past the browser's own check, to the server's

@@ -8,7 +8,7 @@ from playwright.sync_api import expect
 from registrations import selectors
 from registrations.events import services as event_services
 from tems.identity import user_key
-from tests.browser.helpers import log_in
+from tests.browser.helpers import log_in_as
 from tests.browser.pages import DESKTOP, PHONE, new_sized_page
 from tests.registrations.helpers import register
 
@@ -19,12 +19,12 @@ def event(app_server):
                                  created_by="staff")
 
 
-def test_cancel_asks_first_then_says_the_seat_went_to_the_next_person(app_server, browser, contexts, event,
-                                                                     student):
+def test_cancel_asks_first_then_says_the_seat_went_to_the_next_person_and_leaving_the_waiting_list_says_so(
+        app_server, browser, contexts, event, student):
     register(event.event_id, user_key(student))
     register(event.event_id, "next-in-line")
     page = new_sized_page(browser, PHONE, contexts)
-    log_in(page, app_server, "student1", "pw-student-1")
+    log_in_as(page, app_server, student)
     page.goto(f"{app_server}/events/{event.event_id}/")
     page.get_by_role("link", name="Cancel registration…").click()
     question = page.locator(".cancel-question")
@@ -42,12 +42,11 @@ def test_cancel_asks_first_then_says_the_seat_went_to_the_next_person(app_server
     expect(page.locator("#announcer")).to_contain_text("is cancelled")
     assert selectors.registration_list(user_id=user_key(student)) == []
 
-
-def test_leaving_the_waiting_list_from_my_registrations_says_so(app_server, browser, contexts, event, student):
-    register(event.event_id, "first-in")
-    register(event.event_id, user_key(student))
-    page = new_sized_page(browser, PHONE, contexts)
-    log_in(page, app_server, "student1", "pw-student-1")
+    # Now waiting behind someone else's seat, on an event of the same name: the student's only registration.
+    waiting_for = event_services.event_create(title=event.title, starts_at=event.starts_at, capacity=1,
+                                              created_by="staff")
+    register(waiting_for.event_id, "first-in")
+    register(waiting_for.event_id, user_key(student))
     page.goto(f"{app_server}/me/registrations/")
     page.get_by_role("link", name="Leave the waiting list…").click()
     expect(page.locator(".cancel-question")).to_contain_text("You are number 1 on the waiting list")
@@ -61,7 +60,7 @@ def test_leaving_the_waiting_list_from_my_registrations_says_so(app_server, brow
 def test_cancel_without_javascript_is_a_confirmation_page(app_server, browser, contexts, event, student):
     register(event.event_id, user_key(student))
     page = new_sized_page(browser, DESKTOP, contexts, java_script_enabled=False)
-    log_in(page, app_server, "student1", "pw-student-1")
+    log_in_as(page, app_server, student)
     page.goto(f"{app_server}/me/registrations/")
     page.get_by_role("link", name="Cancel registration…").click()
     page.wait_for_url(f"{app_server}/registrations/**/cancel/?from=list")
@@ -75,7 +74,7 @@ def test_cancel_without_javascript_is_a_confirmation_page(app_server, browser, c
 def test_back_after_registering_shows_the_registration_not_a_stale_register_button(app_server, browser, contexts,
                                                                                   event, student):
     page = new_sized_page(browser, DESKTOP, contexts)
-    log_in(page, app_server, "student1", "pw-student-1")
+    log_in_as(page, app_server, student)
     response = page.goto(f"{app_server}/events/{event.event_id}/")
     assert "no-store" in response.headers["cache-control"]
     page.get_by_role("button", name="Register").click()

@@ -13,7 +13,7 @@ from registrations.events import services as event_services
 from registrations.questions import question_sets
 from registrations.questions import services as question_services
 from registrations.questions.question_sets import Question
-from tests.browser.helpers import log_in
+from tests.browser.helpers import log_in_as
 from tests.browser.pages import (
     PHONE,
     at_both_widths,
@@ -35,7 +35,7 @@ def test_staff_ask_a_question_and_a_student_answers_it(app_server, browser, cont
     checked: dict[str, list[str]] = {}
 
     staff = new_sized_page(browser, PHONE, contexts)
-    log_in(staff, app_server, "staffer", "pw-staff-1")
+    log_in_as(staff, app_server, staff_user)
     staff.goto(f"{app_server}/events/{event.event_id}/questions/")
     checked["questions page"] = axe_violations_at_both_widths(staff) + at_both_widths(staff, sideways_scroll)
     expect(staff.locator("#id_questions-0-choices")).to_be_hidden()  # a text question has no choices
@@ -60,7 +60,7 @@ def test_staff_ask_a_question_and_a_student_answers_it(app_server, browser, cont
         "Diet", "Anything we should know?", "T-shirt size"]
 
     page = new_sized_page(browser, PHONE, contexts)
-    log_in(page, app_server, "student1", "pw-student-1")
+    log_in_as(page, app_server, student)
     page.goto(f"{app_server}/events/{event.event_id}/")
     checked["event page with questions"] = serious_axe_violations_at_both_widths(page)
     page.get_by_label("Anything we should know?").fill("I use a wheelchair")
@@ -85,7 +85,7 @@ def test_staff_ask_a_question_and_a_student_answers_it(app_server, browser, cont
 def test_the_new_event_form_creates_the_event_with_its_questions(app_server, browser, contexts, staff_user):
     question_sets.known.reset()
     page = new_sized_page(browser, PHONE, contexts)
-    log_in(page, app_server, "staffer", "pw-staff-1")
+    log_in_as(page, app_server, staff_user)
     page.goto(f"{app_server}/events/new/")
     assert axe_violations_at_both_widths(page) + at_both_widths(page, sideways_scroll) == []
     page.get_by_label("Title").fill("Robot workshop")

@@ -10,7 +10,7 @@ from playwright.sync_api import Locator, Page, expect
 
 from registrations.events import services as event_services
 from tems.clock import utcnow
-from tests.browser.helpers import log_in
+from tests.browser.helpers import log_in_as
 from tests.browser.pages import (
     PHONE,
     at_both_widths,
@@ -39,9 +39,26 @@ def _not_one_row(first: Locator, second: Locator) -> list[str]:
     return [] if abs(tops[0] - tops[1]) < 2 else [f"not one row: tops at {tops[0]:.0f} and {tops[1]:.0f} px"]
 
 
-def test_the_event_page_has_one_primary_action_and_a_menu(app_server, browser, contexts, staff_user, event):
+def _past_start_confirmation_misplaced(page: Page) -> list[str]:
+    """What is wrong with where the past-start confirmation sits: under the start it confirms, before the capacity;
+    its box before its words, on the fields' left edge, and level with them."""
+    starts, capacity = page.locator("#id_starts_at").bounding_box(), page.locator("#id_capacity").bounding_box()
+    words = page.locator(".field-check label span", has_text="starts in the past").bounding_box()
+    box = page.get_by_label("Yes, this event starts in the past").bounding_box()
+    found = []
+    if not starts["y"] < box["y"] < capacity["y"]:
+        found.append(f"not between the start and the capacity: {box}")
+    if not (abs(box["x"] - starts["x"]) < 2 and words["x"] > box["x"]):
+        found.append(f"box not on the fields' edge before its words: {box}, {words}")
+    if abs((box["y"] + box["height"] / 2) - (words["y"] + words["height"] / 2)) >= 4:
+        found.append(f"box not level with its words: {box}, {words}")
+    return found
+
+
+def test_the_event_page_has_one_primary_action_and_a_menu_and_its_report_and_copy_form_look_finished(
+        app_server, browser, contexts, staff_user, event):
     page = new_sized_page(browser, PHONE, contexts)
-    log_in(page, app_server, "staffer", "pw-staff-1")
+    log_in_as(page, app_server, staff_user)
     page.goto(f"{app_server}/events/{event.event_id}/")
     actions = page.locator(".page-head .page-actions")
     assert actions.locator(".button.primary").count() == 1
@@ -60,26 +77,6 @@ def test_the_event_page_has_one_primary_action_and_a_menu(app_server, browser, c
     assert page.locator("figure.chart svg rect.chart-bar").count() == 1
     assert at_both_widths(page, sideways_scroll) + axe_violations_at_both_widths(page) == []
 
-
-def _past_start_confirmation_misplaced(page: Page) -> list[str]:
-    """What is wrong with where the past-start confirmation sits: under the start it confirms, before the capacity;
-    its box before its words, on the fields' left edge, and level with them."""
-    starts, capacity = page.locator("#id_starts_at").bounding_box(), page.locator("#id_capacity").bounding_box()
-    words = page.locator(".field-check label span", has_text="starts in the past").bounding_box()
-    box = page.get_by_label("Yes, this event starts in the past").bounding_box()
-    found = []
-    if not starts["y"] < box["y"] < capacity["y"]:
-        found.append(f"not between the start and the capacity: {box}")
-    if not (abs(box["x"] - starts["x"]) < 2 and words["x"] > box["x"]):
-        found.append(f"box not on the fields' edge before its words: {box}, {words}")
-    if abs((box["y"] + box["height"] / 2) - (words["y"] + words["height"] / 2)) >= 4:
-        found.append(f"box not level with its words: {box}, {words}")
-    return found
-
-
-def test_the_copy_form_and_the_past_start_confirmation(app_server, browser, contexts, staff_user, event):
-    page = new_sized_page(browser, PHONE, contexts)
-    log_in(page, app_server, "staffer", "pw-staff-1")
     page.goto(f"{app_server}/events/{event.event_id}/copy/")
     expect(page.get_by_role("heading", name="Copy event")).to_be_visible()
     expect(page.get_by_label("Title")).to_have_value(event.title)
@@ -98,7 +95,7 @@ def test_the_copy_form_and_the_past_start_confirmation(app_server, browser, cont
 
 def test_inventory_has_one_primary_action_and_no_metrics(app_server, browser, contexts, staff_user):
     page = new_sized_page(browser, PHONE, contexts)
-    log_in(page, app_server, "staffer", "pw-staff-1")
+    log_in_as(page, app_server, staff_user)
     page.goto(f"{app_server}/inventory/")
     actions = page.locator(".page-actions")
     assert actions.locator(".button.primary").count() == 1
