@@ -4,10 +4,11 @@ tests/browser/test_phone.py's, over the same pages it measures.)"""
 
 from datetime import UTC, datetime
 
+from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
 from registrations.events import services as event_services
-from tests.browser.helpers import log_in
+from tests.browser.helpers import log_in_as
 from tests.browser.pages import (
     DESKTOP,
     PHONE,
@@ -33,7 +34,7 @@ def test_registering_moves_focus_to_the_result_and_announces_it(app_server, brow
     event = event_services.event_create(title="Focus fair", starts_at=datetime(2030, 5, 3, 18, tzinfo=UTC), capacity=5,
                                   created_by="staff")
     page = new_sized_page(browser, PHONE, contexts)
-    log_in(page, app_server, "student1", "pw-student-1")
+    log_in_as(page, app_server, User.objects.get(username="student1"))
     page.goto(f"{app_server}/events/{event.event_id}/")
     page.get_by_role("button", name="Register").focus()
     page.keyboard.press("Enter")
@@ -49,7 +50,7 @@ def test_registering_moves_focus_to_the_result_and_announces_it(app_server, brow
 
 def test_focus_ring_and_input_borders_have_three_to_one_contrast(app_server, browser, contexts, staff_user):
     page = new_sized_page(browser, DESKTOP, contexts)
-    log_in(page, app_server, "staffer", "pw-staff-1")
+    log_in_as(page, app_server, User.objects.get(username="staffer"))
     page.goto(f"{app_server}/events/new/")
     title = page.get_by_label("Title")
     border = title.evaluate("e => getComputedStyle(e).borderTopColor")
@@ -71,7 +72,8 @@ def test_phone_nav_links_are_44_px_tall_targets(app_server, browser, contexts, s
     # WCAG 2.2 AA's floor is 24 px, which the links just met as bare text with neighbours closer than 24 px;
     # a thumb on a phone needs the 44 px of 2.5.5, which the stylesheet gives them, the Menu button too.
     page = new_sized_page(browser, PHONE, contexts)
-    log_in(page, app_server, "staffer", "pw-staff-1")
+    log_in_as(page, app_server, User.objects.get(username="staffer"))
+    page.goto(f"{app_server}/events/")
     button = page.locator(".menu-button")
     assert button.bounding_box()["height"] >= 44
     button.click()

@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 from registrations.events import services as event_services
 from tems.models import Membership, Team
 from tems.permissions import EVENT_MANAGER
-from tests.browser.helpers import log_in
+from tests.browser.helpers import log_in_as
 from tests.browser.pages import PHONE, axe_violations_at_both_widths, new_sized_page
 
 
@@ -26,7 +26,7 @@ def test_approval_pages_work_and_have_no_axe_violation(app_server, browser, cont
     checked: dict[str, list[str]] = {}
 
     root = new_sized_page(browser, PHONE, contexts)
-    log_in(root, app_server, "staffer", "pw-staff-1")
+    log_in_as(root, app_server, User.objects.get(username="staffer"))
     root.goto(f"{app_server}/teams/chess/")
     root.get_by_label("Events need approval").check()
     root.get_by_role("button", name="Save approval setting").click()
@@ -40,20 +40,20 @@ def test_approval_pages_work_and_have_no_axe_violation(app_server, browser, cont
     draft = event_services.event_create(title="Blitz night", starts_at=datetime(2030, 5, 1, 18, tzinfo=UTC),
                                         capacity=5, created_by="soc", team="chess", draft=True)
     manager = new_sized_page(browser, PHONE, contexts)
-    log_in(manager, app_server, "soc", "pw-soc-1")
+    log_in_as(manager, app_server, User.objects.get(username="soc"))
     manager.goto(f"{app_server}/events/{draft.event_id}/")
     expect(manager.locator(".event-draft")).to_contain_text("Waiting for approval")
     checked["draft, its manager's"] = axe_violations_at_both_widths(manager)
 
     student = new_sized_page(browser, PHONE, contexts)
-    log_in(student, app_server, "stu", "pw-stu-1")
+    log_in_as(student, app_server, User.objects.get(username="stu"))
     assert student.goto(f"{app_server}/events/{draft.event_id}/").status == 404
 
     stale = new_sized_page(browser, PHONE, contexts)
-    log_in(stale, app_server, "ben", "pw-ben-1")
+    log_in_as(stale, app_server, User.objects.get(username="ben"))
     stale.goto(f"{app_server}/approvals/")
     approver = new_sized_page(browser, PHONE, contexts)
-    log_in(approver, app_server, "ann", "pw-ann-1")
+    log_in_as(approver, app_server, User.objects.get(username="ann"))
     approver.goto(f"{app_server}/approvals/")
     checked["approvals"] = axe_violations_at_both_widths(approver)
     approver.locator("summary", has_text="Send back").click()

@@ -4,13 +4,14 @@ at a phone's width and a desktop's."""
 
 from datetime import UTC, datetime
 
+from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
 from registrations import selectors
 from registrations.events import services as event_services
 from registrations.messages.models import EventMessage
 from tems.identity import user_key
-from tests.browser.helpers import log_in
+from tests.browser.helpers import log_in_as
 from tests.browser.pages import (
     PHONE,
     at_both_widths,
@@ -29,7 +30,7 @@ def test_a_double_click_on_the_confirmation_cancels_the_event_once(app_server, b
     register(event.event_id, user_key(student), user_name="student1")
     register(event.event_id, "someone-waiting", user_name="waiting1")
     page = new_sized_page(browser, PHONE, contexts)
-    log_in(page, app_server, "staffer", "pw-staff-1")
+    log_in_as(page, app_server, User.objects.get(username="staffer"))
     page.goto(f"{app_server}/events/{event.event_id}/")
     page.locator("details.actions-menu > summary").click()  # the event's other actions fold under "More"
     page.get_by_role("link", name="Cancel event").click()

@@ -2,11 +2,12 @@
 
 from datetime import timedelta
 
+from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
 from registrations.events.models import Event
 from tems.clock import utcnow
-from tests.browser.helpers import log_in
+from tests.browser.helpers import log_in_as
 
 
 def test_more_events_appends_the_next_page(app_server, new_page, student):
@@ -17,7 +18,8 @@ def test_more_events_appends_the_next_page(app_server, new_page, student):
             batch.save(Event(*Event.key_for(event_id), event_id=event_id, title=f"Talk {number}", starts_at=starts,
                              capacity=10, version=1, gsi1sk=Event.listing_key(starts, event_id)))
     page = new_page()
-    log_in(page, app_server, "student1", "pw-student-1")
+    log_in_as(page, app_server, User.objects.get(username="student1"))
+    page.goto(f"{app_server}/events/")
     cards = page.locator(".event-card")
     expect(cards).to_have_count(20)
     page.get_by_role("link", name="More events").click()

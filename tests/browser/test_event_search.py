@@ -4,11 +4,12 @@ details fit a 320 and a 390 px phone without sideways scrolling, and axe-core fi
 from datetime import timedelta
 
 import pytest
+from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
 from registrations.events import services as event_services
 from tems.clock import utcnow
-from tests.browser.helpers import log_in
+from tests.browser.helpers import log_in_as
 from tests.browser.pages import axe_violations_at_both_widths, fits_the_width, new_sized_page
 
 pytestmark = pytest.mark.browser
@@ -52,13 +53,13 @@ def test_search_calendar_and_event_pages_fit_a_phone_and_pass_axe(app_server, br
     for path in ("/events/", "/events/calendar/", f"/events/{listed.event_id}/", "/events/?q=robotics"):
         problems += _check(visitor, f"{app_server}{path}")
     student_page = new_sized_page(browser, {"width": 390, "height": 800}, contexts)
-    log_in(student_page, app_server, "student1", "pw-student-1")
+    log_in_as(student_page, app_server, User.objects.get(username="student1"))
     for path in ("/events/?q=robotics&category=workshop&mode=online&free=on", f"/events/calendar/?month={month}",
                  "/events/?from=2027-05-02&to=2027-05-01", "/events/calendar/?month=2027-13",
                  f"/events/{listed.event_id}/"):
         problems += _check(student_page, f"{app_server}{path}")
     staff = new_sized_page(browser, {"width": 390, "height": 800}, contexts)
-    log_in(staff, app_server, "staffer", "pw-staff-1")
+    log_in_as(staff, app_server, User.objects.get(username="staffer"))
     for path in ("/events/new/", f"/events/{listed.event_id}/edit/", f"/events/{listed.event_id}/"):
         problems += _check(staff, f"{app_server}{path}")
     assert problems == [], "\n".join(problems)
@@ -75,7 +76,7 @@ def test_a_student_finds_an_event_by_a_word_and_a_visitor_sees_only_public_ones(
     expect(visitor.get_by_role("link", name="Log in to register")).to_be_visible()
 
     page = new_sized_page(browser, {"width": 390, "height": 800}, contexts)
-    log_in(page, app_server, "student1", "pw-student-1")
+    log_in_as(page, app_server, User.objects.get(username="student1"))
     page.goto(f"{app_server}/events/")
     page.get_by_label("Search").fill("members")
     page.get_by_role("button", name="Find events").click()

@@ -2,11 +2,12 @@
 
 from datetime import UTC, datetime
 
+from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
 from registrations import selectors
 from registrations.events import services as event_services
-from tests.browser.helpers import log_in
+from tests.browser.helpers import log_in, log_in_as
 
 
 def test_student_logs_in_and_sees_events(app_server, new_page, student):
@@ -25,7 +26,7 @@ def test_staff_edit_from_a_stale_page_shows_the_conflict(app_server, new_page, s
                                   created_by="staff")
     first, second = new_page(), new_page()
     for page in (first, second):
-        log_in(page, app_server, "staffer", "pw-staff-1")
+        log_in_as(page, app_server, User.objects.get(username="staffer"))
         page.goto(f"{app_server}/events/{event.event_id}/edit/")
     first.get_by_label("Title").fill("Quiz (first)")
     first.get_by_role("button", name="Save changes").click()

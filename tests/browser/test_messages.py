@@ -4,6 +4,7 @@ flows run on a phone; each page is checked, axe and its fit to the screen, at a 
 
 from datetime import UTC, datetime
 
+from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
 from registrations import selectors
@@ -11,7 +12,7 @@ from registrations.events import services as event_services
 from registrations.messages import services as messages
 from tems import outbox
 from tems.identity import user_key
-from tests.browser.helpers import log_in
+from tests.browser.helpers import log_in_as
 from tests.browser.pages import (
     PHONE,
     at_both_widths,
@@ -29,7 +30,7 @@ def test_preview_and_a_double_click_on_send_write_one_message(app_server, browse
     register(event.event_id, user_key(student), user_name="student1")
     register(event.event_id, "someone-waiting", user_name="waiting1")
     page = new_sized_page(browser, PHONE, contexts)
-    log_in(page, app_server, "staffer", "pw-staff-1")
+    log_in_as(page, app_server, User.objects.get(username="staffer"))
     page.goto(f"{app_server}/events/{event.event_id}/")
     page.locator("details.actions-menu > summary").click()  # the event's other actions fold under "More"
     page.get_by_role("link", name="Message attendees").click()
@@ -67,7 +68,7 @@ def test_a_student_reads_the_messages_sent_to_them_on_the_event_page(app_server,
                                subject="Wear old clothes", body="Ink stains.\nAprons are at the door.")
     outbox.outbox_relay()
     page = new_sized_page(browser, PHONE, contexts)
-    log_in(page, app_server, "student1", "pw-student-1")
+    log_in_as(page, app_server, User.objects.get(username="student1"))
     page.goto(f"{app_server}/events/{event.event_id}/")
     expect(page.get_by_role("heading", name="Messages to you")).to_be_visible()
     page.get_by_text("Wear old clothes").click()

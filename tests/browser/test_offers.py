@@ -5,6 +5,7 @@ event page before and after it is checked at a phone's width and a desktop's."""
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
 from registrations import selectors, services
@@ -12,7 +13,7 @@ from registrations.events import services as event_services
 from registrations.offers import services as offers
 from tems.clock import utcnow
 from tems.identity import user_key
-from tests.browser.helpers import log_in
+from tests.browser.helpers import log_in_as
 from tests.browser.pages import (
     DESKTOP,
     PHONE,
@@ -42,7 +43,7 @@ def status_of(student) -> str | None:
 
 def test_accepting_on_the_event_page_gives_the_seat(app_server, browser, contexts, offered, student):
     page = new_sized_page(browser, PHONE, contexts)
-    log_in(page, app_server, "student1", "pw-student-1")
+    log_in_as(page, app_server, User.objects.get(username="student1"))
     page.goto(f"{app_server}/events/{offered.event_id}/")
     expect(page.locator(".offer-text")).to_contain_text("A seat is yours until")
     assert serious_axe_violations_at_both_widths(page) == []
@@ -57,7 +58,7 @@ def test_accepting_on_the_event_page_gives_the_seat(app_server, browser, context
 
 def test_declining_on_my_registrations_passes_the_seat_on(app_server, browser, contexts, offered, student):
     page = new_sized_page(browser, PHONE, contexts)
-    log_in(page, app_server, "student1", "pw-student-1")
+    log_in_as(page, app_server, User.objects.get(username="student1"))
     page.goto(f"{app_server}/me/registrations/")
     expect(page.locator(".registration-row")).to_contain_text("Seat offered")
     assert serious_axe_violations(page) == []
@@ -70,7 +71,7 @@ def test_declining_on_my_registrations_passes_the_seat_on(app_server, browser, c
 
 def test_an_offer_that_ran_out_is_refused_and_said_so(app_server, browser, contexts, offered, student, monkeypatch):
     page = new_sized_page(browser, DESKTOP, contexts)
-    log_in(page, app_server, "student1", "pw-student-1")
+    log_in_as(page, app_server, User.objects.get(username="student1"))
     page.goto(f"{app_server}/events/{offered.event_id}/")
     later = utcnow() + timedelta(hours=25)
     monkeypatch.setattr(offers, "utcnow", lambda: later)  # the server's clock, a day on: the offer has ended

@@ -20,7 +20,7 @@ from tems.clock import utcnow
 from tems.identity import user_key
 from tems.models import Membership, Team
 from tems.permissions import DOOR_VOLUNTEER
-from tests.browser.helpers import log_in
+from tests.browser.helpers import log_in_as
 from tests.browser.pages import new_sized_page, serious_axe_violations_at_both_widths
 from tests.registrations.helpers import register
 
@@ -122,7 +122,7 @@ def test_every_page_fits_a_phone_and_has_no_serious_axe_violation(app_server, br
     inventory_services.item_adjust(sku="MUG-1", delta=-1, reason="sold at the welcome fair", actor="staff")
 
     staff = new_sized_page(browser, {"width": 390, "height": 800}, contexts)
-    log_in(staff, app_server, "staffer", "pw-staff-1")
+    log_in_as(staff, app_server, User.objects.get(username="staffer"))
     # Through the pages, so the messages page lists a sent message and one event is cancelled.
     staff.goto(f"{app_server}/events/{seated.event_id}/messages/")
     staff.get_by_label("Subject").fill("Room change")
@@ -139,7 +139,7 @@ def test_every_page_fits_a_phone_and_has_no_serious_axe_violation(app_server, br
     found = _problems(anonymous, app_server, anonymous_paths, scanned=anonymous_paths)
 
     student_page = new_sized_page(browser, {"width": 390, "height": 800}, contexts)
-    log_in(student_page, app_server, "student1", "pw-student-1")
+    log_in_as(student_page, app_server, User.objects.get(username="student1"))
     # Scanned with axe-core: one page of each kind (an event with a seat, one with a place in line, ...).
     student_scanned = ["/events/", f"/events/{seated.event_id}/", f"/events/{full.event_id}/", "/me/registrations/",
                        f"/registrations/{mine}/cancel/?from=list", "/accounts/", "/accounts/verify-email/",
@@ -175,7 +175,8 @@ def test_every_page_fits_a_phone_and_has_no_serious_axe_violation(app_server, br
 def test_the_phone_menu_opens_without_javascript_and_its_links_are_thumb_sized(app_server, browser, contexts,
                                                                               demo_mode, staff_user):
     page = new_sized_page(browser, {"width": 320, "height": 700}, contexts, java_script_enabled=False)
-    log_in(page, app_server, "staffer", "pw-staff-1")
+    log_in_as(page, app_server, User.objects.get(username="staffer"))
+    page.goto(f"{app_server}/events/")
     menu = page.get_by_role("navigation", name="Main")
     expect(menu.get_by_role("link", name="Inventory")).to_be_hidden()
     page.locator(".menu-button").click()
@@ -194,7 +195,8 @@ def test_the_phone_menu_opens_without_javascript_and_its_links_are_thumb_sized(a
 
 def test_a_wide_screen_shows_the_links_in_a_row_without_a_menu_button(app_server, browser, contexts, student):
     page = new_sized_page(browser, {"width": 1200, "height": 800}, contexts)
-    log_in(page, app_server, "student1", "pw-student-1")
+    log_in_as(page, app_server, User.objects.get(username="student1"))
+    page.goto(f"{app_server}/events/")
     expect(page.locator(".menu-button")).to_be_hidden()
     menu = page.get_by_role("navigation", name="Main")
     expect(menu.get_by_role("link", name="My registrations")).to_be_visible()

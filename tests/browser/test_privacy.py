@@ -11,7 +11,7 @@ from registrations import selectors
 from registrations.events import services as event_services
 from registrations.privacy.selectors import retention_get
 from tems.identity import user_key
-from tests.browser.helpers import log_in
+from tests.browser.helpers import log_in_as
 from tests.browser.pages import PHONE, new_sized_page, serious_axe_violations_at_both_widths
 from tests.registrations.helpers import register
 
@@ -23,7 +23,7 @@ def test_a_student_downloads_then_erases_their_data(app_server, browser, context
     register(event.event_id, "next-in-line")
     checked = {}
     page = new_sized_page(browser, PHONE, contexts, accept_downloads=True)
-    log_in(page, app_server, "student1", "pw-student-1")
+    log_in_as(page, app_server, User.objects.get(username="student1"))
 
     page.goto(f"{app_server}/accounts/")
     checked["/accounts/"] = serious_axe_violations_at_both_widths(page)
@@ -58,7 +58,7 @@ def test_staff_set_the_answer_retention_of_an_event(app_server, browser, context
     event = event_services.event_create(title="Survey day", starts_at=datetime(2030, 6, 2, 12, tzinfo=UTC), capacity=5,
                                   created_by="staff")
     page = new_sized_page(browser, PHONE, contexts)
-    log_in(page, app_server, "staffer", "pw-staff-1")
+    log_in_as(page, app_server, User.objects.get(username="staffer"))
     page.goto(f"{app_server}/events/{event.event_id}/")
     page.locator("details.actions-menu > summary").click()  # the event's other actions fold under "More"
     page.get_by_role("link", name="Answer retention").click()

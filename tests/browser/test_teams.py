@@ -9,7 +9,7 @@ from django.contrib.auth.models import User
 from playwright.sync_api import expect
 
 from registrations.events import services as event_services
-from tests.browser.helpers import log_in
+from tests.browser.helpers import log_in_as
 from tests.browser.pages import PHONE, axe_violations_at_both_widths, new_sized_page
 
 
@@ -19,7 +19,7 @@ def test_team_pages_work_and_have_no_axe_violation(app_server, browser, contexts
     checked: dict[str, list[str]] = {}
 
     root = new_sized_page(browser, PHONE, contexts)
-    log_in(root, app_server, "staffer", "pw-staff-1")
+    log_in_as(root, app_server, User.objects.get(username="staffer"))
     root.goto(f"{app_server}/teams/")
     checked["teams, empty"] = axe_violations_at_both_widths(root)
     root.get_by_label("Name").fill("Chemistry Society")
@@ -36,7 +36,7 @@ def test_team_pages_work_and_have_no_axe_violation(app_server, browser, contexts
                                         capacity=5, created_by="ada", team="chem")
 
     admin = new_sized_page(browser, PHONE, contexts)
-    log_in(admin, app_server, "ada", "pw-ada-1")
+    log_in_as(admin, app_server, User.objects.get(username="ada"))
     admin.goto(f"{app_server}/teams/")
     checked["teams, a team admin's"] = axe_violations_at_both_widths(admin)
     admin.get_by_role("link", name="Chemistry Society").click()
@@ -61,7 +61,7 @@ def test_team_pages_work_and_have_no_axe_violation(app_server, browser, contexts
     expect(admin.locator(".messages")).to_contain_text("Saved who works the door")
 
     volunteer = new_sized_page(browser, PHONE, contexts)
-    log_in(volunteer, app_server, "cyd", "pw-cyd-1")
+    log_in_as(volunteer, app_server, User.objects.get(username="cyd"))
     volunteer.goto(f"{app_server}/events/{event.event_id}/")
     checked["event, a door volunteer's"] = axe_violations_at_both_widths(volunteer)
     expect(volunteer.get_by_role("link", name="Edit event")).to_have_count(0)
