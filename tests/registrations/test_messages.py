@@ -117,9 +117,18 @@ def relay_until_empty(*, now=None, passes: int = 50) -> None:
     for n in range(passes):
         at = start + n * (outbox.LEASE + timedelta(seconds=1))
         outbox.outbox_relay(now=lambda at=at: at)
-        if not outbox.outbox_pending(now=at + outbox.LEASE * 2):
+        if not any_due(at + outbox.LEASE * 2):
             return
     raise AssertionError("the outbox did not empty")
+
+
+def any_due(at) -> bool:
+    """Whether an outbox message is due by ``at`` (what ``outbox_pending`` would list), read with one consistent
+    Scan of the test's small table rather than a Query per outbox bucket: the relay passes of a test pay for those
+    already."""
+    due_by = OutboxMessage.listing_key(at, "\U0010ffff")
+    listed = OutboxMessage.pk.startswith("OUTBOX#") & (OutboxMessage.gsi1sk <= due_by)
+    return any(True for _ in OutboxMessage.scan(listed, consistent_read=True))
 
 
 def drain(smtp: Sink) -> None:
