@@ -234,8 +234,9 @@ def test_each_audience_reaches_exactly_its_people(ddb, db, smtp):
 
 @pytest.fixture
 def small_pages(monkeypatch):
-    # Small pages and passes, so forty registrants take several pages and passes (the continuation included).
-    monkeypatch.setattr(messages, "PAGE_SIZE", 4)
+    # Small pages and passes, so twenty registrants take several pages and passes (the continuation included), and
+    # some of the attendee index's buckets more than one page.
+    monkeypatch.setattr(messages, "PAGE_SIZE", 2)
     monkeypatch.setattr(messages, "PAGES_PER_PASS", 3)
 
 
@@ -270,14 +271,14 @@ def assert_one_copy_each(smtp: Sink, users: list[User]) -> None:
 
 
 def test_a_relay_killed_mid_fan_out_and_restarted_mails_everyone_once(ddb, db, smtp, small_pages, monkeypatch):
-    event, users = crowd(40)
+    event, users = crowd(20)
     drain(smtp)
     send(event.event_id, key=new_key())
-    kill_after(monkeypatch, messages, "_queue_page", calls=5)  # 5 of 17+ pages queued, then the process dies
+    kill_after(monkeypatch, messages, "_queue_page", calls=5)  # 5 of 16+ pages queued, then the process dies
     with pytest.raises(RelayKilled):
         relay_until_empty()
     monkeypatch.undo()
-    monkeypatch.setattr(messages, "PAGE_SIZE", 4)
+    monkeypatch.setattr(messages, "PAGE_SIZE", 2)
     monkeypatch.setattr(messages, "PAGES_PER_PASS", 3)
     relay_until_empty(now=utcnow() + outbox.LEASE + timedelta(seconds=1))  # the killed relay's lease runs out
     assert_one_copy_each(smtp, users)
@@ -338,7 +339,7 @@ def test_the_crash_check_catches_a_fan_out_that_queues_before_it_moves_the_curso
 
     broken_queue_page.killed = False
     monkeypatch.setattr(messages, "PAGES_PER_PASS", 100)
-    event, users = crowd(16)
+    event, users = crowd(8)
     drain(smtp)
     monkeypatch.setattr(messages, "_queue_page", broken_queue_page)
     send(event.event_id, key=new_key())
@@ -456,10 +457,11 @@ def cancelled_crowd(confirmed: int, waiting: int) -> tuple[Event, list[User]]:
     return event, users
 
 
-def test_a_cancellation_relay_killed_halfway_mails_each_of_64_registrants_once(ddb, db, smtp, monkeypatch):
+def test_a_cancellation_relay_killed_halfway_mails_each_of_16_registrants_once(ddb, db, smtp, monkeypatch):
     # Each of the attendee index's 16 buckets is one page at this size, as at 200 (more people would add no page
-    # and no path, only registrations to make): the relay dies after 8 of the 16 pages.
-    event, users = cancelled_crowd(48, 16)
+    # and no path, only registrations to make; with one a bucket on average, some pages queue several and some
+    # none): the relay dies after 8 of the 16 pages.
+    event, users = cancelled_crowd(12, 4)
     assert sorted(selectors.claim_get(event_id=event.event_id, user_id=user_key(u)).status for u in users[-1:]) == [
         "waitlisted"]
     original = messages._queue_page
@@ -502,8 +504,8 @@ def test_the_cancellation_crash_check_catches_a_fan_out_that_queues_before_it_mo
 
     broken_queue_page.killed = False
     monkeypatch.setattr(messages, "PAGES_PER_PASS", 100)
-    event = make_event(capacity=30, starts_at=utcnow() + timedelta(days=3))
-    users = students(40, prefix="y")
+    event = make_event(capacity=12, starts_at=utcnow() + timedelta(days=3))
+    users = students(16, prefix="y")
     for user in users:
         register(event.event_id, user)
     drain(smtp)
