@@ -480,7 +480,7 @@ def staff_editing(event_id: str, people: People, outcomes: list[str], oversold: 
         return people.tapping("edit capacity", once)
 
     def edits() -> None:
-        time.sleep(2.0)  # some seats are taken first
+        time.sleep(1.0)  # some seats are taken first
         for _ in range(3):
             for change in (lambda taken: taken, lambda taken: taken + 4):
                 outcomes.append(edit(change)())
@@ -489,8 +489,9 @@ def staff_editing(event_id: str, people: People, outcomes: list[str], oversold: 
 
 
 def edits_racing_registrations(through_model, settings, monkeypatch) -> tuple[str, People, list[str], list[str]]:
-    """24 students arriving over about eight seconds on a 12-seat event while staff close and reopen it. Each
-    edit stalls 1 s between reading the shards and re-slicing them, so seats are taken in between."""
+    """24 students arriving over about six seconds on a 12-seat event while staff close and reopen it. Each
+    edit stalls between reading the shards and re-slicing them (a close until a seat is taken, an opening half a
+    second, two students' arrivals), so seats are taken in between."""
     settings.SEATS_PER_SHARD = 3  # 12 seats: 4 shards, and never more (every edit re-slices the same four)
     settings.MAX_SEAT_SHARDS = 4
     event = make_event(capacity=12)
@@ -501,7 +502,9 @@ def edits_racing_registrations(through_model, settings, monkeypatch) -> tuple[st
 
     def stalled(*, target, count, shards_read):
         taken = sum(int(shard.taken) for shard in shards_read)
-        if target <= taken:
+        # Shards read full take no seat until this edit lands (only the staff move the slices): a close of them
+        # has nothing to wait for.
+        if target <= taken < sum(int(shard.capacity) for shard in shards_read):
             # Closing: the stale write needs a seat taken after the read; on a loaded machine (CI, stop 18) a
             # fixed second could pass with none, and the broken reslice went uncaught. The shards say when.
             # Once all 24 have their answer, only the staff's own edits move seats: no use waiting then.
@@ -510,12 +513,12 @@ def edits_racing_registrations(through_model, settings, monkeypatch) -> tuple[st
             # now would meet that hold, and the retry reads again, seat included, so nothing stale is left to
             # write (CI, stop 19: all three closes lost their staleness that way). Wait the hold out first.
             time.sleep(2 * HOLD_MS * SCALE / 1000)
-        else:
-            time.sleep(1.0)
+        elif target > taken:
+            time.sleep(0.5)
         return planned_sizes(target=target, count=count, shards_read=shards_read)
 
     monkeypatch.setattr(events_service, "planned_sizes", stalled)
-    calls = [people.registering(event.event_id, f"r{n:02d}", after=0.35 * n) for n in range(24)]
+    calls = [people.registering(event.event_id, f"r{n:02d}", after=0.25 * n) for n in range(24)]
     calls.append(staff_editing(event.event_id, people, edits, oversold))
     started = time.monotonic()
     with through_model() as model:
