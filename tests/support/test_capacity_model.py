@@ -368,15 +368,20 @@ def test_the_hold_time_is_scaled(table, start_model, app_on):
 def test_a_transaction_answers_when_its_hold_ends_so_its_client_never_meets_it(table, start_model, app_on):
     """By default (the bench, ``python -m tests.support.capacity_model``) a transaction's latency is its hold, as on
     AWS: another client inside the hold conflicts, and the same client's next request never meets its own last one."""
-    # 10 ms at AWS -> 2 s here. The other client comes 0.8 s in: on CI's loaded machine the first transaction
-    # once took over 0.3 s (the margin before) to reach the model, and the other one got in first.
+    # 10 ms at AWS -> 2 s here.
     model = start_model(hold_ms=10, scale=200, answer_after_hold=True)
     app_on(model)
     item = _stock(f"after-{uuid.uuid4().hex[:6]}")
+    passed_on = model.report()["transaction_in_flight_ms"]["count"]
     met: list[BaseException] = []
 
     def another_client() -> None:
-        time.sleep(0.8)  # inside the first transaction's hold
+        # Inside the first transaction's hold: once the model has passed it on, its item is held for the hold
+        # from then. Waiting for that, not for a time, keeps the order on a loaded machine, where the first
+        # transaction can take longer to reach the model than any fixed head start.
+        deadline = time.monotonic() + 30
+        while model.report()["transaction_in_flight_ms"]["count"] == passed_on and time.monotonic() < deadline:
+            time.sleep(0.01)
         try:
             _bump(item.sku)
         except TransactionCancelled as conflict:
