@@ -382,6 +382,20 @@ def test_a_reminder_goes_once_to_those_registered_before_its_time(ddb, db, smtp)
     assert reminder.kind == EventMessage.REMINDER and reminder.done_at is not None
 
 
+def test_a_sweep_that_read_before_another_sweeps_write_writes_no_second_reminder(ddb, db, smtp, monkeypatch):
+    """The loser of two racing sweeps, made to happen every run: its skip-read saw no reminder, and the
+    reminder's own condition refuses its write."""
+    event, early, late, reminder_at = reminder_setup(smtp)
+    sweep_at = reminder_at + messages.REMINDER_GRACE
+    assert messages.reminders_sweep(now=sweep_at) == 1
+    monkeypatch.setattr(messages, "batch_get_models", lambda keys, **_: [])  # read before the first one's write
+    assert messages.reminders_sweep(now=sweep_at) == 0
+    monkeypatch.undo()
+    relay_until_empty()
+    assert [recipient for recipient, _ in smtp.deliveries] == [early.email]
+    assert len(reminders(event.event_id)) == 1
+
+
 def test_the_reminder_check_catches_a_sweep_that_ignores_the_reminder_time(ddb, db, smtp, monkeypatch):
     """Broken: the reminder's recipients are everyone registered by the sweep, not by the reminder's time."""
     original = messages._reminder_create

@@ -445,6 +445,22 @@ def test_an_accept_and_an_expiry_at_once_end_the_offer_once(ddb):
     assert_invariants_clean()
 
 
+def test_an_expiry_that_read_the_offer_just_before_its_accept_hands_nothing_on(ddb, monkeypatch):
+    """The race above in one order, made to happen every run: the expiry reads the offer still open, the accept
+    lands, and the registration the expiry reads next is confirmed, so it reads the offer again and stops."""
+    _, holder, queue = full_event_with_queue(2)
+    cancel("holder", holder)
+    ends = NOW + WINDOW
+    stale = [offer_of("w0", queue[0])]
+    accept("w0", queue[0], now=ends - timedelta(seconds=1))
+    fresh = offers._offer_get
+    monkeypatch.setattr(offers, "_offer_get", lambda **key: stale.pop() if stale else fresh(**key))
+    assert offer_services.offer_expire(user_id="w0", registration_id=queue[0], now=ends, sleep=lambda _: None) is False
+    assert offer_of("w0", queue[0]).state == Offer.ACCEPTED and status_of("w0", queue[0]) == CONFIRMED
+    assert status_of("w1", queue[1]) == WAITLISTED
+    assert_invariants_clean()
+
+
 def cancel_event(event_id: str) -> None:
     event_services.event_cancel_once(event_id=event_id, user_id="staff", cancelled_by="staff",
                                      idempotency_key=new_key(), fingerprint=f"cancel-event:{event_id}")

@@ -7,6 +7,7 @@ promotions run on DynamoDB Local and are compared with a brute-force count of th
 from __future__ import annotations
 
 import json
+import logging
 import random
 from collections.abc import Callable
 from datetime import timedelta
@@ -20,6 +21,7 @@ from registrations.models import CONFIRMED, WAITLISTED
 from registrations.seating import lanes, positions, router, shards
 from registrations.seating.hints import hints
 from registrations.seating.models import SeatShard, WaitlistQueue
+from registrations.services import promotion
 from tems.clock import utcnow
 from tems.metering import metered
 from tems.transactions import LabelledTransaction
@@ -360,3 +362,15 @@ def test_a_position_skips_lanes_with_nothing_unused_below_it_until_a_block_is_cl
         assert positions.positions(tickets=[(event_id, 3)]) == {(event_id, 3): 3}
     assert dict(meter.requests) == {"BatchGetItem": 1}
     assert_invariants_clean()
+
+
+def test_a_promotion_a_request_cannot_finish_is_logged_and_left_to_the_outbox(monkeypatch, caplog):
+    """A request that finds a promotion pending finishes it if it can; if it cannot, the request still answers
+    (the outbox message of the edit that freed the seats finishes the promotion) and the log says so."""
+    def unreachable(*, event_id):
+        raise ConnectionError("DynamoDB did not answer")
+
+    monkeypatch.setattr(promotion, "waitlist_promote", unreachable)
+    with caplog.at_level(logging.WARNING, logger=promotion.logger.name):
+        promotion.waitlist_promote_best_effort("e1")
+    assert "could not finish the promotion of event e1" in caplog.text
