@@ -170,7 +170,7 @@ def world(module_moto_ddb, django_db_setup, django_db_blocker):
             "beta": {"event_id": event_b.event_id, "registration_id": registration_b, "message_id": "m1",
                      "sku": "ITEM-B", "team_id": "beta", "membership_id": 999999, "draft_id": draft_b.event_id},
         }
-        yield clients, objects
+        yield clients, objects, stored_items()
         # Made outside the tests' transactions, so removed by hand: other modules make users of these names.
         Session.objects.filter(session_key__in=[client.session.session_key for client in clients.values()]).delete()
         User.objects.filter(pk__in=[user.pk for user in [*users.values(), beta_admin]]).delete()
@@ -186,13 +186,14 @@ def stored_items() -> dict[tuple[str, str], dict]:
 @pytest.fixture
 def world_requests(world, db, settings):
     """The module's world, each case's requests inside its own rolled-back transaction. A case that changed or
-    removed an item of the world would change the next case's, so it fails here; what a case adds (the lab's
-    try-it page makes an event of its own) is no object of any case."""
+    removed an item of the world as it was built would change the next case's, so it fails here; what a case adds
+    (the lab's try-it page makes an event of its own) is no object of any case. The world is read once after each
+    case, against the items it was built with: a case that finds it as built leaves it so for the next."""
+    clients, objects, built = world
     settings.TEMS_DEMO = False  # the lab is then for platform admins only
-    before = stored_items()
-    yield world
+    yield clients, objects
     after = stored_items()
-    assert {key: after.get(key) for key in before} == before, "a case changed the world the module's cases share"
+    assert {key: after.get(key) for key in built} == built, "a case changed the world the module's cases share"
 
 
 def route_params(resolver: URLResolver | None = None, namespace: str = "") -> dict[str, list[str]]:
