@@ -33,11 +33,11 @@ def populated(ddb):
     return events
 
 
-@pytest.mark.parametrize("segments", [1, 3, 8])
-def test_clean_table_passes_in_any_number_of_segments(populated, segments):
+def test_clean_table_passes_in_any_number_of_segments(populated):
     # Claims, event-side and user-side registrations live in different partitions, hence different segments:
-    # a clean result at 8 segments shows the aggregates are joined across segments.
-    assert_invariants_clean(segments=segments)
+    # a clean result at 8 segments shows the aggregates are joined across segments. One world, read three ways.
+    for segments in (1, 3, 8):
+        assert_invariants_clean(segments=segments)
 
 
 def test_a_break_planted_in_every_event_is_found_whichever_segment_holds_it(populated):
