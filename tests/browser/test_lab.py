@@ -98,8 +98,10 @@ def test_a_burst_of_five_taps_registers_once_and_tap_numbers_start_again_after_s
         "Tap 1", "Tap 2", "Tap 3", "Tap 4", "Tap 5"]
 
 
-def test_a_double_click_without_protection_registers_once_and_after_start_over_protection_stays_off_and_taps_are_numbered_as_made(  # noqa: E501
-        app_server, new_page, student, demo_mode):
+def test_double_clicks_without_protection_register_once_and_are_numbered_as_made(app_server, new_page, student,
+                                                                                 demo_mode):
+    """A double click with protection off sends two taps and registers once; after "Start over" protection is
+    still off, and taps are numbered in the order they were made, not answered."""
     page = new_page()
     open_lab(page, app_server, student)
     toggle = page.get_by_label("Disable the button while a request is in flight")
@@ -148,8 +150,9 @@ def fire(page, section: str, technique: str, taps: str | None = None) -> None:
     form.get_by_role("button", name="Fire").click()
 
 
-def test_the_registration_race_shows_naive_duplicates_and_production_exactly_one_charted_by_like_settings_readable_on_a_phone_and_explained(  # noqa: E501
-        app_server, new_page, staff_user):
+def test_the_registration_race_shows_naive_duplicates_and_production_exactly_one(app_server, new_page, staff_user):
+    """The race's verdicts, its chart comparing only runs with the same settings, readable on a phone, and its
+    conflicts, retries and write units explained."""
     page = new_page()
     open_lab(page, app_server, staff_user)
     verdict = page.locator("#registration-race .verdict")
