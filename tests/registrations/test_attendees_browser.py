@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth.models import User
-from django.test import Client
 from playwright.sync_api import expect
 
 from registrations.checkins import services as checkin_services
 from tems.identity import user_key
+from tests.browser.helpers import signed_in
 from tests.browser.pages import DESKTOP, PHONE, at_both_widths, axe_violations_at_both_widths, resized, sideways_scroll
 from tests.registrations.helpers import make_event, new_key, register
 
@@ -35,11 +35,8 @@ def crowded_event(ddb, transactional_db):
 
 def test_the_attendee_list_fits_the_screen_has_no_axe_violation_and_prints_alone(crowded_event, browser, live_server):
     staff = User.objects.create_user("staff2", "staff2@uni.test", "pw-staff-2", is_staff=True)
-    client = Client()
-    client.force_login(staff)
-    context = browser.new_context(viewport=PHONE, timezone_id="UTC")
+    context = signed_in(browser.new_context(viewport=PHONE, timezone_id="UTC"), live_server.url, staff)
     try:
-        context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": live_server.url}])
         page = context.new_page()
         page.goto(f"{live_server.url}/events/{crowded_event.event_id}/attendees/")
         expect(page.locator(".attendee-row")).to_have_count(3)

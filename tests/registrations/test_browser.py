@@ -4,10 +4,10 @@ import re
 
 import pytest
 from django.contrib.auth.models import User
-from django.test import Client
 
 from registrations import selectors
 from tems.identity import user_key
+from tests.browser.helpers import signed_in
 from tests.helpers import assert_invariants_clean
 from tests.registrations.helpers import make_event
 
@@ -17,16 +17,12 @@ UUID4 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-
 
 
 @pytest.fixture
-def session_cookie(transactional_db, live_server):
-    user = User.objects.create_user("tapper", "tapper@uni.test", "pw-tapper-1")
-    client = Client()
-    client.force_login(user)
-    return {"name": "sessionid", "value": client.cookies["sessionid"].value, "url": live_server.url}
+def tapper(transactional_db, live_server):
+    return User.objects.create_user("tapper", "tapper@uni.test", "pw-tapper-1")
 
 
-def open_event_page(browser, live_server, session_cookie, event, *, javascript=True):
-    context = browser.new_context(java_script_enabled=javascript)
-    context.add_cookies([session_cookie])
+def open_event_page(browser, live_server, tapper, event, *, javascript=True):
+    context = signed_in(browser.new_context(java_script_enabled=javascript), live_server.url, tapper)
     page = context.new_page()
     page.goto(f"{live_server.url}/events/{event.event_id}/")
     return page
@@ -38,9 +34,9 @@ def register_requests(page):
     return sent
 
 
-def test_a_tap_sends_a_key_made_at_that_moment(ddb, browser, live_server, session_cookie):
+def test_a_tap_sends_a_key_made_at_that_moment(ddb, browser, live_server, tapper):
     event = make_event(capacity=5, title="Quiz night")
-    page = open_event_page(browser, live_server, session_cookie, event)
+    page = open_event_page(browser, live_server, tapper, event)
     rendered = page.locator("form.register-form input[name=idempotency_key]").input_value()
     sent = register_requests(page)
     page.get_by_role("button", name="Register").click()
@@ -56,9 +52,9 @@ def test_a_tap_sends_a_key_made_at_that_moment(ddb, browser, live_server, sessio
     assert selectors.claim_get(event_id=event.event_id, user_id=tapper).status == "confirmed"
 
 
-def test_a_network_error_is_retried_once_with_the_same_key(ddb, browser, live_server, session_cookie):
+def test_a_network_error_is_retried_once_with_the_same_key(ddb, browser, live_server, tapper):
     event = make_event(capacity=5)
-    page = open_event_page(browser, live_server, session_cookie, event)
+    page = open_event_page(browser, live_server, tapper, event)
     keys = []
 
     def flaky_network(route):
@@ -76,7 +72,7 @@ def test_a_network_error_is_retried_once_with_the_same_key(ddb, browser, live_se
     assert_invariants_clean()
 
 
-def test_the_button_is_disabled_in_flight(ddb, browser, live_server, session_cookie):
+def test_the_button_is_disabled_in_flight(ddb, browser, live_server, tapper):
     # hx-disabled-elt does it; switching it off is the lab's business (tests/browser/test_lab.py, the toggle).
     record_state = """() => {
         window.__disabledAtSend = [];
@@ -84,15 +80,15 @@ def test_the_button_is_disabled_in_flight(ddb, browser, live_server, session_coo
             window.__disabledAtSend.push(e.detail.elt.querySelector("button").disabled);
         });
     }"""
-    page = open_event_page(browser, live_server, session_cookie, make_event(capacity=5))
+    page = open_event_page(browser, live_server, tapper, make_event(capacity=5))
     page.evaluate(record_state)
     page.get_by_role("button", name="Register").click()
     page.get_by_text("You have a seat.").wait_for()
     assert page.evaluate("window.__disabledAtSend") == [True]
 
 
-def test_key_fallback_without_random_uuid(ddb, browser, live_server, session_cookie):
-    page = open_event_page(browser, live_server, session_cookie, make_event())
+def test_key_fallback_without_random_uuid(ddb, browser, live_server, tapper):
+    page = open_event_page(browser, live_server, tapper, make_event())
     keys = page.evaluate("""() => {
         Object.defineProperty(window.crypto, "randomUUID", {value: undefined});  // as on a plain-http origin
         return [window.temsUuid4(), window.temsUuid4()];
@@ -100,9 +96,9 @@ def test_key_fallback_without_random_uuid(ddb, browser, live_server, session_coo
     assert all(UUID4.match(key) for key in keys) and keys[0] != keys[1]
 
 
-def test_without_javascript_the_form_posts_the_server_rendered_key(ddb, browser, live_server, session_cookie):
+def test_without_javascript_the_form_posts_the_server_rendered_key(ddb, browser, live_server, tapper):
     event = make_event(capacity=5)
-    page = open_event_page(browser, live_server, session_cookie, event, javascript=False)
+    page = open_event_page(browser, live_server, tapper, event, javascript=False)
     rendered = page.locator("form.register-form input[name=idempotency_key]").input_value()
     sent = register_requests(page)
     page.get_by_role("button", name="Register").click()

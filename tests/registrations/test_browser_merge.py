@@ -5,22 +5,19 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.contrib.auth.models import User
-from django.test import Client
 
 from registrations import selectors
 from registrations.events import services as event_services
 from tems.identity import user_key
+from tests.browser.helpers import signed_in
 from tests.browser.pages import PHONE, at_both_widths, outside_the_screen
 from tests.registrations.helpers import make_event, register
 
 pytestmark = pytest.mark.browser
 
 def page_as(browser, live_server, user, viewport, *, javascript=True):
-    client = Client()
-    client.force_login(user)
     context = browser.new_context(viewport=viewport, java_script_enabled=javascript)
-    context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": live_server.url}])
-    return context.new_page()
+    return signed_in(context, live_server.url, user).new_page()
 
 
 def test_the_event_panel_merges_and_shows_a_clash_readably(ddb, browser, live_server, transactional_db):

@@ -11,10 +11,10 @@ from datetime import UTC
 import pytest
 import segno
 from django.contrib.auth.models import User
-from django.test import Client
 from playwright.sync_api import expect
 
 from registrations.checkins import selectors, services
+from tests.browser.helpers import signed_in
 from tests.registrations.helpers import make_event, register
 
 pytestmark = pytest.mark.browser
@@ -41,14 +41,12 @@ CHROMIUM = os.environ.get("TEMS_CHROMIUM", "/usr/bin/chromium")
 def door(ddb, browser, live_server, transactional_db):
     """Open an event's door page as a logged-in doorkeeper on a phone-sized screen; returns (page, context)."""
     staff = User.objects.create_user("staff2", "staff2@uni.test", "pw-staff-2", is_staff=True)
-    client = Client()
-    client.force_login(staff)
     contexts = []
 
     def open_door(event):
-        context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True, timezone_id="UTC")
+        context = signed_in(browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True, timezone_id="UTC"),
+                            live_server.url, staff)
         contexts.append(context)
-        context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": live_server.url}])
         page = context.new_page()
         page.goto(f"{live_server.url}/events/{event.event_id}/door/")
         page.locator("#door-name").fill("B")
@@ -190,8 +188,6 @@ def test_the_camera_reads_a_ticket(ddb, browser, live_server, transactional_db, 
     video = tmp_path / "ticket.y4m"
     qr_y4m(ticket, video)
     staff = User.objects.create_user("staff2", "staff2@uni.test", "pw-staff-2", is_staff=True)
-    client = Client()
-    client.force_login(staff)
     # A browser of its own (same Playwright instance): the fake camera is a launch flag.
     camera_browser = browser.browser_type.launch(
         executable_path=CHROMIUM,
@@ -201,7 +197,7 @@ def test_the_camera_reads_a_ticket(ddb, browser, live_server, transactional_db, 
     try:
         context = camera_browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True, timezone_id="UTC")
         context.grant_permissions(["camera"], origin=live_server.url)
-        context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": live_server.url}])
+        signed_in(context, live_server.url, staff)
         page = context.new_page()
         page.goto(f"{live_server.url}/events/{event.event_id}/door/")
         page.get_by_role("button", name="Scan with camera").click()

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth.models import User
-from django.test import Client
 
 from registrations.questions import question_sets
 from registrations.questions import services as question_services
 from registrations.questions.question_sets import Question, QuestionSet
+from tests.browser.helpers import signed_in
 from tests.registrations.helpers import make_event, register
 
 pytestmark = pytest.mark.browser
@@ -25,12 +25,9 @@ def test_a_scan_shows_the_door_answers_and_only_those(ddb, browser, live_server,
                                       given={DIET.id: "vegan", SECRET.id: "not for the door"})
     ticket = register(event.event_id, "ann", answers=answers, questions_version=saved.version).data["ticket_url"]
     staff = User.objects.create_user("staff2", "staff2@uni.test", "pw-staff-2", is_staff=True)
-    client = Client()
-    client.force_login(staff)
-    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    context = signed_in(browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True),
+                        live_server.url, staff)
     try:
-        context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value,
-                              "url": live_server.url}])
         page = context.new_page()
         page.goto(f"{live_server.url}/events/{event.event_id}/door/")
         page.locator("#ticket-code").fill(ticket)

@@ -7,7 +7,6 @@ import re
 
 import pytest
 from django.contrib.auth.models import User
-from django.test import Client
 from playwright.sync_api import expect
 
 from registrations.checkins import api, selectors
@@ -15,6 +14,7 @@ from registrations.checkins.services import CheckInOutcome
 from registrations.ticket_tokens import short_code
 from tems.idempotency import StoredResponse
 from tems.identity import user_key
+from tests.browser.helpers import signed_in
 from tests.browser.pages import axe_violations, fits_the_width
 from tests.race import WindowHeldOpen
 from tests.registrations.checkins.helpers import naive_checkin
@@ -30,16 +30,13 @@ BROKEN = "a read-then-write check-in admits the student twice"
 def doors(ddb, browser, live_server, transactional_db):
     """Open the door page of an event as a logged-in doorkeeper, on a phone: ``open_door(event, door_name)``."""
     staff = User.objects.create_user("staff2", "staff2@uni.test", "pw-staff-2", is_staff=True)
-    client = Client()
-    client.force_login(staff)
     contexts = []
 
     def open_door(event, name: str, context=None):
         if context is None:
-            context = browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True, timezone_id="UTC")
+            context = signed_in(browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True, timezone_id="UTC"),
+                                live_server.url, staff)
             contexts.append(context)
-            context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value,
-                                  "url": live_server.url}])
         page = context.new_page()
         page.goto(f"{live_server.url}/events/{event.event_id}/door/")
         page.locator("#door-name").fill(name)
