@@ -148,6 +148,7 @@ def first_shard(event_id: str, user_id: str, count: int) -> int:
     if placed is None or count < 2:
         return home
     # One copy of the counts: other requests of the process move them meanwhile.
+    placed = list(placed)
     counts = {k: placed[k] for k in hints.open_shards(event_id, count)}
     if not counts:
         return home
