@@ -30,11 +30,18 @@ node_modules/.installed: package.json package-lock.json
 
 install: $(VENV)/.installed node_modules/.installed
 
-# Browser tests drive Debian's Chromium; Playwright's own browser download cannot work here.
+# Browser tests drive Debian's Chromium; Playwright's own browser download cannot work here. They run in its
+# headless shell where that can be installed, else in Chromium (README "Tests"); `make screenshots` uses Chromium.
 browser:
 	@if [ ! -x /usr/bin/chromium ]; then \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "Browser tests need Chromium: sudo apt-get install chromium" >&2; exit 1; fi; fi
+	@if [ ! -x /usr/bin/chromium-headless-shell ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium-headless-shell >/dev/null 2>&1 \
+	    || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium-headless-shell >/dev/null; } \
+	    || echo "chromium-headless-shell could not be installed: the browser tests run in Chromium (slower)." >&2; \
+	  else echo "The browser tests run faster in: sudo apt-get install chromium-headless-shell" >&2; fi; fi
 
 run: install
 	DJANGO_DEBUG=$${DJANGO_DEBUG:-1} TEMS_DEMO=$${TEMS_DEMO:-1} $(PY) manage.py dev --port $(RUN_PORT) --dynamodb-port $(DYNAMODB_PORT)

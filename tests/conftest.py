@@ -19,7 +19,7 @@ from tems.dynamo import LOCAL_CREDENTIALS, TableConfig, configure_models, ensure
 from tems.local_dynamodb import DynamoDBLocal
 from tems.metering import ready_clients
 from tems.ratelimit import forget_refusals
-from tests.helpers import REGION, TEST_JVM_OPTIONS
+from tests.helpers import CHROMIUM, REGION, TEST_JVM_OPTIONS
 
 
 @pytest.fixture(scope="session")
@@ -223,7 +223,6 @@ def csrf_staff_client(staff_user) -> Client:
 
 # --- browser tests: Playwright drives Debian's Chromium against a live Django server on DynamoDB Local ---
 
-CHROMIUM = os.environ.get("TEMS_CHROMIUM", "/usr/bin/chromium")
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
 # Playwright's sync API keeps an event loop on the test thread; the ORM calls our fixtures make are still
 # synchronous and safe, so Django's async guard is lifted for the test run.
@@ -242,7 +241,8 @@ def browser():
     from playwright.sync_api import sync_playwright
 
     if not Path(CHROMIUM).exists():
-        pytest.fail(f"Chromium not found at {CHROMIUM}: `make test` installs it (apt-get install chromium).")
+        pytest.fail(f"Chromium not found at {CHROMIUM}: `make test` installs it "
+                    "(apt-get install chromium-headless-shell).")
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
             executable_path=CHROMIUM,

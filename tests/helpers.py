@@ -1,5 +1,8 @@
 """Helpers shared by the tests of every app (fixtures live in conftest.py, helpers here)."""
 
+import os
+from pathlib import Path
+
 from tems.invariants import check_all
 
 # The region every test table lives in, on DynamoDB Local and moto alike.
@@ -8,6 +11,11 @@ REGION = "eu-west-1"
 # compiling code that the run ends before it pays off, on the same two cores the tests need. The quick compiler
 # alone, and one garbage collector thread for a small heap (docs/journal/2026-12-06-suite-minutes.md).
 TEST_JVM_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
+# The browser tests' Chromium: Debian's headless shell where it is installed, else its full browser (README "Tests"
+# says why); TEMS_CHROMIUM names another.
+CHROMIUM = os.environ.get("TEMS_CHROMIUM") or next(
+    (path for path in ("/usr/bin/chromium-headless-shell", "/usr/bin/chromium") if Path(path).exists()),
+    "/usr/bin/chromium")
 
 
 def assert_problem(response, status: int) -> dict:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import os
 import re
 import uuid
 from datetime import UTC
@@ -15,6 +14,7 @@ from playwright.sync_api import expect
 
 from registrations.checkins import selectors, services
 from tests.browser.helpers import signed_in
+from tests.helpers import CHROMIUM
 from tests.registrations.helpers import make_event, register
 
 pytestmark = pytest.mark.browser
@@ -34,7 +34,6 @@ DOOR_PAGE_CACHED = """async (timeoutMs) => {
   }
   return false;
 }"""
-CHROMIUM = os.environ.get("TEMS_CHROMIUM", "/usr/bin/chromium")
 
 
 @pytest.fixture
